@@ -1,0 +1,256 @@
+//! Compiled constraints, their limits and the compile cache.
+
+use crate::error::{CompileError, MatchError};
+use crate::grammar::{Chart, Grammar};
+use crate::json::ANY_JSON_GBNF;
+use crate::regex::{DEAD, LazyDfa, RegexProgram, START};
+use crate::vocab::Vocabulary;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// Bounds on the work and memory one constraint may take. Exceeding one is
+/// an error ([`CompileError`] with kind `Limit` at compile time,
+/// [`MatchError::Limit`] while matching), never a hang or an abort.
+///
+/// ```
+/// use sieve_core::{Constraint, Limits};
+/// let tight = Limits { max_grammar_states: 10, ..Limits::default() };
+/// let g = "root ::= \"hello\" \" \" \"world\"";
+/// assert!(Constraint::gbnf_with_limits(g, &tight).is_err());
+/// let roomy = Limits { max_grammar_states: 100, ..tight };
+/// assert!(Constraint::gbnf_with_limits(g, &roomy).is_ok());
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Regex NFA size in bytes (default 8 MiB). Bounds compile time and memory.
+    pub max_regex_bytes: usize,
+    /// Lazy DFA states per regex and vocabulary (default 20,000). Each state
+    /// costs about 1 KiB of transitions plus, once its mask is cached,
+    /// `ceil(width / 32) * 4` bytes.
+    pub max_dfa_states: usize,
+    /// Grammar automaton states (default 1,000,000, about 20 bytes each).
+    pub max_grammar_states: usize,
+    /// Earley items created while computing one mask or taking one token
+    /// (default 50,000,000; one item costs a few nanoseconds).
+    pub mask_fuel: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits { max_regex_bytes: 8 << 20, max_dfa_states: 20_000, max_grammar_states: 1_000_000, mask_fuel: 50_000_000 }
+    }
+}
+
+/// The text a constraint is compiled from; also the key of [`ConstraintCache`].
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum ConstraintSource {
+    /// A regex the whole output must match (regex-automata syntax, Unicode).
+    Regex(String),
+    /// A GBNF grammar whose start rule is `root`.
+    Gbnf(String),
+    /// The output must be exactly one of these strings.
+    Choices(Vec<String>),
+    /// Any JSON value.
+    AnyJson,
+}
+
+#[derive(Debug)]
+pub(crate) enum Program {
+    Regex(RegexProgram),
+    Grammar(Grammar),
+}
+
+/// Per-vocabulary state shared by the matchers of one constraint.
+#[derive(Debug)]
+pub(crate) enum Runtime {
+    Regex(Mutex<LazyDfa>),
+    Grammar,
+}
+
+#[derive(Debug)]
+struct Inner {
+    source: ConstraintSource,
+    program: Program,
+    limits: Limits,
+    runtimes: Mutex<Vec<(u64, Arc<Runtime>)>>,
+}
+
+/// A compiled constraint: immutable and cheap to clone (an `Arc` inside),
+/// shared by every [`crate::Matcher`] that follows it, on any vocabulary.
+#[derive(Debug, Clone)]
+pub struct Constraint {
+    inner: Arc<Inner>,
+}
+
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Constraint {
+    /// Compiles a source under the given limits.
+    pub fn compile(source: &ConstraintSource, limits: &Limits) -> Result<Constraint, CompileError> {
+        let program = match source {
+            ConstraintSource::Regex(r) => Program::Regex(RegexProgram::new(r, limits.max_regex_bytes)?),
+            ConstraintSource::Choices(c) => {
+                let alts: Vec<String> = c.iter().map(|s| regex_syntax::escape(s)).collect();
+                let pattern = if alts.is_empty() { "[^\\s\\S]".to_string() } else { alts.join("|") };
+                Program::Regex(RegexProgram::new(&pattern, limits.max_regex_bytes)?)
+            }
+            ConstraintSource::Gbnf(g) => Program::Grammar(Grammar::new(g, limits.max_grammar_states)?),
+            ConstraintSource::AnyJson => Program::Grammar(Grammar::new(ANY_JSON_GBNF, limits.max_grammar_states)?),
+        };
+        if let Program::Grammar(g) = &program {
+            if g.is_empty() {
+                return Err(CompileError::new(crate::CompileErrorKind::Empty, "the grammar matches no string"));
+            }
+        }
+        Ok(Constraint {
+            inner: Arc::new(Inner { source: source.clone(), program, limits: *limits, runtimes: Mutex::new(Vec::new()) }),
+        })
+    }
+
+    /// A regex that the whole output must match.
+    pub fn regex(pattern: &str) -> Result<Constraint, CompileError> {
+        Self::compile(&ConstraintSource::Regex(pattern.to_string()), &Limits::default())
+    }
+
+    /// A GBNF grammar (start rule `root`).
+    pub fn gbnf(grammar: &str) -> Result<Constraint, CompileError> {
+        Self::gbnf_with_limits(grammar, &Limits::default())
+    }
+
+    /// A GBNF grammar under explicit limits.
+    pub fn gbnf_with_limits(grammar: &str, limits: &Limits) -> Result<Constraint, CompileError> {
+        Self::compile(&ConstraintSource::Gbnf(grammar.to_string()), limits)
+    }
+
+    /// Exactly one of the given strings.
+    pub fn choices<S: AsRef<str>>(choices: &[S]) -> Result<Constraint, CompileError> {
+        let c = choices.iter().map(|s| s.as_ref().to_string()).collect();
+        Self::compile(&ConstraintSource::Choices(c), &Limits::default())
+    }
+
+    /// Any JSON value (RFC 8259, surrounding whitespace allowed).
+    pub fn any_json() -> Constraint {
+        // The built-in grammar is known to compile under the default limits;
+        // the fallback cannot be reached but keeps this constructor infallible.
+        Self::compile(&ConstraintSource::AnyJson, &Limits::default())
+            .or_else(|_| Self::compile(&ConstraintSource::Regex(".*".into()), &Limits::default()))
+            .unwrap_or_else(|_| unreachable!("the built-in constraints compile"))
+    }
+
+    /// The source this constraint was compiled from.
+    pub fn source(&self) -> &ConstraintSource {
+        &self.inner.source
+    }
+
+    /// The limits it was compiled under (they also bound matching).
+    pub fn limits(&self) -> &Limits {
+        &self.inner.limits
+    }
+
+    pub(crate) fn program(&self) -> &Program {
+        &self.inner.program
+    }
+
+    /// Checks a whole byte string: true when it is a complete match.
+    pub fn matches(&self, bytes: &[u8]) -> Result<bool, MatchError> {
+        match self.program() {
+            Program::Regex(p) => {
+                let mut dfa = LazyDfa::new(p, self.inner.limits.max_dfa_states);
+                let mut s = START;
+                for &b in bytes {
+                    s = dfa.next(p, s, b)?;
+                    if s == DEAD {
+                        return Ok(false);
+                    }
+                }
+                Ok(dfa.is_accepting(s))
+            }
+            Program::Grammar(g) => {
+                let mut chart = Chart::new(g);
+                let mut fuel = self.inner.limits.mask_fuel;
+                for &b in bytes {
+                    if !chart.push(g, b, &mut fuel)? {
+                        return Ok(false);
+                    }
+                }
+                Ok(chart.is_accepting(g))
+            }
+        }
+    }
+
+    /// The shared per-vocabulary runtime (lazy DFA and mask caches).
+    pub(crate) fn runtime(&self, vocab: &Vocabulary) -> Arc<Runtime> {
+        let mut rts = lock(&self.inner.runtimes);
+        if let Some((_, rt)) = rts.iter().find(|(id, _)| *id == vocab.uid()) {
+            return rt.clone();
+        }
+        let rt = Arc::new(match self.program() {
+            Program::Regex(p) => Runtime::Regex(Mutex::new(LazyDfa::new(p, self.inner.limits.max_dfa_states))),
+            Program::Grammar(_) => Runtime::Grammar,
+        });
+        rts.push((vocab.uid(), rt.clone()));
+        rt
+    }
+
+    /// Approximate heap bytes held by the compiled form and its caches.
+    pub fn memory_bytes(&self) -> usize {
+        let program = match self.program() {
+            Program::Regex(_) => 0,
+            Program::Grammar(g) => g.memory(),
+        };
+        let caches: usize = lock(&self.inner.runtimes)
+            .iter()
+            .map(|(_, rt)| match &**rt {
+                Runtime::Regex(d) => lock(d).memory(),
+                Runtime::Grammar => 0,
+            })
+            .sum();
+        program + caches
+    }
+}
+
+/// Compiled constraints keyed by source text: compiling the same source
+/// twice returns the same shared [`Constraint`]. Holds at most `capacity`
+/// entries (the oldest is dropped first).
+#[derive(Debug)]
+pub struct ConstraintCache {
+    limits: Limits,
+    capacity: usize,
+    entries: Mutex<(HashMap<ConstraintSource, Constraint>, Vec<ConstraintSource>)>,
+}
+
+impl ConstraintCache {
+    /// A cache compiling under `limits`, holding up to `capacity` constraints.
+    pub fn new(limits: Limits, capacity: usize) -> ConstraintCache {
+        ConstraintCache { limits, capacity: capacity.max(1), entries: Mutex::new((HashMap::new(), Vec::new())) }
+    }
+
+    /// The compiled constraint for `source`, compiling it on first use.
+    pub fn get(&self, source: &ConstraintSource) -> Result<Constraint, CompileError> {
+        if let Some(c) = lock(&self.entries).0.get(source) {
+            return Ok(c.clone());
+        }
+        let c = Constraint::compile(source, &self.limits)?;
+        let mut e = lock(&self.entries);
+        if e.1.len() >= self.capacity {
+            let old = e.1.remove(0);
+            e.0.remove(&old);
+        }
+        if e.0.insert(source.clone(), c.clone()).is_none() {
+            e.1.push(source.clone());
+        }
+        Ok(c)
+    }
+
+    /// Number of cached constraints.
+    pub fn len(&self) -> usize {
+        lock(&self.entries).0.len()
+    }
+
+    /// True when nothing is cached.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}

@@ -1,0 +1,386 @@
+//! GBNF (llama.cpp's grammar format) parsed into an expression tree.
+//!
+//! Supported: `name ::= body` rules (names of letters, digits, `-`, `_`),
+//! `|`, `( )`, `*` `+` `?` `{m}` `{m,}` `{m,n}`, string literals and
+//! character classes with the escapes `\n \r \t \\ \" \' \[ \] \- \xHH \uHHHH
+//! \UHHHHHHHH`, negated classes `[^...]`, `.` (any character), `#` comments,
+//! and newlines anywhere inside parentheses or after `|`. Characters are
+//! Unicode scalar values; the engine matches them as UTF-8 bytes.
+
+use crate::error::{CompileError, CompileErrorKind};
+
+/// A grammar expression.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Expr {
+    /// Concatenation (empty = the empty string).
+    Seq(Vec<Expr>),
+    /// Alternation.
+    Alt(Vec<Expr>),
+    /// `e{min,max}`; `max = None` is unbounded.
+    Repeat { expr: Box<Expr>, min: u32, max: Option<u32> },
+    /// A literal string.
+    Literal(String),
+    /// A set of Unicode scalar ranges (already negated if written `[^...]`).
+    Class(Vec<(u32, u32)>),
+    /// A rule reference with the offset where it is written.
+    Ref { name: String, offset: usize },
+}
+
+/// One `name ::= body` rule.
+#[derive(Debug, Clone)]
+pub(crate) struct Rule {
+    pub name: String,
+    pub offset: usize,
+    pub body: Expr,
+}
+
+/// Largest `{m,n}` bound accepted (repetition is expanded).
+pub(crate) const MAX_REPEAT: u32 = 1000;
+
+/// Parses GBNF text into rules, in source order.
+pub(crate) fn parse(src: &str) -> Result<Vec<Rule>, CompileError> {
+    let mut p = Parser { src, pos: 0, depth: 0 };
+    let mut rules = Vec::new();
+    p.space(true);
+    while p.pos < src.len() {
+        rules.push(p.rule()?);
+        p.space(true);
+    }
+    Ok(rules)
+}
+
+struct Parser<'a> {
+    src: &'a str,
+    pos: usize,
+    depth: usize,
+}
+
+const MAX_NESTING: usize = 200;
+
+impl Parser<'_> {
+    fn err<T>(&self, msg: impl Into<String>) -> Result<T, CompileError> {
+        Err(CompileError::at(CompileErrorKind::Syntax, msg, self.src, self.pos))
+    }
+
+    fn peek(&self) -> Option<char> {
+        self.src[self.pos..].chars().next()
+    }
+
+    fn bump(&mut self) -> Option<char> {
+        let c = self.peek()?;
+        self.pos += c.len_utf8();
+        Some(c)
+    }
+
+    /// Skips blanks and comments; newlines too when `newlines`.
+    fn space(&mut self, newlines: bool) {
+        while let Some(c) = self.peek() {
+            match c {
+                ' ' | '\t' => self.pos += 1,
+                '\r' | '\n' if newlines => self.pos += 1,
+                '#' => {
+                    while let Some(c) = self.peek() {
+                        if c == '\n' || c == '\r' {
+                            break;
+                        }
+                        self.bump();
+                    }
+                }
+                _ => break,
+            }
+        }
+    }
+
+    fn name(&mut self) -> Result<String, CompileError> {
+        let start = self.pos;
+        while self.peek().is_some_and(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
+            self.pos += 1;
+        }
+        if start == self.pos {
+            return self.err("expected a rule name");
+        }
+        Ok(self.src[start..self.pos].to_string())
+    }
+
+    fn rule(&mut self) -> Result<Rule, CompileError> {
+        let offset = self.pos;
+        let name = self.name()?;
+        self.space(false);
+        if !self.src[self.pos..].starts_with("::=") {
+            return self.err(format!("expected '::=' after rule name {name:?}"));
+        }
+        self.pos += 3;
+        self.space(true);
+        let body = self.alternates(false)?;
+        match self.peek() {
+            None | Some('\n' | '\r') => Ok(Rule { name, offset, body }),
+            Some(c) => self.err(format!("unexpected {c:?}")),
+        }
+    }
+
+    /// `seq ('|' seq)*`; inside parentheses newlines are blanks.
+    fn alternates(&mut self, nested: bool) -> Result<Expr, CompileError> {
+        self.depth += 1;
+        if self.depth > MAX_NESTING {
+            return self.err("grammar nested too deeply");
+        }
+        let mut alts = vec![self.sequence(nested)?];
+        loop {
+            // A '|' may also start the next line of a top-level rule.
+            let save = self.pos;
+            self.space(true);
+            if self.peek() == Some('|') {
+                self.pos += 1;
+                self.space(true);
+                alts.push(self.sequence(nested)?);
+            } else {
+                self.pos = save;
+                break;
+            }
+        }
+        self.depth -= 1;
+        Ok(if alts.len() == 1 { alts.pop().unwrap_or(Expr::Seq(Vec::new())) } else { Expr::Alt(alts) })
+    }
+
+    fn sequence(&mut self, nested: bool) -> Result<Expr, CompileError> {
+        let mut items = Vec::new();
+        loop {
+            let start = self.pos;
+            let item = match self.peek() {
+                Some('"') => {
+                    self.pos += 1;
+                    let mut s = String::new();
+                    loop {
+                        match self.peek() {
+                            None | Some('\n' | '\r') => return self.err("unterminated string literal"),
+                            Some('"') => {
+                                self.pos += 1;
+                                break;
+                            }
+                            _ => s.push(self.char_in_literal()?),
+                        }
+                    }
+                    Expr::Literal(s)
+                }
+                Some('[') => self.class()?,
+                Some('.') => {
+                    self.pos += 1;
+                    Expr::Class(vec![(0, 0x10FFFF)])
+                }
+                Some('(') => {
+                    self.pos += 1;
+                    self.space(true);
+                    let e = self.alternates(true)?;
+                    self.space(true);
+                    if self.peek() != Some(')') {
+                        return self.err("expected ')'");
+                    }
+                    self.pos += 1;
+                    e
+                }
+                Some('<') => return self.err("token references (<...>) are not supported"),
+                Some('!') => return self.err("token negation (!) is not supported"),
+                Some(c) if c.is_ascii_alphanumeric() || c == '-' || c == '_' => {
+                    let name = self.name()?;
+                    if self.src[self.pos..].trim_start_matches([' ', '\t']).starts_with("::=") {
+                        // The next rule starts here; this sequence ended at the newline.
+                        self.pos = start;
+                        break;
+                    }
+                    Expr::Ref { name, offset: start }
+                }
+                _ => break,
+            };
+            self.space(nested);
+            let item = self.postfix(item, nested)?;
+            items.push(item);
+        }
+        Ok(if items.len() == 1 { items.pop().unwrap_or(Expr::Seq(Vec::new())) } else { Expr::Seq(items) })
+    }
+
+    fn postfix(&mut self, mut item: Expr, nested: bool) -> Result<Expr, CompileError> {
+        loop {
+            let (min, max) = match self.peek() {
+                Some('*') => (0, None),
+                Some('+') => (1, None),
+                Some('?') => (0, Some(1)),
+                Some('{') => {
+                    self.pos += 1;
+                    self.space(nested);
+                    let min = self.number()?;
+                    self.space(nested);
+                    let max = if self.peek() == Some(',') {
+                        self.pos += 1;
+                        self.space(nested);
+                        if self.peek() == Some('}') { None } else { Some(self.number()?) }
+                    } else {
+                        Some(min)
+                    };
+                    self.space(nested);
+                    if self.peek() != Some('}') {
+                        return self.err("expected '}'");
+                    }
+                    if max.is_some_and(|m| m < min) {
+                        return self.err("repetition {m,n} with n < m");
+                    }
+                    if min.max(max.unwrap_or(0)) > MAX_REPEAT {
+                        return Err(CompileError::at(
+                            CompileErrorKind::Limit,
+                            format!("repetition bound over {MAX_REPEAT}"),
+                            self.src,
+                            self.pos,
+                        ));
+                    }
+                    (min, max)
+                }
+                _ => return Ok(item),
+            };
+            self.pos += 1;
+            self.space(nested);
+            item = Expr::Repeat { expr: Box::new(item), min, max };
+        }
+    }
+
+    fn number(&mut self) -> Result<u32, CompileError> {
+        let start = self.pos;
+        while self.peek().is_some_and(|c| c.is_ascii_digit()) {
+            self.pos += 1;
+        }
+        self.src[start..self.pos].parse().or_else(|_| self.err("expected a number"))
+    }
+
+    fn class(&mut self) -> Result<Expr, CompileError> {
+        self.pos += 1;
+        let negated = self.peek() == Some('^');
+        if negated {
+            self.pos += 1;
+        }
+        let mut ranges = Vec::new();
+        loop {
+            match self.peek() {
+                None => return self.err("unterminated character class"),
+                Some(']') => {
+                    self.pos += 1;
+                    break;
+                }
+                _ => {}
+            }
+            let lo = self.char_in_class()? as u32;
+            let hi = if self.peek() == Some('-') && !self.src[self.pos + 1..].starts_with(']') {
+                self.pos += 1;
+                self.char_in_class()? as u32
+            } else {
+                lo
+            };
+            if hi < lo {
+                return self.err("character range out of order");
+            }
+            ranges.push((lo, hi));
+        }
+        let ranges = normalize(ranges);
+        Ok(Expr::Class(if negated { complement(&ranges) } else { ranges }))
+    }
+
+    fn char_in_class(&mut self) -> Result<char, CompileError> {
+        match self.peek() {
+            Some('\\') => self.escape(),
+            Some(_) => self.bump().ok_or(()).or_else(|_| self.err("unexpected end")),
+            None => self.err("unterminated character class"),
+        }
+    }
+
+    fn char_in_literal(&mut self) -> Result<char, CompileError> {
+        self.char_in_class()
+    }
+
+    fn escape(&mut self) -> Result<char, CompileError> {
+        let at = self.pos;
+        self.pos += 1;
+        let c = match self.bump() {
+            Some('n') => '\n',
+            Some('r') => '\r',
+            Some('t') => '\t',
+            Some(c @ ('\\' | '"' | '\'' | '[' | ']' | '-' | '^' | '.' | '/')) => c,
+            Some(k @ ('x' | 'u' | 'U')) => {
+                let n = match k {
+                    'x' => 2,
+                    'u' => 4,
+                    _ => 8,
+                };
+                let digits = self.src.get(self.pos..self.pos + n).unwrap_or("");
+                let v = (digits.len() == n && digits.bytes().all(|b| b.is_ascii_hexdigit()))
+                    .then(|| u32::from_str_radix(digits, 16).ok())
+                    .flatten();
+                let Some(v) = v else {
+                    self.pos = at;
+                    return self.err(format!("\\{k} needs {n} hex digits"));
+                };
+                self.pos += n;
+                match char::from_u32(v) {
+                    Some(c) => c,
+                    None => {
+                        self.pos = at;
+                        return self.err(format!("\\{k}{digits} is not a Unicode scalar value"));
+                    }
+                }
+            }
+            _ => {
+                self.pos = at;
+                return self.err("unknown escape");
+            }
+        };
+        Ok(c)
+    }
+}
+
+/// Sorts and merges scalar ranges.
+fn normalize(mut r: Vec<(u32, u32)>) -> Vec<(u32, u32)> {
+    r.sort_unstable();
+    let mut out: Vec<(u32, u32)> = Vec::with_capacity(r.len());
+    for (lo, hi) in r {
+        match out.last_mut() {
+            Some(last) if lo <= last.1.saturating_add(1) => last.1 = last.1.max(hi),
+            _ => out.push((lo, hi)),
+        }
+    }
+    out
+}
+
+/// All scalar values (0..=0x10FFFF) not in the normalized `ranges`.
+fn complement(ranges: &[(u32, u32)]) -> Vec<(u32, u32)> {
+    let mut out = Vec::new();
+    let mut next = 0u32;
+    for &(lo, hi) in ranges {
+        if lo > next {
+            out.push((next, lo - 1));
+        }
+        next = hi + 1;
+    }
+    if next <= 0x10FFFF {
+        out.push((next, 0x10FFFF));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_llama_cpp_shapes() {
+        let g = "root ::= (\"a\" | b)* # c\nb ::= [^x-z\\n] .\n  | \"\\u00e9\"{2,3}\n";
+        let rules = parse(g).expect("parses");
+        assert_eq!(rules.len(), 2);
+        assert_eq!(rules[1].name, "b");
+        assert!(matches!(rules[1].body, Expr::Alt(ref a) if a.len() == 2));
+    }
+
+    #[test]
+    fn errors_have_positions() {
+        let e = parse("root ::= \"abc").unwrap_err();
+        assert_eq!(e.kind, CompileErrorKind::Syntax);
+        assert_eq!(e.line_col, Some((1, 14)));
+        let e = parse("root ::= [b-a]").unwrap_err();
+        assert_eq!(e.line_col.map(|p| p.0), Some(1));
+    }
+}

@@ -1,0 +1,495 @@
+//! Context-free constraints: GBNF rules compiled to per-rule automata over
+//! bytes with rule-call edges, parsed by an Earley parser one byte at a time.
+//!
+//! Each rule body becomes a Thompson automaton (byte ranges, calls, epsilon
+//! moves); epsilon moves are closed at compile time, so an Earley item is a
+//! `(state, origin)` pair on a byte, call or accept state. Left recursion,
+//! ambiguity and empty rules are all handled (nullable calls use the
+//! Aycock–Horspool shortcut). States that cannot reach their rule's end and
+//! rules that derive no finite string are removed at compile time, so a
+//! non-empty Earley set always has a valid continuation: a token is allowed
+//! exactly when its bytes leave a non-empty set.
+
+use crate::error::{CompileError, CompileErrorKind, MatchError};
+use crate::gbnf::{self, Expr};
+use crate::trie::Walker;
+use regex_syntax::utf8::Utf8Sequences;
+use std::collections::HashMap;
+
+/// What an automaton state does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// Consumes one byte in `lo..=hi`.
+    Byte { lo: u8, hi: u8 },
+    /// Parses rule `rule`, then continues.
+    Call { rule: u32 },
+    /// End of rule `rule`.
+    Accept { rule: u32 },
+}
+
+/// A state with its epsilon-closed successors (`next` indexes `succ`).
+#[derive(Debug, Clone, Copy)]
+struct Core {
+    kind: Kind,
+    next: (u32, u32),
+}
+
+#[derive(Debug, Clone)]
+struct RuleInfo {
+    start: (u32, u32),
+    nullable: bool,
+}
+
+/// A compiled grammar.
+#[derive(Debug)]
+pub(crate) struct Grammar {
+    core: Vec<Core>,
+    succ: Vec<u32>,
+    rules: Vec<RuleInfo>,
+    names: Vec<String>,
+    root: u32,
+}
+
+/// Thompson automaton state before epsilon closure.
+enum N {
+    Byte { lo: u8, hi: u8, next: u32 },
+    Call { rule: u32, next: u32 },
+    Eps(Vec<u32>),
+    Accept { rule: u32 },
+}
+
+struct Builder<'a> {
+    src: &'a str,
+    n: Vec<N>,
+    ids: HashMap<&'a str, u32>,
+    max_states: usize,
+}
+
+impl<'a> Builder<'a> {
+    fn add(&mut self, s: N) -> Result<u32, CompileError> {
+        if self.n.len() >= self.max_states {
+            return Err(CompileError::new(
+                CompileErrorKind::Limit,
+                format!("grammar has more than {} automaton states (Limits::max_grammar_states)", self.max_states),
+            ));
+        }
+        self.n.push(s);
+        Ok(self.n.len() as u32 - 1)
+    }
+
+    /// Compiles `e` so that it continues at `next`; returns its entry state.
+    fn expr(&mut self, e: &'a Expr, next: u32) -> Result<u32, CompileError> {
+        Ok(match e {
+            Expr::Seq(items) => {
+                let mut next = next;
+                for it in items.iter().rev() {
+                    next = self.expr(it, next)?;
+                }
+                next
+            }
+            Expr::Alt(alts) => {
+                let starts = alts.iter().map(|a| self.expr(a, next)).collect::<Result<Vec<_>, _>>()?;
+                self.add(N::Eps(starts))?
+            }
+            Expr::Literal(s) => {
+                let mut next = next;
+                for &b in s.as_bytes().iter().rev() {
+                    next = self.add(N::Byte { lo: b, hi: b, next })?;
+                }
+                next
+            }
+            Expr::Class(ranges) => {
+                let mut starts = Vec::new();
+                for &(lo, hi) in ranges {
+                    let lo = if (0xD800..0xE000).contains(&lo) { 0xE000 } else { lo };
+                    let hi = if (0xD800..0xE000).contains(&hi) { 0xD7FF } else { hi };
+                    let (Some(lo), Some(hi)) = (char::from_u32(lo), char::from_u32(hi)) else { continue };
+                    if lo > hi {
+                        continue;
+                    }
+                    for seq in Utf8Sequences::new(lo, hi) {
+                        let mut s = next;
+                        for r in seq.as_slice().iter().rev() {
+                            s = self.add(N::Byte { lo: r.start, hi: r.end, next: s })?;
+                        }
+                        starts.push(s);
+                    }
+                }
+                self.add(N::Eps(starts))?
+            }
+            Expr::Ref { name, offset } => match self.ids.get(name.as_str()) {
+                Some(&rule) => self.add(N::Call { rule, next })?,
+                None => {
+                    return Err(CompileError::at(
+                        CompileErrorKind::UndefinedRule,
+                        format!("rule {name:?} is not defined"),
+                        self.src,
+                        *offset,
+                    ));
+                }
+            },
+            Expr::Repeat { expr, min, max } => {
+                let mut tail = next;
+                match max {
+                    None => {
+                        let lp = self.add(N::Eps(Vec::new()))?;
+                        let body = self.expr(expr, lp)?;
+                        self.n[lp as usize] = N::Eps(vec![body, next]);
+                        tail = lp;
+                    }
+                    Some(max) => {
+                        for _ in *min..*max {
+                            let body = self.expr(expr, tail)?;
+                            tail = self.add(N::Eps(vec![body, next]))?;
+                        }
+                    }
+                }
+                for _ in 0..*min {
+                    tail = self.expr(expr, tail)?;
+                }
+                tail
+            }
+        })
+    }
+}
+
+impl Grammar {
+    /// Compiles GBNF text whose start rule is `root`.
+    pub fn new(src: &str, max_states: usize) -> Result<Grammar, CompileError> {
+        let rules = gbnf::parse(src)?;
+        let mut b = Builder { src, n: Vec::new(), ids: HashMap::new(), max_states };
+        for (i, r) in rules.iter().enumerate() {
+            if b.ids.insert(r.name.as_str(), i as u32).is_some() {
+                return Err(CompileError::at(
+                    CompileErrorKind::DuplicateRule,
+                    format!("rule {:?} is defined twice", r.name),
+                    src,
+                    r.offset,
+                ));
+            }
+        }
+        let root = *b.ids.get("root").ok_or(CompileError::new(CompileErrorKind::NoRoot, "the grammar has no rule named \"root\""))?;
+        let mut starts = Vec::with_capacity(rules.len());
+        for (i, r) in rules.iter().enumerate() {
+            let accept = b.add(N::Accept { rule: i as u32 })?;
+            starts.push(b.expr(&r.body, accept)?);
+        }
+        let names = rules.iter().map(|r| r.name.clone()).collect();
+        Ok(Self::close(b.n, starts, names, root))
+    }
+
+    /// Epsilon-closes the automaton, then trims what cannot finish.
+    fn close(n: Vec<N>, starts: Vec<u32>, names: Vec<String>, root: u32) -> Grammar {
+        let mut core_of = vec![u32::MAX; n.len()];
+        let mut core = Vec::new();
+        for (i, s) in n.iter().enumerate() {
+            let kind = match *s {
+                N::Byte { lo, hi, .. } => Kind::Byte { lo, hi },
+                N::Call { rule, .. } => Kind::Call { rule },
+                N::Accept { rule } => Kind::Accept { rule },
+                N::Eps(_) => continue,
+            };
+            core_of[i] = core.len() as u32;
+            core.push(Core { kind, next: (0, 0) });
+        }
+        let mut closures: HashMap<u32, Vec<u32>> = HashMap::new();
+        let mut closure = |at: u32| -> Vec<u32> {
+            closures
+                .entry(at)
+                .or_insert_with(|| {
+                    let mut out = Vec::new();
+                    let mut seen = std::collections::HashSet::new();
+                    let mut stack = vec![at];
+                    while let Some(s) = stack.pop() {
+                        if !seen.insert(s) {
+                            continue;
+                        }
+                        match &n[s as usize] {
+                            N::Eps(next) => stack.extend(next.iter().rev()),
+                            _ => out.push(core_of[s as usize]),
+                        }
+                    }
+                    out
+                })
+                .clone()
+        };
+        let mut next_lists: Vec<Vec<u32>> = Vec::with_capacity(core.len());
+        for s in &n {
+            match *s {
+                N::Byte { next, .. } | N::Call { next, .. } => next_lists.push(closure(next)),
+                N::Accept { .. } => next_lists.push(Vec::new()),
+                N::Eps(_) => {}
+            }
+        }
+        let start_lists: Vec<Vec<u32>> = starts.iter().map(|&s| closure(s)).collect();
+
+        // Productive rules: those that derive some finite string.
+        let nrules = start_lists.len();
+        let reaches_accept = |from: &[u32], ok_call: &dyn Fn(u32) -> bool, bytes: bool| {
+            let mut seen = vec![false; core.len()];
+            let mut stack: Vec<u32> = from.to_vec();
+            while let Some(s) = stack.pop() {
+                if std::mem::replace(&mut seen[s as usize], true) {
+                    continue;
+                }
+                match core[s as usize].kind {
+                    Kind::Accept { .. } => return true,
+                    Kind::Byte { .. } if bytes => stack.extend(&next_lists[s as usize]),
+                    Kind::Call { rule } if ok_call(rule) => stack.extend(&next_lists[s as usize]),
+                    _ => {}
+                }
+            }
+            false
+        };
+        let fixpoint = |bytes: bool| {
+            let mut flag = vec![false; nrules];
+            loop {
+                let mut changed = false;
+                for r in 0..nrules {
+                    if !flag[r] && reaches_accept(&start_lists[r], &|c| flag[c as usize], bytes) {
+                        flag[r] = true;
+                        changed = true;
+                    }
+                }
+                if !changed {
+                    break flag;
+                }
+            }
+        };
+        let productive = fixpoint(true);
+        let nullable = fixpoint(false);
+
+        // Co-reachable states: those from which their rule's end is reachable.
+        let mut preds: Vec<Vec<u32>> = vec![Vec::new(); core.len()];
+        let mut todo = Vec::new();
+        for (s, c) in core.iter().enumerate() {
+            let follow = match c.kind {
+                Kind::Byte { .. } => true,
+                Kind::Call { rule } => productive[rule as usize],
+                Kind::Accept { .. } => {
+                    todo.push(s as u32);
+                    false
+                }
+            };
+            if follow {
+                for &t in &next_lists[s] {
+                    preds[t as usize].push(s as u32);
+                }
+            }
+        }
+        let mut live = vec![false; core.len()];
+        while let Some(s) = todo.pop() {
+            if !std::mem::replace(&mut live[s as usize], true) {
+                todo.extend(&preds[s as usize]);
+            }
+        }
+        let mut succ = Vec::new();
+        let push_list = |list: &[u32], succ: &mut Vec<u32>| {
+            let a = succ.len() as u32;
+            succ.extend(list.iter().copied().filter(|&t| live[t as usize]));
+            (a, succ.len() as u32)
+        };
+        for (s, c) in core.iter_mut().enumerate() {
+            c.next = push_list(&next_lists[s], &mut succ);
+        }
+        let rules = start_lists
+            .iter()
+            .zip(&nullable)
+            .map(|(l, &nullable)| RuleInfo { start: push_list(l, &mut succ), nullable })
+            .collect();
+        Grammar { core, succ, rules, names, root }
+    }
+
+    /// True when the start rule derives no string at all.
+    pub fn is_empty(&self) -> bool {
+        let (a, b) = self.rules[self.root as usize].start;
+        a == b
+    }
+
+    /// Approximate heap bytes held.
+    pub fn memory(&self) -> usize {
+        self.core.len() * std::mem::size_of::<Core>()
+            + self.succ.len() * 4
+            + self.rules.len() * std::mem::size_of::<RuleInfo>()
+            + self.names.iter().map(|n| n.len() + 24).sum::<usize>()
+    }
+
+    #[inline]
+    fn list(&self, r: (u32, u32)) -> &[u32] {
+        &self.succ[r.0 as usize..r.1 as usize]
+    }
+}
+
+/// An Earley item: an automaton state and the set where its rule started.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Item {
+    state: u32,
+    origin: u32,
+}
+
+/// The Earley chart: one item set per byte consumed (plus the initial set).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Chart {
+    items: Vec<Item>,
+    starts: Vec<u32>,
+}
+
+impl Chart {
+    /// The chart before any byte.
+    pub fn new(g: &Grammar) -> Chart {
+        let mut c = Chart { items: Vec::new(), starts: vec![0] };
+        for &s in g.list(g.rules[g.root as usize].start) {
+            c.add(Item { state: s, origin: 0 });
+        }
+        // An unbounded budget cannot run out, so this cannot fail.
+        let _ = c.process(g, usize::MAX);
+        c
+    }
+
+    /// Number of bytes consumed.
+    pub fn bytes(&self) -> usize {
+        self.starts.len() - 1
+    }
+
+    fn current(&self) -> usize {
+        *self.starts.last().unwrap_or(&0) as usize
+    }
+
+    #[inline]
+    fn add(&mut self, it: Item) {
+        let from = self.current();
+        if !self.items[from..].contains(&it) {
+            self.items.push(it);
+        }
+    }
+
+    /// Predicts and completes the newest set until nothing changes.
+    /// Fails when the chart would grow past `max_items` items.
+    fn process(&mut self, g: &Grammar, max_items: usize) -> Result<(), MatchError> {
+        let set = (self.starts.len() - 1) as u32;
+        let mut i = self.current();
+        while i < self.items.len() {
+            let it = self.items[i];
+            i += 1;
+            let c = g.core[it.state as usize];
+            match c.kind {
+                Kind::Byte { .. } => {}
+                Kind::Call { rule } => {
+                    let info = &g.rules[rule as usize];
+                    for &s in g.list(info.start) {
+                        self.add(Item { state: s, origin: set });
+                    }
+                    if info.nullable {
+                        for &s in g.list(c.next) {
+                            self.add(Item { state: s, origin: it.origin });
+                        }
+                    }
+                }
+                Kind::Accept { rule } if it.origin != set => {
+                    let (a, b) = (self.starts[it.origin as usize] as usize, self.starts[it.origin as usize + 1] as usize);
+                    for j in a..b {
+                        let parent = self.items[j];
+                        let pc = g.core[parent.state as usize];
+                        if pc.kind == (Kind::Call { rule }) {
+                            for &s in g.list(pc.next) {
+                                self.add(Item { state: s, origin: parent.origin });
+                            }
+                        }
+                    }
+                }
+                Kind::Accept { .. } => {}
+            }
+            if self.items.len() > max_items {
+                return Err(MatchError::Limit { what: "Earley items", limit: max_items });
+            }
+        }
+        Ok(())
+    }
+
+    /// Consumes `byte`; returns false (chart unchanged) when no item takes it.
+    pub fn push(&mut self, g: &Grammar, byte: u8, fuel: &mut usize) -> Result<bool, MatchError> {
+        let (a, b) = (self.current(), self.items.len());
+        self.starts.push(b as u32);
+        for i in a..b {
+            let it = self.items[i];
+            let c = g.core[it.state as usize];
+            if let Kind::Byte { lo, hi } = c.kind {
+                if lo <= byte && byte <= hi {
+                    for &s in g.list(c.next) {
+                        self.add(Item { state: s, origin: it.origin });
+                    }
+                }
+            }
+        }
+        if self.items.len() == b {
+            self.starts.pop();
+            return Ok(false);
+        }
+        if let Err(e) = self.process(g, b.saturating_add(*fuel)) {
+            self.pop();
+            return Err(e);
+        }
+        *fuel = fuel.saturating_sub(self.items.len() - b);
+        Ok(true)
+    }
+
+    /// Drops the newest set (undoes one `push`).
+    pub fn pop(&mut self) {
+        if self.starts.len() > 1 {
+            if let Some(s) = self.starts.pop() {
+                self.items.truncate(s as usize);
+            }
+        }
+    }
+
+    /// Drops sets until `bytes` bytes remain consumed.
+    pub fn truncate(&mut self, bytes: usize) {
+        while self.bytes() > bytes {
+            self.pop();
+        }
+    }
+
+    /// True when the bytes consumed form a complete sentence.
+    pub fn is_accepting(&self, g: &Grammar) -> bool {
+        let root = g.root;
+        self.items[self.current()..]
+            .iter()
+            .any(|it| it.origin == 0 && g.core[it.state as usize].kind == (Kind::Accept { rule: root }))
+    }
+
+    /// The bytes some item of the newest set can consume, as a 256-bit set.
+    pub fn next_bytes(&self, g: &Grammar) -> [u64; 4] {
+        let mut set = [0u64; 4];
+        for it in &self.items[self.current()..] {
+            if let Kind::Byte { lo, hi } = g.core[it.state as usize].kind {
+                for b in lo..=hi {
+                    set[(b / 64) as usize] |= 1 << (b % 64);
+                }
+            }
+        }
+        set
+    }
+}
+
+/// A trie walker over an Earley chart, with a budget of item additions.
+pub(crate) struct ChartWalker<'a> {
+    pub g: &'a Grammar,
+    pub chart: &'a mut Chart,
+    pub fuel: usize,
+    pub limit: usize,
+}
+
+impl Walker for ChartWalker<'_> {
+    #[inline]
+    fn push(&mut self, byte: u8) -> Result<bool, MatchError> {
+        let limit = self.limit;
+        self.chart
+            .push(self.g, byte, &mut self.fuel)
+            .map_err(|_| MatchError::Limit { what: "Earley items per mask (Limits::mask_fuel)", limit })
+    }
+
+    #[inline]
+    fn pop(&mut self) {
+        self.chart.pop();
+    }
+}

@@ -1,0 +1,105 @@
+//! Brute-force oracle: on random walks, every token's bit in the mask must
+//! equal what an independent byte-level matcher says about
+//! `prefix + token bytes` (soundness and completeness), over the toy,
+//! SmolLM2, Llama-2, Llama-3 and Qwen3 vocabularies.
+
+mod common;
+
+use common::{Oracle, Rng, all_vocabs, bit};
+use sieve_core::{Constraint, Matcher, Vocabulary};
+use std::sync::Arc;
+
+/// Regexes and, where given, an equivalent GBNF grammar; both are checked
+/// against the regex oracle. Chosen for token-boundary cases: a string end
+/// followed by a comma in one token, multi-byte UTF-8 split across tokens
+/// and byte-fallback tokens, long alternations, optional whitespace.
+const CASES: &[(&str, Option<&str>)] = &[
+    (
+        r#"\{"name": "[a-zé中 ]{1,12}", "age": [0-9]{1,3}\}"#,
+        Some(
+            r#"root ::= "{\"name\": \"" [a-z\u00e9\u4e2d ]{1,12} "\", \"age\": " [0-9]{1,3} "}""#,
+        ),
+    ),
+    (
+        r#"\[("[a-zé中😀]{0,5}"(, "[a-zé中😀]{0,5}")*)?\]"#,
+        Some("root ::= \"[\" ( item ( \", \" item )* )? \"]\"\nitem ::= \"\\\"\" [a-z\\u00e9\\u4e2d\\U0001F600]{0,5} \"\\\"\"\n"),
+    ),
+    (r"[a-z0-9._%+-]+@[a-z0-9.-]+\.[a-z]{2,4}", None),
+    (
+        "(January|February|March|April|May|June|July|August|September|October|November|December) [0-9]{1,2}",
+        Some("root ::= month \" \" [0-9] [0-9]?\nmonth ::= \"January\" | \"February\" | \"March\" | \"April\" | \"May\" | \"June\"\n  | \"July\" | \"August\" | \"September\" | \"October\" | \"November\" | \"December\"\n"),
+    ),
+    (r"[ \n\t]*(yes|no)[ \n\t]*", Some("root ::= ws (\"yes\" | \"no\") ws\nws ::= [ \\n\\t]*")),
+    (r#""([^"\\\x00-\x1f]|\\["\\/bfnrt])*""#, Some(r#"root ::= "\"" ( [^"\\\x00-\x1F] | "\\" ["\\/bfnrt] )* "\"""#)),
+    (r"-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?", None),
+];
+
+fn check_walks(name: &str, vocab: &Arc<Vocabulary>, c: &Constraint, oracle: &mut Oracle, seed: u64, walks: usize) {
+    let mut rng = Rng(seed);
+    let mut mask = vec![0u32; vocab.mask_words()];
+    for _ in 0..walks {
+        let mut m = Matcher::new(c, vocab);
+        let mut prefix: Vec<u8> = Vec::new();
+        for _step in 0..12 {
+            m.fill_next_token_bitmask(&mut mask).unwrap();
+            let mut allowed = Vec::new();
+            for t in 0..vocab.width() as u32 {
+                let expected = if vocab.is_eos(t) {
+                    oracle.full_match(&prefix)
+                } else if let Some(b) = vocab.token_bytes(t).filter(|b| !b.is_empty()) {
+                    let mut p = prefix.clone();
+                    p.extend_from_slice(b);
+                    oracle.viable(&p)
+                } else {
+                    false
+                };
+                assert_eq!(
+                    bit(&mask, t),
+                    expected,
+                    "{name}: {:?} after {:?}: token {t} {:?}",
+                    c.source(),
+                    String::from_utf8_lossy(&prefix),
+                    vocab.token_bytes(t).map(String::from_utf8_lossy)
+                );
+                if expected {
+                    allowed.push(t);
+                }
+            }
+            assert_eq!(m.is_accepting(), oracle.full_match(&prefix));
+            if allowed.is_empty() {
+                break;
+            }
+            let t = allowed[rng.below(allowed.len())];
+            m.accept_token(t).unwrap();
+            if m.is_terminated() {
+                break;
+            }
+            prefix.extend_from_slice(vocab.token_bytes(t).unwrap_or_default());
+        }
+    }
+}
+
+#[test]
+fn masks_equal_the_oracle_on_random_walks() {
+    for (vname, vocab) in all_vocabs() {
+        let walks = if vname == "toy" { 30 } else { 3 };
+        for (i, (re, gbnf)) in CASES.iter().enumerate() {
+            let mut oracle = Oracle::new(re);
+            let c = Constraint::regex(re).unwrap();
+            check_walks(vname, &vocab, &c, &mut oracle, 7 + i as u64, walks);
+            if let Some(g) = gbnf {
+                let c = Constraint::gbnf(g).unwrap_or_else(|e| panic!("{g}: {e}"));
+                check_walks(vname, &vocab, &c, &mut oracle, 99 + i as u64, walks);
+            }
+        }
+    }
+}
+
+#[test]
+fn choices_equal_the_oracle() {
+    let vocab = common::toy();
+    let choices = ["yes", "no", "maybe so", "\"quoted\", too", "é中"];
+    let pattern = choices.iter().map(|c| regex_syntax::escape(c)).collect::<Vec<_>>().join("|");
+    let mut oracle = Oracle::new(&pattern);
+    check_walks("toy", &vocab, &Constraint::choices(&choices).unwrap(), &mut oracle, 5, 30);
+}
