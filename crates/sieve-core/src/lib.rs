@@ -54,6 +54,7 @@ mod error;
 mod gbnf;
 mod grammar;
 mod json;
+pub mod json_schema;
 mod matcher;
 mod regex;
 mod trie;

@@ -1,0 +1,1545 @@
+//! The schema walk: references, `allOf` merging, branches, and one grammar
+//! fragment per JSON type.
+
+use super::format;
+use super::gbnf::{self, Encoding, Rules};
+use super::number::{self, Bound, Dec};
+use super::regex::{self, CharSet, Re};
+use super::{JsonSchemaOptions, Mode, SchemaError, SchemaErrorKind, SchemaGrammar, Warning, Whitespace};
+use serde_json::{Map, Value};
+use std::collections::HashMap;
+
+type Res<T> = Result<T, SchemaError>;
+/// A GBNF expression, `None` when no value matches.
+type Expr = Option<String>;
+
+const TYPES: [&str; 7] = ["null", "boolean", "object", "array", "number", "integer", "string"];
+
+/// Keywords that constrain values but are not translated.
+const UNSUPPORTED: &[&str] = &[
+    "if",
+    "dependentRequired",
+    "dependentSchemas",
+    "dependencies",
+    "unevaluatedProperties",
+    "unevaluatedItems",
+    "$dynamicRef",
+    "$recursiveRef",
+];
+
+fn err(keyword: &str, pointer: &str, kind: SchemaErrorKind) -> SchemaError {
+    SchemaError { keyword: keyword.to_string(), pointer: pointer.to_string(), kind }
+}
+fn invalid(keyword: &str, pointer: &str, msg: &str) -> SchemaError {
+    err(keyword, pointer, SchemaErrorKind::Invalid(msg.to_string()))
+}
+fn child(ptr: &str, key: &str) -> String {
+    format!("{ptr}/{}", key.replace('~', "~0").replace('/', "~1"))
+}
+
+/// The translation state.
+pub struct Compiler<'a> {
+    root: &'a Value,
+    opts: &'a JsonSchemaOptions,
+    rules: Rules,
+    warnings: Vec<Warning>,
+    refs: HashMap<String, String>,
+    legacy: bool,
+    depth: usize,
+    ws: String,
+    chr: String,
+    any: Option<String>,
+}
+
+impl<'a> Compiler<'a> {
+    /// Prepare to translate `root`.
+    pub fn new(root: &'a Value, opts: &'a JsonSchemaOptions) -> Self {
+        let legacy = root
+            .get("$schema")
+            .and_then(Value::as_str)
+            .is_some_and(|s| ["draft-03", "draft-04", "draft-06", "draft-07"].iter().any(|d| s.contains(d)));
+        Compiler {
+            root,
+            opts,
+            rules: Rules::default(),
+            warnings: Vec::new(),
+            refs: HashMap::new(),
+            legacy,
+            depth: 0,
+            ws: String::new(),
+            chr: String::new(),
+            any: None,
+        }
+    }
+
+    /// Translate the whole schema.
+    pub fn run(mut self) -> Res<SchemaGrammar> {
+        let ws_body = match self.opts.whitespace {
+            Whitespace::Any => "[ \\t\\n\\r]*".to_string(),
+            Whitespace::Compact => "\"\"".to_string(),
+            Whitespace::Bounded(n) => format!("[ \\t\\n\\r]{{0,{n}}}"),
+        };
+        self.ws = self.rules.add("ws", ws_body);
+        self.chr = self.rules.add("char", gbnf::JSON_CHAR_BODY.to_string());
+        let root = self.schema(self.root, "")?.ok_or_else(|| err("", "", SchemaErrorKind::Unsatisfiable))?;
+        let root = format!("{ws} {root} {ws}", ws = self.ws);
+        Ok(SchemaGrammar { gbnf: self.rules.finish(&root), warnings: self.warnings })
+    }
+
+    fn unsupported(&mut self, keyword: &str, pointer: &str, msg: &str) -> Res<()> {
+        match self.opts.mode {
+            Mode::Strict => Err(err(keyword, pointer, SchemaErrorKind::Unsupported(msg.to_string()))),
+            Mode::Lenient => {
+                self.warnings.push(Warning {
+                    keyword: keyword.to_string(),
+                    pointer: pointer.to_string(),
+                    message: msg.to_string(),
+                });
+                Ok(())
+            }
+        }
+    }
+
+    fn add(&mut self, hint: &str, body: String) -> Res<String> {
+        if self.rules.size() > self.opts.limits.max_grammar_bytes {
+            return Err(err("", "", SchemaErrorKind::Limit("max_grammar_bytes")));
+        }
+        Ok(self.rules.add(hint, body))
+    }
+
+    fn enter(&mut self, ptr: &str) -> Res<()> {
+        self.depth += 1;
+        if self.depth > self.opts.limits.max_depth {
+            return Err(err("", ptr, SchemaErrorKind::Limit("max_depth")));
+        }
+        Ok(())
+    }
+
+    /// The schema at `ptr` as a GBNF expression.
+    fn schema(&mut self, s: &Value, ptr: &str) -> Res<Expr> {
+        self.enter(ptr)?;
+        let out = match s {
+            Value::Bool(true) => Ok(Some(self.any_value()?)),
+            Value::Bool(false) => Ok(None),
+            Value::Object(m) => self.object_schema(m, ptr),
+            _ => Err(invalid("", ptr, "a schema must be an object or a boolean")),
+        };
+        self.depth -= 1;
+        out
+    }
+
+    fn object_schema(&mut self, m: &Map<String, Value>, ptr: &str) -> Res<Expr> {
+        if let Some(r) = m.get("$ref") {
+            let r = r.as_str().ok_or_else(|| invalid("$ref", ptr, "must be a string"))?;
+            let has_siblings = m.keys().any(|k| k != "$ref" && !is_annotation(k));
+            if self.legacy || !has_siblings {
+                return self.ref_rule(r, ptr);
+            }
+        }
+        let merged = self.flatten(m, ptr)?;
+        self.compile_map(merged, ptr)
+    }
+
+    /// A rule for a referenced schema (recursion becomes a recursive rule).
+    fn ref_rule(&mut self, r: &str, ptr: &str) -> Res<Expr> {
+        if let Some(name) = self.refs.get(r) {
+            return Ok(Some(name.clone()));
+        }
+        let target = self.resolve(r, ptr)?;
+        let name = self.rules.reserve(r.rsplit('/').next().unwrap_or("ref"));
+        self.refs.insert(r.to_string(), name.clone());
+        let target_ptr = r.trim_start_matches('#').to_string();
+        match self.schema(target, &target_ptr)? {
+            Some(body) => {
+                self.rules.define(&name, body);
+                Ok(Some(name))
+            }
+            None => {
+                // No value matches; the reserved rule must still parse.
+                self.rules.define(&name, "[^\\u0000-\\U0010FFFF]".to_string());
+                Ok(None)
+            }
+        }
+    }
+
+    fn resolve(&self, r: &str, ptr: &str) -> Res<&'a Value> {
+        let Some(frag) = r.strip_prefix('#') else {
+            return Err(err("$ref", ptr, SchemaErrorKind::Unsupported(format!("non-local reference {r:?}"))));
+        };
+        if frag.is_empty() || frag.starts_with('/') {
+            let decoded = percent_decode(frag);
+            return self
+                .root
+                .pointer(&decoded)
+                .ok_or_else(|| invalid("$ref", ptr, &format!("unresolvable reference {r:?}")));
+        }
+        find_anchor(self.root, frag).ok_or_else(|| invalid("$ref", ptr, &format!("unresolvable anchor {r:?}")))
+    }
+
+    /// Inline `$ref` (with siblings) and `allOf` into one keyword map.
+    fn flatten(&mut self, m: &Map<String, Value>, ptr: &str) -> Res<Map<String, Value>> {
+        self.enter(ptr)?;
+        if self.legacy {
+            if let Some(r) = m.get("$ref") {
+                // Before 2019-09 a reference replaces its siblings.
+                let r = r.as_str().ok_or_else(|| invalid("$ref", ptr, "must be a string"))?;
+                let out = match self.resolve(r, ptr)? {
+                    Value::Object(t) => self.flatten(t, &r.trim_start_matches('#').to_string())?,
+                    Value::Bool(true) => Map::new(),
+                    _ => {
+                        let mut f = Map::new();
+                        f.insert("type".into(), Value::Array(Vec::new()));
+                        f
+                    }
+                };
+                self.depth -= 1;
+                return Ok(out);
+            }
+        }
+        let mut out = Map::new();
+        let mut parts: Vec<(Value, String)> = Vec::new();
+        for (k, v) in m {
+            match k.as_str() {
+                "allOf" => {
+                    let items = v.as_array().ok_or_else(|| invalid("allOf", ptr, "must be an array"))?;
+                    for (i, it) in items.iter().enumerate() {
+                        parts.push((it.clone(), child(&child(ptr, "allOf"), &i.to_string())));
+                    }
+                }
+                "$ref" if !self.legacy => {
+                    let r = v.as_str().ok_or_else(|| invalid("$ref", ptr, "must be a string"))?;
+                    parts.push((self.resolve(r, ptr)?.clone(), r.trim_start_matches('#').to_string()));
+                }
+                _ => {
+                    out.insert(k.clone(), v.clone());
+                }
+            }
+        }
+        for (part, pptr) in parts {
+            let pm = match part {
+                Value::Bool(true) => continue,
+                Value::Bool(false) => {
+                    let mut f = Map::new();
+                    f.insert("type".into(), Value::Array(Vec::new()));
+                    f
+                }
+                Value::Object(pm) => self.flatten(&pm, &pptr)?,
+                _ => return Err(invalid("allOf", &pptr, "a schema must be an object or a boolean")),
+            };
+            out = self.merge(out, pm, ptr)?;
+        }
+        self.depth -= 1;
+        Ok(out)
+    }
+
+    /// Both maps' constraints in one map.
+    fn merge(&mut self, mut a: Map<String, Value>, b: Map<String, Value>, ptr: &str) -> Res<Map<String, Value>> {
+        let all_of = |x: &Value, y: &Value| serde_json::json!({"allOf": [x, y]});
+        // additionalProperties on one side constrains the other side's extra properties.
+        let props_a: Vec<String> = obj_keys(a.get("properties"));
+        let props_b: Vec<String> = obj_keys(b.get("properties"));
+        let mut cross: Vec<(String, Value)> = Vec::new();
+        for (side, other_props, this_props, this) in [(0, &props_b, &props_a, &a), (1, &props_a, &props_b, &b)] {
+            let _ = side;
+            if let Some(ap) = this.get("additionalProperties") {
+                if ap == &Value::Bool(true) {
+                    continue;
+                }
+                if this.contains_key("patternProperties") {
+                    return Err(err(
+                        "additionalProperties",
+                        ptr,
+                        SchemaErrorKind::Unsupported("allOf with additionalProperties and patternProperties".into()),
+                    ));
+                }
+                for p in other_props {
+                    if !this_props.contains(p) {
+                        cross.push((p.clone(), ap.clone()));
+                    }
+                }
+            }
+        }
+        let prefix = |m: &Map<String, Value>| m.contains_key("prefixItems") || m.get("items").is_some_and(Value::is_array);
+        let rest = |m: &Map<String, Value>| {
+            m.contains_key("additionalItems") || m.get("items").is_some_and(|i| !i.is_array())
+        };
+        if (prefix(&a) && rest(&b)) || (prefix(&b) && rest(&a)) {
+            return Err(err(
+                "items",
+                ptr,
+                SchemaErrorKind::Unsupported("allOf mixing prefixItems and items from different schemas".into()),
+            ));
+        }
+        for (k, vb) in b {
+            if is_annotation(&k) {
+                continue;
+            }
+            let Some(va) = a.get(&k).cloned() else {
+                a.insert(k, vb);
+                continue;
+            };
+            if va == vb {
+                continue;
+            }
+            let merged = match k.as_str() {
+                "type" => {
+                    let ta = type_list(&va);
+                    let tb = type_list(&vb);
+                    let mut t: Vec<Value> = Vec::new();
+                    for x in &ta {
+                        for y in &tb {
+                            let r = match (x.as_str().unwrap_or(""), y.as_str().unwrap_or("")) {
+                                (p, q) if p == q => Some(p),
+                                ("number", "integer") | ("integer", "number") => Some("integer"),
+                                _ => None,
+                            };
+                            if let Some(r) = r {
+                                if !t.iter().any(|v| v == r) {
+                                    t.push(Value::String(r.to_string()));
+                                }
+                            }
+                        }
+                    }
+                    Value::Array(t)
+                }
+                "properties" | "patternProperties" => {
+                    let mut pa = va.as_object().cloned().unwrap_or_default();
+                    for (pk, pv) in vb.as_object().cloned().unwrap_or_default() {
+                        let nv = match pa.get(&pk) {
+                            Some(old) => all_of(old, &pv),
+                            None => pv,
+                        };
+                        pa.insert(pk, nv);
+                    }
+                    Value::Object(pa)
+                }
+                "required" => {
+                    let mut ra = va.as_array().cloned().unwrap_or_default();
+                    for x in vb.as_array().cloned().unwrap_or_default() {
+                        if !ra.contains(&x) {
+                            ra.push(x);
+                        }
+                    }
+                    Value::Array(ra)
+                }
+                "enum" | "const" => {
+                    let ea = if k == "enum" { va.as_array().cloned().unwrap_or_default() } else { vec![va.clone()] };
+                    let eb = if k == "enum" { vb.as_array().cloned().unwrap_or_default() } else { vec![vb.clone()] };
+                    let both: Vec<Value> = ea.into_iter().filter(|x| eb.iter().any(|y| json_eq(x, y))).collect();
+                    a.remove(&k);
+                    a.insert("enum".into(), Value::Array(both));
+                    continue;
+                }
+                "minLength" | "minItems" | "minProperties" | "minContains" => num_pick(&va, &vb, true),
+                "maxLength" | "maxItems" | "maxProperties" | "maxContains" => num_pick(&va, &vb, false),
+                "minimum" | "exclusiveMinimum" if va.is_number() && vb.is_number() => num_pick(&va, &vb, true),
+                "maximum" | "exclusiveMaximum" if va.is_number() && vb.is_number() => num_pick(&va, &vb, false),
+                "items" | "additionalProperties" | "propertyNames" | "additionalItems"
+                    if !va.is_array() && !vb.is_array() =>
+                {
+                    all_of(&va, &vb)
+                }
+                "uniqueItems" => Value::Bool(va.as_bool().unwrap_or(false) || vb.as_bool().unwrap_or(false)),
+                "not" => serde_json::json!({"anyOf": [va, vb]}),
+                "anyOf" | "oneOf" => {
+                    let xa = va.as_array().cloned().unwrap_or_default();
+                    let xb = vb.as_array().cloned().unwrap_or_default();
+                    if xa.len() * xb.len() > 64 || k == "oneOf" {
+                        return Err(err(&k, ptr, SchemaErrorKind::Unsupported(format!("two {k} in one allOf"))));
+                    }
+                    let mut out = Vec::new();
+                    for x in &xa {
+                        for y in &xb {
+                            out.push(all_of(x, y));
+                        }
+                    }
+                    Value::Array(out)
+                }
+                _ => {
+                    return Err(err(&k, ptr, SchemaErrorKind::Unsupported(format!("allOf with two different {k}"))));
+                }
+            };
+            a.insert(k, merged);
+        }
+        if !cross.is_empty() {
+            let mut props = a.get("properties").and_then(Value::as_object).cloned().unwrap_or_default();
+            for (p, ap) in cross {
+                let nv = match props.get(&p) {
+                    Some(old) => all_of(old, &ap),
+                    None => ap,
+                };
+                props.insert(p, nv);
+            }
+            a.insert("properties".into(), Value::Object(props));
+        }
+        Ok(a)
+    }
+
+    /// Translate a flattened keyword map.
+    fn compile_map(&mut self, mut m: Map<String, Value>, ptr: &str) -> Res<Expr> {
+        for kw in UNSUPPORTED {
+            if m.contains_key(*kw) {
+                if *kw == "if" && !m.contains_key("then") && !m.contains_key("else") {
+                    continue;
+                }
+                self.unsupported(kw, ptr, "keyword not translated")?;
+            }
+        }
+        // Branches: siblings go into each branch.
+        for kw in ["anyOf", "oneOf"] {
+            if let Some(branches) = m.remove(kw) {
+                let branches = branches.as_array().cloned().ok_or_else(|| invalid(kw, ptr, "must be an array"))?;
+                return self.branches(kw, &branches, m, ptr);
+            }
+        }
+        if let Some(n) = m.remove("not") {
+            if !self.apply_not(&mut m, &n, ptr)? {
+                return Ok(None);
+            }
+        }
+        let types: Vec<String> = match m.get("type") {
+            None => TYPES.iter().map(|s| s.to_string()).collect(),
+            Some(t) => {
+                let l = type_list(t);
+                if l.is_empty() && !t.is_array() {
+                    return Err(invalid("type", ptr, "must be a string or an array of strings"));
+                }
+                l.iter().filter_map(|v| v.as_str().map(String::from)).collect()
+            }
+        };
+        if let Some(c) = m.remove("const") {
+            m.insert("enum".into(), Value::Array(vec![c]));
+        }
+        if let Some(e) = m.get("enum").cloned() {
+            let values = e.as_array().ok_or_else(|| invalid("enum", ptr, "must be an array"))?;
+            let mut rest = m.clone();
+            rest.remove("enum");
+            let rest = Value::Object(rest);
+            let mut alts = Vec::new();
+            for v in values {
+                match self.check(&rest, v, 0) {
+                    Some(true) => alts.push(self.literal_value(v)),
+                    Some(false) => {}
+                    None => {
+                        self.unsupported("enum", ptr, "enum combined with keywords that cannot be checked on its values")?;
+                        alts.push(self.literal_value(v));
+                    }
+                }
+            }
+            return Ok(if alts.is_empty() { None } else { Some(self.add("enum", alts.join(" | "))?) });
+        }
+        let mut alts = Vec::new();
+        let has_number = types.iter().any(|t| t == "number");
+        for t in &types {
+            let e = match t.as_str() {
+                "null" => Some("\"null\"".to_string()),
+                "boolean" => Some("(\"true\" | \"false\")".to_string()),
+                "number" => self.number(&m, false, ptr)?,
+                "integer" if !has_number => self.number(&m, true, ptr)?,
+                "integer" => None,
+                "string" => self.string(&m, ptr)?,
+                "array" => self.array(&m, ptr)?,
+                "object" => self.object(&m, ptr)?,
+                other => return Err(invalid("type", ptr, &format!("unknown type {other:?}"))),
+            };
+            if let Some(e) = e {
+                alts.push(e);
+            }
+        }
+        Ok(match alts.len() {
+            0 => None,
+            1 => Some(self.add("v", alts.remove(0))?),
+            _ => Some(self.add("v", alts.join(" | "))?),
+        })
+    }
+
+    fn branches(&mut self, kw: &str, branches: &[Value], siblings: Map<String, Value>, ptr: &str) -> Res<Expr> {
+        let mut merged_all = Vec::new();
+        for (i, b) in branches.iter().enumerate() {
+            let bptr = child(&child(ptr, kw), &i.to_string());
+            let bm = match b {
+                Value::Bool(true) => Map::new(),
+                Value::Bool(false) => continue,
+                Value::Object(o) => {
+                    if self.legacy && o.contains_key("$ref") && siblings.keys().all(|k| is_annotation(k)) {
+                        merged_all.push((None, b.clone(), bptr));
+                        continue;
+                    }
+                    self.flatten(o, &bptr)?
+                }
+                _ => return Err(invalid(kw, &bptr, "a schema must be an object or a boolean")),
+            };
+            let m = self.merge(siblings.clone(), bm, &bptr)?;
+            merged_all.push((Some(m), Value::Null, bptr));
+        }
+        if kw == "oneOf" && !self.disjoint(&merged_all) {
+            self.unsupported("oneOf", ptr, "branches may overlap; treated as anyOf")?;
+        }
+        let mut alts = Vec::new();
+        for (m, raw, bptr) in merged_all {
+            let e = match m {
+                Some(m) => {
+                    self.enter(&bptr)?;
+                    let e = self.compile_map(m, &bptr);
+                    self.depth -= 1;
+                    e?
+                }
+                None => self.schema(&raw, &bptr)?,
+            };
+            if let Some(e) = e {
+                if !alts.contains(&e) {
+                    alts.push(e);
+                }
+            }
+        }
+        Ok(if alts.is_empty() { None } else { Some(self.add(kw, alts.join(" | "))?) })
+    }
+
+    /// Whether no value can match two branches (decided by types and by
+    /// const/enum values on a shared required property or on the value).
+    fn disjoint(&self, branches: &[(Option<Map<String, Value>>, Value, String)]) -> bool {
+        let maps: Vec<&Map<String, Value>> = branches.iter().filter_map(|b| b.0.as_ref()).collect();
+        if maps.len() != branches.len() {
+            return branches.len() <= 1;
+        }
+        for i in 0..maps.len() {
+            for j in i + 1..maps.len() {
+                if !self.pair_disjoint(maps[i], maps[j]) {
+                    return false;
+                }
+            }
+        }
+        true
+    }
+
+    fn pair_disjoint(&self, a: &Map<String, Value>, b: &Map<String, Value>) -> bool {
+        let ta = a.get("type").map(type_list);
+        let tb = b.get("type").map(type_list);
+        if let (Some(ta), Some(tb)) = (&ta, &tb) {
+            let overlap = ta.iter().any(|x| {
+                tb.iter().any(|y| {
+                    x == y
+                        || (x == "number" && y == "integer")
+                        || (x == "integer" && y == "number")
+                })
+            });
+            if !overlap {
+                return true;
+            }
+        }
+        let values = |m: &Map<String, Value>| -> Option<Vec<Value>> {
+            m.get("const").map(|c| vec![c.clone()]).or_else(|| m.get("enum").and_then(Value::as_array).cloned())
+        };
+        if let (Some(va), Some(vb)) = (values(a), values(b)) {
+            if !va.iter().any(|x| vb.iter().any(|y| json_eq(x, y))) {
+                return true;
+            }
+        }
+        // A property required on both sides with disjoint const/enum values.
+        let req = |m: &Map<String, Value>| -> Vec<String> {
+            m.get("required").and_then(Value::as_array).map(|r| r.iter().filter_map(|x| x.as_str().map(String::from)).collect()).unwrap_or_default()
+        };
+        let (ra, rb) = (req(a), req(b));
+        let objects_only = |t: &Option<Vec<Value>>| t.as_ref().is_some_and(|t| t.len() == 1 && t[0] == "object");
+        if objects_only(&ta) || objects_only(&tb) {
+            for p in ra.iter().filter(|p| rb.contains(p)) {
+                let pa = a.get("properties").and_then(|x| x.get(p)).and_then(Value::as_object);
+                let pb = b.get("properties").and_then(|x| x.get(p)).and_then(Value::as_object);
+                if let (Some(pa), Some(pb)) = (pa, pb) {
+                    if let (Some(va), Some(vb)) = (values(pa), values(pb)) {
+                        if !va.iter().any(|x| vb.iter().any(|y| json_eq(x, y))) {
+                            return true;
+                        }
+                    }
+                }
+            }
+        }
+        false
+    }
+
+    /// Fold `not` into the map where exact; returns false when nothing matches.
+    fn apply_not(&mut self, m: &mut Map<String, Value>, n: &Value, ptr: &str) -> Res<bool> {
+        let nptr = child(ptr, "not");
+        let nm = match n {
+            Value::Bool(b) => return Ok(!b),
+            Value::Object(o) => self.flatten(o, &nptr)?,
+            _ => return Err(invalid("not", ptr, "a schema must be an object or a boolean")),
+        };
+        let keys: Vec<&str> = nm.keys().map(String::as_str).filter(|k| !is_annotation(k)).collect();
+        if keys.is_empty() {
+            return Ok(false);
+        }
+        if keys == ["type"] {
+            let remove = type_list(&nm["type"]);
+            let current: Vec<Value> = match m.get("type") {
+                Some(t) => type_list(t),
+                None => TYPES.iter().map(|t| Value::String(t.to_string())).collect(),
+            };
+            let mut keep = Vec::new();
+            for t in current {
+                let gone = remove.contains(&t) || (t == "integer" && remove.iter().any(|r| r == "number"));
+                if gone {
+                    continue;
+                }
+                if t == "number" && remove.iter().any(|r| r == "integer") {
+                    self.unsupported("not", ptr, "numbers that are not integers")?;
+                }
+                keep.push(t);
+            }
+            m.insert("type".into(), Value::Array(keep));
+            return Ok(true);
+        }
+        if keys == ["required"] {
+            if let Some([Value::String(p)]) = nm["required"].as_array().map(Vec::as_slice) {
+                let mut props = m.get("properties").and_then(Value::as_object).cloned().unwrap_or_default();
+                props.insert(p.clone(), Value::Bool(false));
+                m.insert("properties".into(), Value::Object(props));
+                return Ok(true);
+            }
+        }
+        if let Some(Value::Array(branches)) = nm.get("anyOf").filter(|_| keys == ["anyOf"]) {
+            for b in branches.clone() {
+                if !self.apply_not(m, &b, ptr)? {
+                    return Ok(false);
+                }
+            }
+            return Ok(true);
+        }
+        if m.contains_key("enum") || m.contains_key("const") {
+            // Checked per value in compile_map.
+            let mut inner = Map::new();
+            inner.insert("not".into(), Value::Object(nm));
+            *m = self.merge(m.clone(), inner, ptr)?;
+            return Ok(true);
+        }
+        self.unsupported("not", ptr, "negation of this schema")?;
+        Ok(true)
+    }
+
+    /// Any JSON value.
+    fn any_value(&mut self) -> Res<String> {
+        if let Some(a) = &self.any {
+            return Ok(a.clone());
+        }
+        let name = self.rules.reserve("value");
+        self.any = Some(name.clone());
+        let ws = self.ws.clone();
+        let string = self.add("string", format!("\"\\\"\" {}* \"\\\"\"", self.chr))?;
+        let num = self.number_re(&number::range(None, None, false))?;
+        let array = self.add("array", format!("\"[\" {ws} ({name} ({ws} \",\" {ws} {name})*)? {ws} \"]\""))?;
+        let member = format!("{string} {ws} \":\" {ws} {name}");
+        let object = self.add("object", format!("\"{{\" {ws} ({member} ({ws} \",\" {ws} {member})*)? {ws} \"}}\""))?;
+        self.rules.define(
+            &name,
+            format!("{object} | {array} | {string} | {num} | \"true\" | \"false\" | \"null\""),
+        );
+        Ok(name)
+    }
+
+    fn number_re(&mut self, re: &Option<Re>) -> Res<String> {
+        match re.as_ref().and_then(|r| gbnf::emit(r, Encoding::Raw, &mut self.rules, "")) {
+            Some(e) => self.add("number", e),
+            None => Ok(String::new()),
+        }
+    }
+
+    fn literal_value(&self, v: &Value) -> String {
+        let ws = &self.ws;
+        match v {
+            Value::Array(items) => {
+                let inner: Vec<String> = items.iter().map(|x| self.literal_value(x)).collect();
+                if inner.is_empty() {
+                    format!("\"[\" {ws} \"]\"")
+                } else {
+                    format!("\"[\" {ws} {} {ws} \"]\"", inner.join(&format!(" {ws} \",\" {ws} ")))
+                }
+            }
+            Value::Object(o) => {
+                let inner: Vec<String> = o
+                    .iter()
+                    .map(|(k, x)| format!("{} {ws} \":\" {ws} {}", gbnf::literal(&json_text(&Value::String(k.clone()))), self.literal_value(x)))
+                    .collect();
+                if inner.is_empty() {
+                    format!("\"{{\" {ws} \"}}\"")
+                } else {
+                    format!("\"{{\" {ws} {} {ws} \"}}\"", inner.join(&format!(" {ws} \",\" {ws} ")))
+                }
+            }
+            Value::Number(n) => number_literal(n),
+            other => gbnf::literal(&json_text(other)),
+        }
+    }
+
+    fn number(&mut self, m: &Map<String, Value>, integer: bool, ptr: &str) -> Res<Expr> {
+        let dec = |k: &str| -> Res<Option<Dec>> {
+            match m.get(k) {
+                Some(Value::Number(n)) => {
+                    Dec::parse(&n.to_string()).map(Some).ok_or_else(|| invalid(k, ptr, "number out of range"))
+                }
+                Some(Value::Bool(_)) | None => Ok(None),
+                Some(_) => Err(invalid(k, ptr, "must be a number")),
+            }
+        };
+        let excl_flag = |k: &str| m.get(k).and_then(Value::as_bool).unwrap_or(false);
+        let mut lo: Option<Bound> = dec("minimum")?.map(|d| (d, excl_flag("exclusiveMinimum")));
+        let mut hi: Option<Bound> = dec("maximum")?.map(|d| (d, excl_flag("exclusiveMaximum")));
+        if let Some(d) = dec("exclusiveMinimum")? {
+            if lo.as_ref().is_none_or(|l| d.cmp_value(&l.0).is_ge()) {
+                lo = Some((d, true));
+            }
+        }
+        if let Some(d) = dec("exclusiveMaximum")? {
+            if hi.as_ref().is_none_or(|h| d.cmp_value(&h.0).is_le()) {
+                hi = Some((d, true));
+            }
+        }
+        let mut integer = integer;
+        if let Some(mo) = dec("multipleOf")? {
+            if mo.neg || (mo.int == "0" && mo.frac.is_empty()) {
+                return Err(invalid("multipleOf", ptr, "must be positive"));
+            }
+            if mo.is_integer() {
+                let k: u64 = mo.int.parse().unwrap_or(u64::MAX);
+                if k == 1 {
+                    integer = true;
+                } else if lo.is_none() && hi.is_none() && k <= 10_000 {
+                    return Ok(Some(self.multiple_of(k)?));
+                } else {
+                    self.unsupported("multipleOf", ptr, "multipleOf combined with bounds, or above 10000")?;
+                    integer = true;
+                }
+            } else if !integer && mo.int == "0" && mo.frac.trim_end_matches('1').chars().all(|c| c == '0') && mo.frac.ends_with('1') && lo.is_none() && hi.is_none() {
+                let places = mo.frac.len();
+                let body = format!("\"-\"? (\"0\" | [1-9] [0-9]*) (\".\" [0-9]{{1,{places}}} \"0\"*)?");
+                return Ok(Some(self.add("number", body)?));
+            } else if !integer {
+                self.unsupported("multipleOf", ptr, "a fractional multipleOf other than a power of ten without bounds")?;
+            }
+        }
+        let re = number::range(lo.as_ref(), hi.as_ref(), integer);
+        Ok(match re {
+            None => None,
+            Some(r) => Some(self.number_re(&Some(r))?).filter(|s| !s.is_empty()),
+        })
+    }
+
+    fn multiple_of(&mut self, k: u64) -> Res<String> {
+        let names: Vec<String> = (0..k).map(|_| self.rules.reserve("mod")).collect();
+        for r in 0..k {
+            let mut alts = Vec::new();
+            if r == 0 {
+                alts.push("\"\"".to_string());
+            }
+            let mut by_target: Vec<(u64, Vec<u8>)> = Vec::new();
+            for d in 0..10u8 {
+                let t = (r * 10 + u64::from(d)) % k;
+                match by_target.iter_mut().find(|x| x.0 == t) {
+                    Some(x) => x.1.push(d),
+                    None => by_target.push((t, vec![d])),
+                }
+            }
+            for (t, ds) in by_target {
+                let cls: String = ds.iter().map(|d| char::from(b'0' + d)).collect();
+                alts.push(format!("[{cls}] {}", names[t as usize]));
+            }
+            self.rules.define(&names[r as usize], alts.join(" | "));
+        }
+        let mut firsts = Vec::new();
+        for d in 1..10u8 {
+            firsts.push(format!("\"{d}\" {}", names[(u64::from(d) % k) as usize]));
+        }
+        self.add("multiple", format!("\"-\"? (\"0\" | {}) (\".\" \"0\"+)?", firsts.join(" | ")))
+    }
+
+    fn string(&mut self, m: &Map<String, Value>, ptr: &str) -> Res<Expr> {
+        let min_len = count(m, "minLength", ptr)?.unwrap_or(0);
+        let max_len = count(m, "maxLength", ptr)?;
+        if max_len.is_some_and(|x| x < min_len) {
+            return Ok(None);
+        }
+        let mut res: Vec<(Re, &str)> = Vec::new();
+        if let Some(f) = m.get("format").and_then(Value::as_str) {
+            if let Some(p) = format::pattern(f) {
+                let re = regex::parse_pattern(&p).map_err(|e| invalid("format", ptr, &e.to_string()))?;
+                res.push((re, "format"));
+            } else if format::UNSUPPORTED.contains(&f) {
+                self.unsupported("format", ptr, &format!("format {f:?} is not a regular language here"))?;
+            }
+        }
+        if let Some(p) = m.get("pattern") {
+            let p = p.as_str().ok_or_else(|| invalid("pattern", ptr, "must be a string"))?;
+            match regex::parse_pattern(p) {
+                Ok(re) => res.push((re, "pattern")),
+                Err(e @ regex::PatternError::Unsupported(_)) => self.unsupported("pattern", ptr, &e.to_string())?,
+                Err(e) => return Err(invalid("pattern", ptr, &e.to_string())),
+            }
+        }
+        let body = match res.len() {
+            0 => {
+                let max = max_len.map_or(String::new(), |x| x.to_string());
+                match (min_len, max_len) {
+                    (0, None) => format!("{}*", self.chr),
+                    (m, Some(x)) if m == x => format!("{}{{{m}}}", self.chr),
+                    _ => format!("{}{{{min_len},{max}}}", self.chr),
+                }
+            }
+            1 => {
+                let (re, kw) = res.remove(0);
+                let re = match with_length(re, min_len, max_len) {
+                    Some(r) => r,
+                    None => {
+                        self.unsupported(kw, ptr, "pattern or format combined with minLength/maxLength")?;
+                        return self.string_re(&res_first_or(m, ptr)?);
+                    }
+                };
+                return self.string_re(&re);
+            }
+            _ => {
+                self.unsupported("pattern", ptr, "pattern combined with format")?;
+                let (re, _) = res.remove(0);
+                return self.string_re(&re);
+            }
+        };
+        Ok(Some(self.add("string", format!("\"\\\"\" {body} \"\\\"\""))?))
+    }
+
+    fn string_re(&mut self, re: &Re) -> Res<Expr> {
+        let chr = self.chr.clone();
+        match gbnf::emit(re, Encoding::JsonString, &mut self.rules, &chr) {
+            Some(e) => Ok(Some(self.add("string", format!("\"\\\"\" {e} \"\\\"\""))?)),
+            None => Ok(None),
+        }
+    }
+
+    fn array(&mut self, m: &Map<String, Value>, ptr: &str) -> Res<Expr> {
+        let min = count(m, "minItems", ptr)?.unwrap_or(0);
+        let max = count(m, "maxItems", ptr)?;
+        if max.is_some_and(|x| x < min) {
+            return Ok(None);
+        }
+        let (prefix, rest): (Vec<Value>, Value) = match (m.get("prefixItems"), m.get("items")) {
+            (Some(Value::Array(p)), items) => (p.clone(), items.cloned().unwrap_or(Value::Bool(true))),
+            (None, Some(Value::Array(p))) => (p.clone(), m.get("additionalItems").cloned().unwrap_or(Value::Bool(true))),
+            (_, items) => (Vec::new(), items.cloned().unwrap_or(Value::Bool(true))),
+        };
+        let prefix_kw = if m.contains_key("prefixItems") { "prefixItems" } else { "items" };
+        let rest_kw = if m.contains_key("prefixItems") || !m.get("items").is_some_and(Value::is_array) { "items" } else { "additionalItems" };
+        if m.get("uniqueItems").and_then(Value::as_bool).unwrap_or(false) && max.is_none_or(|x| x > 1) {
+            self.unsupported("uniqueItems", ptr, "uniqueItems on arrays that may hold two or more items")?;
+        }
+        let ws = self.ws.clone();
+        let sep = format!("{ws} \",\" {ws}");
+        let mut pre: Vec<Expr> = Vec::new();
+        for (i, p) in prefix.iter().enumerate() {
+            if max.is_some_and(|x| i as u64 >= x) {
+                break;
+            }
+            pre.push(self.schema(p, &child(&child(ptr, prefix_kw), &i.to_string()))?);
+        }
+        let rest_e = self.schema(&rest, &child(ptr, rest_kw))?;
+        // contains: at least n items matching both the item schema and `contains`.
+        if let Some(c) = m.get("contains") {
+            let n = count(m, "minContains", ptr)?.unwrap_or(1);
+            if m.contains_key("maxContains") || !pre.is_empty() || max.is_some() || min > n {
+                self.unsupported("contains", ptr, "contains with maxContains, prefix items, maxItems or minItems above minContains")?;
+            } else if n > 0 {
+                let both = serde_json::json!({"allOf": [rest, c]});
+                let Some(ce) = self.schema(&both, &child(ptr, "contains"))? else { return Ok(None) };
+                let r = match &rest_e {
+                    Some(r) => r.clone(),
+                    None => {
+                        if n > 1 {
+                            return Ok(None);
+                        }
+                        return Ok(Some(self.add("array", format!("\"[\" {ws} {ce} {ws} \"]\""))?));
+                    }
+                };
+                let more = if n > 1 { format!(" (({sep} {r})* {sep} {ce}){{{}}}", n - 1) } else { String::new() };
+                let body = format!("\"[\" {ws} ({r} {sep})* {ce}{more} ({sep} {r})* {ws} \"]\"");
+                return Ok(Some(self.add("array", body)?));
+            }
+        }
+        // Elements: prefix positions, then the rest; counts between min and max.
+        let k = pre.len() as u64;
+        let mut tail = String::new();
+        let rest_min = min.saturating_sub(k);
+        let rest_max = max.map(|x| x.saturating_sub(k));
+        let rest_part = match &rest_e {
+            Some(r) if rest_max != Some(0) => Some((r.clone(), rest_min, rest_max)),
+            _ => None,
+        };
+        if rest_e.is_none() || rest_max == Some(0) {
+            if rest_min > 0 {
+                return Ok(None);
+            }
+        }
+        // Build from the end: after position i (0-based count emitted so far).
+        let rep = |lo: u64, hi: Option<u64>| match (lo, hi) {
+            (0, None) => "*".to_string(),
+            (1, None) => "+".to_string(),
+            (0, Some(1)) => "?".to_string(),
+            (l, None) => format!("{{{l},}}"),
+            (l, Some(h)) if l == h => format!("{{{l}}}"),
+            (l, Some(h)) => format!("{{{l},{h}}}"),
+        };
+        if let Some((r, lo, hi)) = &rest_part {
+            if k == 0 {
+                // first element has no separator
+                if *hi == Some(0) {
+                } else {
+                    let inner_hi = hi.map(|h| h - 1);
+                    let inner = if inner_hi == Some(0) { String::new() } else { format!(" ({sep} {r}){}", rep(lo.saturating_sub(1), inner_hi)) };
+                    tail = format!("{r}{inner}");
+                    if *lo == 0 {
+                        tail = format!("({tail})?");
+                    }
+                }
+            } else {
+                tail = format!("({sep} {r}){}", rep(*lo, *hi));
+            }
+        }
+        let mut body = tail;
+        for i in (0..pre.len()).rev() {
+            let Some(p) = &pre[i] else {
+                // This position cannot be filled: the array ends before it.
+                if (i as u64) < min {
+                    return Ok(None);
+                }
+                body = String::new();
+                continue;
+            };
+            let lead = if i == 0 { String::new() } else { format!("{sep} ") };
+            let this = if body.is_empty() { format!("{lead}{p}") } else { format!("{lead}{p} {body}") };
+            body = if (i as u64) >= min { format!("({this})?") } else { this };
+        }
+        let body = if body.is_empty() { format!("\"[\" {ws} \"]\"") } else { format!("\"[\" {ws} {body} {ws} \"]\"") };
+        Ok(Some(self.add("array", body)?))
+    }
+
+    fn object(&mut self, m: &Map<String, Value>, ptr: &str) -> Res<Expr> {
+        let empty = Map::new();
+        let props = match m.get("properties") {
+            Some(Value::Object(p)) => p,
+            Some(_) => return Err(invalid("properties", ptr, "must be an object")),
+            None => &empty,
+        };
+        let required: Vec<String> = m
+            .get("required")
+            .and_then(Value::as_array)
+            .map(|r| r.iter().filter_map(|x| x.as_str().map(String::from)).collect())
+            .unwrap_or_default();
+        let default_ap = Value::Bool(self.opts.additional_properties_default);
+        let ap = m.get("additionalProperties").unwrap_or(&default_ap).clone();
+        let min_p = count(m, "minProperties", ptr)?.unwrap_or(0);
+        let max_p = count(m, "maxProperties", ptr)?;
+        let mut patterns: Vec<(Re, Value, String)> = Vec::new();
+        if let Some(Value::Object(pp)) = m.get("patternProperties") {
+            for (p, s) in pp {
+                match regex::parse_pattern(p) {
+                    Ok(re) => patterns.push((re, s.clone(), child(&child(ptr, "patternProperties"), p))),
+                    Err(e @ regex::PatternError::Unsupported(_)) => {
+                        self.unsupported("patternProperties", ptr, &e.to_string())?;
+                    }
+                    Err(e) => return Err(invalid("patternProperties", ptr, &e.to_string())),
+                }
+            }
+        }
+        let names_schema = m.get("propertyNames");
+        // Declared properties, in schema order, then required names not declared.
+        let mut names: Vec<(String, Value, String)> = props
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone(), child(&child(ptr, "properties"), k)))
+            .collect();
+        for r in &required {
+            if !props.contains_key(r) {
+                let matching: Vec<Value> = patterns.iter().filter(|p| p.0.matches(r)).map(|p| p.1.clone()).collect();
+                let s = if !matching.is_empty() { Value::Bool(true) } else { ap.clone() };
+                names.push((r.clone(), s, child(ptr, "required")));
+            }
+        }
+        let mut entries: Vec<(String, Expr, bool)> = Vec::new();
+        for (name, s, nptr) in names {
+            let mut parts = vec![s];
+            for (re, ps, _) in &patterns {
+                if re.matches(&name) {
+                    parts.push(ps.clone());
+                }
+            }
+            if let Some(ns) = names_schema {
+                match self.check(ns, &Value::String(name.clone()), 0) {
+                    Some(true) => {}
+                    Some(false) => parts.push(Value::Bool(false)),
+                    None => self.unsupported("propertyNames", ptr, "propertyNames that cannot be checked on declared names")?,
+                }
+            }
+            let s = if parts.len() == 1 { parts.remove(0) } else { serde_json::json!({ "allOf": parts }) };
+            let e = self.schema(&s, &nptr)?;
+            let req = required.contains(&name);
+            if e.is_none() && req {
+                return Ok(None);
+            }
+            let key = gbnf::literal(&json_text(&Value::String(name.clone())));
+            let kv = e.map(|e| format!("{key} {ws} \":\" {ws} {e}", ws = self.ws));
+            entries.push((name, kv, req));
+        }
+        // Extra members: keys outside the declared names.
+        let known: Vec<String> = entries.iter().map(|e| e.0.clone()).collect();
+        let extra: Option<String> = if !patterns.is_empty() {
+            if ap != Value::Bool(false) {
+                self.unsupported("patternProperties", ptr, "patternProperties with additionalProperties other than false")?;
+            }
+            let same_schema = patterns.windows(2).all(|w| w[0].1 == w[1].1);
+            let overlaps_known = patterns.iter().any(|(re, ..)| known.iter().any(|k| re.matches(k)));
+            if !same_schema || overlaps_known || names_schema.is_some() {
+                self.unsupported("patternProperties", ptr, "several patternProperties with different schemas, or patterns matching declared names")?;
+            }
+            let key_re = Re::Alt(patterns.iter().map(|p| p.0.clone()).collect());
+            let chr = self.chr.clone();
+            let key = gbnf::emit(&key_re, Encoding::JsonString, &mut self.rules, &chr);
+            let value = self.schema(&patterns[0].1, &patterns[0].2)?;
+            match (key, value) {
+                (Some(k), Some(v)) => Some(format!("\"\\\"\" ({k}) \"\\\"\" {ws} \":\" {ws} {v}", ws = self.ws)),
+                _ => None,
+            }
+        } else if ap == Value::Bool(false) {
+            None
+        } else {
+            let value = self.schema(&ap, &child(ptr, "additionalProperties"))?;
+            let key = match names_schema {
+                None => Some(self.key_not_in(&known)?),
+                Some(ns) => {
+                    if known.is_empty() {
+                        self.property_name_key(ns, ptr)?
+                    } else {
+                        self.unsupported("propertyNames", ptr, "propertyNames with declared properties and additional properties")?;
+                        Some(self.key_not_in(&known)?)
+                    }
+                }
+            };
+            match (key, value) {
+                (Some(k), Some(v)) => Some(format!("{k} {ws} \":\" {ws} {v}", ws = self.ws)),
+                _ => None,
+            }
+        };
+        let extra = match extra {
+            Some(e) => Some(self.add("member", e)?),
+            None => None,
+        };
+        let body = self.members(&entries, extra.as_deref(), min_p, max_p)?;
+        let ws = &self.ws;
+        let body = match body {
+            Some(b) => format!("\"{{\" {ws} {b} {ws} \"}}\""),
+            None => return Ok(None),
+        };
+        Ok(Some(self.add("object", body)?))
+    }
+
+    /// Members in declared order then extras, counting members for
+    /// minProperties/maxProperties. Each state (position, first, count) is a rule.
+    fn members(&mut self, entries: &[(String, Expr, bool)], extra: Option<&str>, min_p: u64, max_p: Option<u64>) -> Res<Option<String>> {
+        let cap = max_p.map_or(min_p, |m| m + 1);
+        let mut memo: HashMap<(usize, bool, u64), Option<String>> = HashMap::new();
+        let sep = format!("{ws} \",\" {ws}", ws = self.ws);
+        // Iterate positions from the end so later states exist first.
+        for i in (0..=entries.len()).rev() {
+            for first in [false, true] {
+                for cnt in 0..=cap {
+                    let over = max_p.is_some_and(|m| cnt > m);
+                    let body: Option<String> = if over {
+                        None
+                    } else if i == entries.len() {
+                        let need = min_p.saturating_sub(cnt);
+                        let room = max_p.map(|m| m - cnt);
+                        match extra {
+                            None => (need == 0).then(|| "\"\"".to_string()),
+                            Some(x) => {
+                                let lead = if first { String::new() } else { format!("{sep} ") };
+                                if room == Some(0) {
+                                    (need == 0).then(|| "\"\"".to_string())
+                                } else {
+                                    let more_hi = room.map(|r| r - 1);
+                                    let more_lo = need.saturating_sub(1);
+                                    let more = match (more_lo, more_hi) {
+                                        (_, Some(0)) => String::new(),
+                                        (0, None) => format!(" ({sep} {x})*"),
+                                        (l, None) => format!(" ({sep} {x}){{{l},}}"),
+                                        (l, Some(h)) => format!(" ({sep} {x}){{{l},{h}}}"),
+                                    };
+                                    let one = format!("{lead}{x}{more}");
+                                    Some(if need == 0 { format!("({one})?") } else { one })
+                                }
+                            }
+                        }
+                    } else {
+                        let (_, kv, req) = &entries[i];
+                        let next_cnt = (cnt + 1).min(cap);
+                        let mut alts = Vec::new();
+                        if let (Some(kv), Some(Some(next))) = (kv, memo.get(&(i + 1, false, next_cnt))) {
+                            let lead = if first { String::new() } else { format!("{sep} ") };
+                            alts.push(format!("{lead}{kv} {next}"));
+                        }
+                        if !req {
+                            if let Some(Some(skip)) = memo.get(&(i + 1, first, cnt)) {
+                                alts.push(skip.clone());
+                            }
+                        }
+                        if alts.is_empty() { None } else { Some(alts.join(" | ")) }
+                    };
+                    let name = match body {
+                        Some(b) if b == "\"\"" => Some(b),
+                        Some(b) => Some(self.add("members", b)?),
+                        None => None,
+                    };
+                    memo.insert((i, first, cnt), name);
+                }
+            }
+        }
+        Ok(memo.get(&(0, true, 0)).cloned().flatten())
+    }
+
+    /// A JSON string key whose value is none of `names`.
+    fn key_not_in(&mut self, names: &[String]) -> Res<String> {
+        let chars: Vec<Vec<u32>> = names.iter().map(|n| n.chars().map(|c| c as u32).collect()).collect();
+        let body = self.not_in(&chars, 0, &(0..chars.len()).collect::<Vec<_>>())?;
+        self.add("key", format!("\"\\\"\" {body} \"\\\"\""))
+    }
+
+    /// Strings (from position `depth` of the names in `live`) that are not one of them.
+    fn not_in(&mut self, names: &[Vec<u32>], depth: usize, live: &[usize]) -> Res<String> {
+        let chr = self.chr.clone();
+        if live.is_empty() {
+            return Ok(format!("{chr}*"));
+        }
+        let ends_here = live.iter().any(|&i| names[i].len() == depth);
+        let mut firsts: Vec<u32> = live.iter().filter_map(|&i| names[i].get(depth).copied()).collect();
+        firsts.sort_unstable();
+        firsts.dedup();
+        let mut alts = Vec::new();
+        if !ends_here {
+            alts.push("\"\"".to_string());
+        }
+        let others = CharSet::from_ranges(firsts.iter().map(|&c| (c, c)).collect()).negate();
+        if let Some(o) = gbnf::json_char(&others) {
+            alts.push(format!("{o} {chr}*"));
+        }
+        for c in firsts {
+            let next: Vec<usize> = live.iter().copied().filter(|&i| names[i].get(depth) == Some(&c)).collect();
+            let rest = self.not_in(names, depth + 1, &next)?;
+            if let Some(e) = gbnf::json_char(&CharSet::single(c)) {
+                alts.push(format!("{e} {rest}"));
+            }
+        }
+        self.add("key", alts.join(" | "))
+    }
+
+    /// Keys allowed by `propertyNames` when no property is declared.
+    fn property_name_key(&mut self, ns: &Value, ptr: &str) -> Res<Option<String>> {
+        let nptr = child(ptr, "propertyNames");
+        let s = match ns {
+            Value::Object(o) => {
+                let mut o = self.flatten(o, &nptr)?;
+                o.insert("type".into(), Value::String("string".into()));
+                Value::Object(o)
+            }
+            other => other.clone(),
+        };
+        self.schema(&s, &nptr)
+    }
+
+    /// Decide whether `v` satisfies `s` for the keywords that are cheap to
+    /// check; `None` when some keyword cannot be decided here.
+    fn check(&self, s: &Value, v: &Value, depth: usize) -> Option<bool> {
+        if depth > 32 {
+            return None;
+        }
+        let m = match s {
+            Value::Bool(b) => return Some(*b),
+            Value::Object(m) => m,
+            _ => return None,
+        };
+        let mut ok = true;
+        for (k, kv) in m {
+            let r = match k.as_str() {
+                k if is_annotation(k) => Some(true),
+                "$ref" => {
+                    let t = self.resolve(kv.as_str()?, "").ok()?;
+                    self.check(t, v, depth + 1)
+                }
+                "type" => Some(type_list(kv).iter().any(|t| has_type(v, t.as_str().unwrap_or("")))),
+                "enum" => Some(kv.as_array()?.iter().any(|x| json_eq(x, v))),
+                "const" => Some(json_eq(kv, v)),
+                "allOf" => {
+                    let mut all = Some(true);
+                    for x in kv.as_array()? {
+                        match self.check(x, v, depth + 1) {
+                            Some(true) => {}
+                            other => all = all.and(other),
+                        }
+                        if all == Some(false) {
+                            break;
+                        }
+                    }
+                    all
+                }
+                "anyOf" | "oneOf" => {
+                    let mut n = 0;
+                    for x in kv.as_array()? {
+                        if self.check(x, v, depth + 1)? {
+                            n += 1;
+                        }
+                    }
+                    Some(if k == "anyOf" { n >= 1 } else { n == 1 })
+                }
+                "not" => self.check(kv, v, depth + 1).map(|b| !b),
+                "minLength" | "maxLength" | "pattern" | "format" => match v.as_str() {
+                    None => Some(true),
+                    Some(sv) => {
+                        let len = sv.chars().count() as u64;
+                        match k.as_str() {
+                            "minLength" => Some(len >= kv.as_u64()?),
+                            "maxLength" => Some(len <= kv.as_u64()?),
+                            "pattern" => Some(regex::parse_pattern(kv.as_str()?).ok()?.matches(sv)),
+                            _ => match format::pattern(kv.as_str()?) {
+                                Some(p) => Some(regex::parse_pattern(&p).ok()?.matches(sv)),
+                                None if format::UNSUPPORTED.contains(&kv.as_str()?) => None,
+                                None => Some(true),
+                            },
+                        }
+                    }
+                },
+                "minimum" | "maximum" | "exclusiveMinimum" | "exclusiveMaximum" => match v {
+                    Value::Number(n) => {
+                        if kv.is_boolean() {
+                            Some(true)
+                        } else {
+                            let x = Dec::parse(&n.to_string())?;
+                            let b = Dec::parse(&kv.as_number()?.to_string())?;
+                            let c = x.cmp_value(&b);
+                            let excl = |f: &str| m.get(f).and_then(Value::as_bool).unwrap_or(false);
+                            Some(match k.as_str() {
+                                "minimum" => if excl("exclusiveMinimum") { c.is_gt() } else { c.is_ge() },
+                                "maximum" => if excl("exclusiveMaximum") { c.is_lt() } else { c.is_le() },
+                                "exclusiveMinimum" => c.is_gt(),
+                                _ => c.is_lt(),
+                            })
+                        }
+                    }
+                    _ => Some(true),
+                },
+                "multipleOf" => match v {
+                    Value::Number(n) => match (n.as_i64(), kv.as_i64()) {
+                        (Some(x), Some(d)) if d > 0 => Some(x % d == 0),
+                        _ => None,
+                    },
+                    _ => Some(true),
+                },
+                "minItems" | "maxItems" => match v.as_array() {
+                    None => Some(true),
+                    Some(a) => Some(if k == "minItems" { a.len() as u64 >= kv.as_u64()? } else { a.len() as u64 <= kv.as_u64()? }),
+                },
+                "items" if !kv.is_array() && !m.contains_key("prefixItems") => match v.as_array() {
+                    None => Some(true),
+                    Some(a) => {
+                        let mut all = Some(true);
+                        for x in a {
+                            all = match (all, self.check(kv, x, depth + 1)) {
+                                (Some(true), r) => r,
+                                (other, _) => other,
+                            };
+                        }
+                        all
+                    }
+                },
+                "uniqueItems" => match (v.as_array(), kv.as_bool()) {
+                    (Some(a), Some(true)) => Some((0..a.len()).all(|i| (i + 1..a.len()).all(|j| !json_eq(&a[i], &a[j])))),
+                    _ => Some(true),
+                },
+                "required" | "minProperties" | "maxProperties" | "properties" | "additionalProperties" => match v.as_object() {
+                    None => Some(true),
+                    Some(o) => match k.as_str() {
+                        "required" => Some(kv.as_array()?.iter().all(|r| r.as_str().is_some_and(|r| o.contains_key(r)))),
+                        "minProperties" => Some(o.len() as u64 >= kv.as_u64()?),
+                        "maxProperties" => Some(o.len() as u64 <= kv.as_u64()?),
+                        "properties" => {
+                            let mut all = Some(true);
+                            for (pk, pv) in o {
+                                if let Some(ps) = kv.get(pk) {
+                                    all = match (all, self.check(ps, pv, depth + 1)) {
+                                        (Some(true), r) => r,
+                                        (other, _) => other,
+                                    };
+                                }
+                            }
+                            all
+                        }
+                        _ => {
+                            if m.contains_key("patternProperties") {
+                                None
+                            } else {
+                                let declared = m.get("properties").and_then(Value::as_object);
+                                let mut all = Some(true);
+                                for (pk, pv) in o {
+                                    if declared.is_some_and(|d| d.contains_key(pk)) {
+                                        continue;
+                                    }
+                                    all = match (all, self.check(kv, pv, depth + 1)) {
+                                        (Some(true), r) => r,
+                                        (other, _) => other,
+                                    };
+                                }
+                                all
+                            }
+                        }
+                    },
+                },
+                k if is_constraint_keyword(k) => None,
+                _ => Some(true),
+            };
+            match r {
+                Some(true) => {}
+                Some(false) => return Some(false),
+                None => ok = false,
+            }
+        }
+        if ok { Some(true) } else { None }
+    }
+}
+
+/// Fit a string language to length bounds without intersecting automata: a
+/// branch of fixed length is kept or dropped, a branch with one unbounded
+/// repetition of single characters has that repetition's bounds narrowed.
+fn with_length(re: Re, min: u64, max: Option<u64>) -> Option<Re> {
+    let (lo, hi) = re.length_range()?;
+    if lo >= min && max.is_none_or(|m| hi.is_some_and(|h| h <= m)) {
+        return Some(re);
+    }
+    match re {
+        Re::Alt(branches) => {
+            let mut out = Vec::new();
+            for b in branches {
+                let (blo, bhi) = match b.length_range() {
+                    Some(x) => x,
+                    None => continue,
+                };
+                if bhi.is_some_and(|h| h < min) || max.is_some_and(|m| blo > m) {
+                    continue;
+                }
+                out.push(with_length(b, min, max)?);
+            }
+            Some(Re::Alt(out))
+        }
+        Re::Concat(parts) => {
+            let mut var: Option<usize> = None;
+            let mut fixed = 0u64;
+            for (i, p) in parts.iter().enumerate() {
+                match p.length_range() {
+                    Some((a, Some(b))) if a == b => fixed += a,
+                    _ => {
+                        if var.is_some() {
+                            return None;
+                        }
+                        var = Some(i);
+                    }
+                }
+            }
+            let i = var?;
+            let mut parts = parts;
+            let Re::Repeat(inner, rmin, rmax) = &parts[i] else { return None };
+            if !matches!(**inner, Re::Set(_)) {
+                return None;
+            }
+            let new_min = u64::from(*rmin).max(min.saturating_sub(fixed));
+            let new_max = match (rmax, max) {
+                (Some(a), Some(m)) => Some(u64::from(*a).min(m.checked_sub(fixed)?)),
+                (Some(a), None) => Some(u64::from(*a)),
+                (None, Some(m)) => Some(m.checked_sub(fixed)?),
+                (None, None) => None,
+            };
+            if new_max.is_some_and(|x| x < new_min) {
+                return Some(Re::Alt(Vec::new()));
+            }
+            let new_min = u32::try_from(new_min).ok()?;
+            let new_max = new_max.map(u32::try_from).transpose().ok()?;
+            parts[i] = Re::Repeat(inner.clone(), new_min, new_max);
+            Some(Re::Concat(parts))
+        }
+        Re::Repeat(inner, rmin, rmax) if matches!(*inner, Re::Set(_)) => {
+            with_length(Re::Concat(vec![Re::Repeat(inner, rmin, rmax)]), min, max)
+        }
+        _ => None,
+    }
+}
+
+/// In lenient mode, a pattern/format that could not be fitted to the length
+/// bounds is enforced without them.
+fn res_first_or(m: &Map<String, Value>, ptr: &str) -> Res<Re> {
+    if let Some(f) = m.get("format").and_then(Value::as_str).and_then(format::pattern) {
+        return regex::parse_pattern(&f).map_err(|e| invalid("format", ptr, &e.to_string()));
+    }
+    let p = m.get("pattern").and_then(Value::as_str).unwrap_or("");
+    regex::parse_pattern(p).map_err(|e| invalid("pattern", ptr, &e.to_string()))
+}
+
+/// A non-negative integer keyword (`2.0` counts as 2).
+fn count(m: &Map<String, Value>, k: &str, ptr: &str) -> Res<Option<u64>> {
+    match m.get(k) {
+        None => Ok(None),
+        Some(v) => match v.as_number().and_then(|n| Dec::parse(&n.to_string())) {
+            Some(d) if !d.neg && d.is_integer() => Ok(Some(d.int.parse().unwrap_or(u64::MAX))),
+            _ => Err(invalid(k, ptr, "must be a non-negative integer")),
+        },
+    }
+}
+
+/// GBNF for a number value: every spelling of it without an exponent.
+fn number_literal(n: &serde_json::Number) -> String {
+    match Dec::parse(&n.to_string()) {
+        Some(d) => {
+            let sign = if d.neg { "\"-\" " } else { "" };
+            if d.frac.is_empty() {
+                format!("({sign}\"{}\" (\".\" \"0\"+)?)", d.int)
+            } else {
+                format!("({sign}\"{}.{}\" \"0\"*)", d.int, d.frac)
+            }
+        }
+        None => gbnf::literal(&n.to_string()),
+    }
+}
+
+fn is_annotation(k: &str) -> bool {
+    matches!(
+        k,
+        "title"
+            | "description"
+            | "default"
+            | "examples"
+            | "$comment"
+            | "$schema"
+            | "$id"
+            | "id"
+            | "deprecated"
+            | "readOnly"
+            | "writeOnly"
+            | "contentMediaType"
+            | "contentEncoding"
+            | "contentSchema"
+            | "$anchor"
+            | "$dynamicAnchor"
+            | "$vocabulary"
+            | "definitions"
+            | "$defs"
+            | "then"
+            | "else"
+    )
+}
+
+fn is_constraint_keyword(k: &str) -> bool {
+    matches!(
+        k,
+        "prefixItems"
+            | "items"
+            | "additionalItems"
+            | "contains"
+            | "minContains"
+            | "maxContains"
+            | "patternProperties"
+            | "propertyNames"
+            | "if"
+            | "dependentRequired"
+            | "dependentSchemas"
+            | "dependencies"
+            | "unevaluatedProperties"
+            | "unevaluatedItems"
+            | "$dynamicRef"
+            | "$recursiveRef"
+    )
+}
+
+fn type_list(t: &Value) -> Vec<Value> {
+    match t {
+        Value::String(_) => vec![t.clone()],
+        Value::Array(a) => a.iter().filter(|x| x.is_string()).cloned().collect(),
+        _ => Vec::new(),
+    }
+}
+
+fn has_type(v: &Value, t: &str) -> bool {
+    match t {
+        "null" => v.is_null(),
+        "boolean" => v.is_boolean(),
+        "object" => v.is_object(),
+        "array" => v.is_array(),
+        "string" => v.is_string(),
+        "number" => v.is_number(),
+        "integer" => v.as_number().and_then(|n| Dec::parse(&n.to_string())).is_some_and(|d| d.is_integer()),
+        _ => false,
+    }
+}
+
+/// JSON Schema equality: numbers by value, objects regardless of key order.
+fn json_eq(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => match (Dec::parse(&x.to_string()), Dec::parse(&y.to_string())) {
+            (Some(p), Some(q)) => p == q,
+            _ => x == y,
+        },
+        (Value::Array(x), Value::Array(y)) => x.len() == y.len() && x.iter().zip(y).all(|(p, q)| json_eq(p, q)),
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| json_eq(v, w)))
+        }
+        _ => a == b,
+    }
+}
+
+fn num_pick(a: &Value, b: &Value, larger: bool) -> Value {
+    let (Some(x), Some(y)) = (
+        a.as_number().and_then(|n| Dec::parse(&n.to_string())),
+        b.as_number().and_then(|n| Dec::parse(&n.to_string())),
+    ) else {
+        return a.clone();
+    };
+    let a_wins = if larger { x.cmp_value(&y).is_ge() } else { x.cmp_value(&y).is_le() };
+    if a_wins { a.clone() } else { b.clone() }
+}
+
+fn obj_keys(v: Option<&Value>) -> Vec<String> {
+    v.and_then(Value::as_object).map(|o| o.keys().cloned().collect()).unwrap_or_default()
+}
+
+/// Compact JSON text (non-ASCII kept).
+fn json_text(v: &Value) -> String {
+    serde_json::to_string(v).unwrap_or_default()
+}
+
+fn percent_decode(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' && i + 2 < b.len() + 0 && i + 2 <= b.len() - 1 {
+            if let Ok(x) = u8::from_str_radix(&s[i + 1..i + 3], 16) {
+                out.push(x);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    String::from_utf8(out).unwrap_or_else(|_| s.to_string())
+}
+
+fn find_anchor<'v>(v: &'v Value, name: &str) -> Option<&'v Value> {
+    match v {
+        Value::Object(o) => {
+            if o.get("$anchor").and_then(Value::as_str) == Some(name)
+                || o.get("$id").and_then(Value::as_str) == Some(&format!("#{name}"))
+            {
+                return Some(v);
+            }
+            o.values().find_map(|x| find_anchor(x, name))
+        }
+        Value::Array(a) => a.iter().find_map(|x| find_anchor(x, name)),
+        _ => None,
+    }
+}

@@ -1,0 +1,367 @@
+//! Writing GBNF: a rule table with shared bodies, literals, character classes,
+//! and regular expressions over characters either raw (numbers) or inside a
+//! JSON string (each character in its literal or escaped JSON form).
+
+use super::regex::{CharSet, Re};
+use std::collections::HashMap;
+use std::fmt::Write;
+
+/// The JSON-string forms a character may take here. Only the escapes JSON
+/// requires (and `\/`) are generated, so every accepted spelling decodes to a
+/// character of the set and every character keeps one spelling.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Encoding {
+    /// Characters as themselves (numbers, literal syntax).
+    Raw,
+    /// Characters as they appear between the quotes of a JSON string.
+    JsonString,
+}
+
+/// Rules under construction. Identical bodies share one rule.
+#[derive(Default)]
+pub struct Rules {
+    rules: Vec<(String, String)>,
+    by_body: HashMap<String, String>,
+    reserved: HashMap<String, usize>,
+    total_len: usize,
+}
+
+impl Rules {
+    /// Add (or reuse) a rule with this body; returns its name.
+    pub fn add(&mut self, hint: &str, body: String) -> String {
+        if let Some(name) = self.by_body.get(&body) {
+            return name.clone();
+        }
+        let name = self.fresh(hint);
+        self.total_len += body.len();
+        self.by_body.insert(body.clone(), name.clone());
+        self.rules.push((name.clone(), body));
+        name
+    }
+
+    /// Reserve a name for a rule defined later with [`Rules::define`] (recursion).
+    pub fn reserve(&mut self, hint: &str) -> String {
+        let name = self.fresh(hint);
+        self.reserved.insert(name.clone(), self.rules.len());
+        self.rules.push((name.clone(), String::new()));
+        name
+    }
+
+    /// Give a reserved name its body.
+    pub fn define(&mut self, name: &str, body: String) {
+        if let Some(&i) = self.reserved.get(name) {
+            self.total_len += body.len();
+            self.rules[i].1 = body;
+        }
+    }
+
+    /// Characters of rule bodies written so far (a size limit's measure).
+    pub fn size(&self) -> usize {
+        self.total_len
+    }
+
+    fn fresh(&mut self, hint: &str) -> String {
+        let clean: String = hint
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '-' })
+            .take(24)
+            .collect();
+        let clean = clean.trim_matches('-');
+        let clean = if clean.is_empty() { "r" } else { clean };
+        format!("{clean}-{}", self.rules.len())
+    }
+
+    /// The grammar text with `root ::= <root>` first.
+    pub fn finish(self, root: &str) -> String {
+        let mut out = format!("root ::= {root}\n");
+        for (name, body) in &self.rules {
+            let _ = writeln!(out, "{name} ::= {body}");
+        }
+        out
+    }
+}
+
+/// A GBNF string literal for `s`.
+pub fn literal(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if (c as u32) < 0x20 || c as u32 == 0x7F => {
+                let _ = write!(out, "\\u{:04X}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+fn class_char(out: &mut String, c: u32) {
+    match char::from_u32(c) {
+        Some('\\' | ']' | '[' | '-' | '^' | '"') => {
+            let _ = write!(out, "\\u{c:04X}");
+        }
+        Some(ch) if c >= 0x20 && c != 0x7F && !(0x80..0xA0).contains(&c) && !(0xD800..0xE000).contains(&c) && c < 0xFFF0 => {
+            out.push(ch)
+        }
+        Some(ch) if c > 0xFFFF => out.push(ch),
+        _ => {
+            let _ = write!(out, "\\u{c:04X}");
+        }
+    }
+}
+
+/// A GBNF character class for a non-empty set.
+pub fn class(set: &CharSet) -> String {
+    // A negated class is shorter when the set covers most of the range.
+    let neg = set.negate();
+    let (ranges, negated) = if neg.0.len() < set.0.len() && !neg.is_empty() {
+        (&neg.0, true)
+    } else {
+        (&set.0, false)
+    };
+    if !negated && ranges.len() == 1 && ranges[0].0 == ranges[0].1 {
+        if let Some(c) = char::from_u32(ranges[0].0) {
+            return literal(&c.to_string());
+        }
+    }
+    let mut out = String::from(if negated { "[^" } else { "[" });
+    for &(a, b) in ranges {
+        class_char(&mut out, a);
+        if b > a {
+            if b > a + 1 {
+                out.push('-');
+            }
+            class_char(&mut out, b);
+        }
+    }
+    out.push(']');
+    out
+}
+
+/// The short escape JSON has for a control or quote character.
+fn short_escape(c: u32) -> Option<&'static str> {
+    Some(match c {
+        0x22 => "\\\"",
+        0x5C => "\\\\",
+        0x2F => "\\/",
+        0x08 => "\\b",
+        0x0C => "\\f",
+        0x0A => "\\n",
+        0x0D => "\\r",
+        0x09 => "\\t",
+        _ => return None,
+    })
+}
+
+/// GBNF for one character of `set` spelled as inside a JSON string: the
+/// character itself where JSON allows it raw, else its escape(s).
+/// Returns `None` for an empty set.
+pub fn json_char(set: &CharSet) -> Option<String> {
+    if set.is_empty() {
+        return None;
+    }
+    let must_escape = CharSet::from_ranges(vec![(0, 0x1F), (0x22, 0x22), (0x5C, 0x5C)]);
+    let raw = set.minus(&must_escape);
+    let mut alts = Vec::new();
+    if !raw.is_empty() {
+        alts.push(class(&raw));
+    }
+    let controls = CharSet::from_ranges(vec![(0, 0x1F)]);
+    let all_controls = set.intersect(&controls) == controls;
+    if all_controls {
+        alts.push(format!("{} [01] [0-9a-fA-F]", literal("\\u00")));
+    }
+    for &(a, b) in &set.intersect(&must_escape.union(&CharSet::single(0x2F))).0 {
+        for c in a..=b {
+            if let Some(e) = short_escape(c) {
+                alts.push(literal(e));
+            }
+            if c < 0x20 && !all_controls {
+                let hi = format!("{:X}", c & 0xF);
+                let lo = hi.to_ascii_lowercase();
+                let last = if hi == lo { literal(&hi) } else { format!("[{hi}{lo}]") };
+                alts.push(format!("{} {last}", literal(&format!("\\u00{}", c >> 4))));
+            }
+        }
+    }
+    Some(if alts.len() == 1 { alts.remove(0) } else { format!("({})", alts.join(" | ")) })
+}
+
+/// Any one JSON string character, all escapes included (`\uD83D\uDE00`-style
+/// surrogate pairs count as the one character they encode).
+pub const JSON_CHAR_BODY: &str = r#"[^"\\\u0000-\u001F] | "\\" (["\\/bfnrt] | "u" ([0-9a-cA-Ce-fE-F] [0-9a-fA-F]{3} | [dD] [0-7] [0-9a-fA-F]{2} | [dD] [89abAB] [0-9a-fA-F]{2} "\\u" [dD] [c-fC-F] [0-9a-fA-F]{2}))"#;
+
+/// Emit a regular expression as a GBNF expression.
+pub fn emit(re: &Re, enc: Encoding, rules: &mut Rules, any_char: &str) -> Option<String> {
+    Some(match re {
+        Re::Set(s) => {
+            if enc == Encoding::JsonString && *s == CharSet::any() {
+                any_char.to_string()
+            } else {
+                match enc {
+                    Encoding::Raw => {
+                        if s.is_empty() {
+                            return None;
+                        }
+                        class(s)
+                    }
+                    Encoding::JsonString => json_char(s)?,
+                }
+            }
+        }
+        Re::Start | Re::End => return None,
+        Re::Concat(parts) => {
+            if parts.is_empty() {
+                return Some("\"\"".to_string());
+            }
+            let mut items = Vec::with_capacity(parts.len());
+            // Merge runs of single characters into one literal.
+            let mut run = String::new();
+            for p in parts {
+                if let (Re::Set(s), Encoding::Raw) = (p, enc) {
+                    if s.0.len() == 1 && s.0[0].0 == s.0[0].1 {
+                        if let Some(c) = char::from_u32(s.0[0].0) {
+                            run.push(c);
+                            continue;
+                        }
+                    }
+                }
+                if let (Re::Set(s), Encoding::JsonString) = (p, enc) {
+                    if s.0.len() == 1 && s.0[0].0 == s.0[0].1 && short_escape(s.0[0].0).is_none() && s.0[0].0 >= 0x20 {
+                        if let Some(c) = char::from_u32(s.0[0].0) {
+                            run.push(c);
+                            continue;
+                        }
+                    }
+                }
+                if !run.is_empty() {
+                    items.push(literal(&run));
+                    run.clear();
+                }
+                let e = emit(p, enc, rules, any_char)?;
+                items.push(if matches!(p, Re::Alt(_)) { format!("({e})") } else { e });
+            }
+            if !run.is_empty() {
+                items.push(literal(&run));
+            }
+            items.join(" ")
+        }
+        Re::Alt(branches) => {
+            let alts: Vec<String> = branches.iter().filter_map(|b| emit(b, enc, rules, any_char)).collect();
+            if alts.is_empty() {
+                return None;
+            }
+            if alts.len() == 1 {
+                return alts.into_iter().next();
+            }
+            alts.join(" | ")
+        }
+        Re::Repeat(inner, min, max) => {
+            let e = match emit(inner, enc, rules, any_char) {
+                Some(e) => e,
+                None => return if *min == 0 { Some("\"\"".to_string()) } else { None },
+            };
+            let e = if is_atom(&e) { e } else { format!("({e})") };
+            match (min, max) {
+                (_, Some(0)) => "\"\"".to_string(),
+                (0, Some(1)) => format!("{e}?"),
+                (0, None) => format!("{e}*"),
+                (1, None) => format!("{e}+"),
+                (m, None) => format!("{e}{{{m},}}"),
+                (m, Some(n)) if m == n => format!("{e}{{{m}}}"),
+                (m, Some(n)) => format!("{e}{{{m},{n}}}"),
+            }
+        }
+    })
+}
+
+/// Whether a GBNF expression is a single item a postfix operator may follow.
+pub fn is_atom(e: &str) -> bool {
+    let b = e.as_bytes();
+    if e.is_empty() {
+        return false;
+    }
+    let simple_name = e.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'-');
+    if simple_name {
+        return true;
+    }
+    // A lone literal or class: one opening and its matching close at the very end.
+    let (open, close) = match b[0] {
+        b'"' => (b'"', b'"'),
+        b'[' => (b'[', b']'),
+        b'(' => (b'(', b')'),
+        _ => return false,
+    };
+    let mut depth = 0i32;
+    let mut i = 0;
+    while i < b.len() {
+        let c = b[i];
+        if c == b'\\' && open != b'(' {
+            i += 2;
+            continue;
+        }
+        if open == b'(' {
+            if c == b'"' || c == b'[' {
+                // skip nested literal/class
+                let end = if c == b'"' { b'"' } else { b']' };
+                i += 1;
+                while i < b.len() && b[i] != end {
+                    if b[i] == b'\\' {
+                        i += 1;
+                    }
+                    i += 1;
+                }
+                i += 1;
+                continue;
+            }
+            if c == b'(' {
+                depth += 1;
+            } else if c == b')' {
+                depth -= 1;
+                if depth == 0 {
+                    return i == b.len() - 1;
+                }
+            }
+        } else if i > 0 && c == close {
+            return i == b.len() - 1;
+        }
+        i += 1;
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn atoms() {
+        assert!(is_atom("\"a b\""));
+        assert!(is_atom("[a-z]"));
+        assert!(is_atom("(a | b)"));
+        assert!(!is_atom("(a) (b)"));
+        assert!(!is_atom("\"a\" \"b\""));
+        assert!(is_atom("\"\\\"\""));
+        assert!(is_atom("value-3"));
+    }
+
+    #[test]
+    fn json_char_escapes_what_json_requires() {
+        let q = json_char(&CharSet::single('"' as u32)).unwrap();
+        assert_eq!(q, literal("\\\""));
+        let nl = json_char(&CharSet::single('\n' as u32)).unwrap();
+        assert!(nl.contains("\\\\n") && nl.contains("\\\\u00"));
+    }
+
+    #[test]
+    fn rules_share_bodies() {
+        let mut r = Rules::default();
+        let a = r.add("x", "\"a\"".into());
+        let b = r.add("y", "\"a\"".into());
+        assert_eq!(a, b);
+    }
+}

@@ -1,0 +1,168 @@
+//! JSON Schema to GBNF.
+//!
+//! [`to_gbnf`] translates a schema (draft 2020-12, and the draft-07/04 forms
+//! found in the wild) into a GBNF grammar whose language is exactly the set of
+//! JSON texts that validate, in the spelling this module writes: properties in
+//! schema order (additional properties after the declared ones), numbers
+//! without exponents when bounded, strings with only the escapes JSON requires.
+//! Every valid value keeps at least one accepted spelling; no invalid one is
+//! accepted.
+//!
+//! What cannot be enforced exactly is, in [`Mode::Strict`] (the default), a
+//! [`SchemaError`] naming the keyword and its JSON pointer; in
+//! [`Mode::Lenient`] the keyword is left out and reported in
+//! [`SchemaGrammar::warnings`].
+//!
+//! Pieces: `compile` walks the schema (references become rules, so recursive
+//! schemas become recursive rules), `regex` translates ECMA-262 patterns,
+//! `format` writes the regular formats as patterns, `number` turns numeric
+//! bounds into digit-level expressions, `gbnf` writes the text.
+
+mod compile;
+mod format;
+mod gbnf;
+mod number;
+mod regex;
+
+use serde_json::Value;
+use std::fmt;
+
+/// Whitespace the grammar allows between JSON tokens.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Whitespace {
+    /// Any JSON whitespace, any amount (the JSON grammar itself).
+    #[default]
+    Any,
+    /// None at all.
+    Compact,
+    /// At most this many whitespace characters at each place, so a model
+    /// cannot loop on spaces.
+    Bounded(u32),
+}
+
+/// Strict errors out on what cannot be enforced; lenient leaves it out and warns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Mode {
+    /// Anything not enforced exactly is a [`SchemaError`].
+    #[default]
+    Strict,
+    /// Keywords that cannot be enforced are left out and listed as warnings;
+    /// `oneOf` with overlapping branches is treated as `anyOf`.
+    Lenient,
+}
+
+/// Limits that bound the work and the grammar size.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// Most bytes of GBNF rule bodies (default 4 MiB).
+    pub max_grammar_bytes: usize,
+    /// Deepest nesting of subschemas, `allOf` merges and `$ref` inlining (default 128).
+    pub max_depth: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits { max_grammar_bytes: 4 << 20, max_depth: 128 }
+    }
+}
+
+/// Options for [`to_gbnf`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct JsonSchemaOptions {
+    /// Whitespace between tokens.
+    pub whitespace: Whitespace,
+    /// Strict or lenient.
+    pub mode: Mode,
+    /// When false, a missing `additionalProperties` means `false` instead of
+    /// the specification's `true`.
+    pub additional_properties_default: bool,
+    /// Work and size limits.
+    pub limits: Limits,
+}
+
+impl Default for JsonSchemaOptions {
+    fn default() -> Self {
+        JsonSchemaOptions {
+            whitespace: Whitespace::Any,
+            mode: Mode::Strict,
+            additional_properties_default: true,
+            limits: Limits::default(),
+        }
+    }
+}
+
+/// A keyword left out in lenient mode.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Warning {
+    /// The keyword, e.g. `uniqueItems`.
+    pub keyword: String,
+    /// JSON pointer of the schema holding it.
+    pub pointer: String,
+    /// What was not enforced.
+    pub message: String,
+}
+
+impl fmt::Display for Warning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} at {:?}: {}", self.keyword, self.pointer, self.message)
+    }
+}
+
+/// The translation: GBNF text with root rule `root`, and lenient-mode warnings.
+#[derive(Clone, Debug)]
+pub struct SchemaGrammar {
+    /// GBNF text.
+    pub gbnf: String,
+    /// Keywords not enforced (lenient mode only; empty in strict mode).
+    pub warnings: Vec<Warning>,
+}
+
+/// Why a schema did not translate.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SchemaErrorKind {
+    /// The keyword has no exact translation here.
+    Unsupported(String),
+    /// The schema is malformed (wrong value type, bad pointer, bad pattern).
+    Invalid(String),
+    /// A [`Limits`] value was exceeded.
+    Limit(&'static str),
+    /// No JSON value satisfies the schema.
+    Unsatisfiable,
+}
+
+/// A translation error, naming the keyword and the JSON pointer of its schema.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SchemaError {
+    /// The keyword at fault (empty for the schema as a whole).
+    pub keyword: String,
+    /// JSON pointer of the schema holding it.
+    pub pointer: String,
+    /// What went wrong.
+    pub kind: SchemaErrorKind,
+}
+
+impl fmt::Display for SchemaError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let what = match &self.kind {
+            SchemaErrorKind::Unsupported(m) => format!("not enforceable exactly: {m}"),
+            SchemaErrorKind::Invalid(m) => format!("invalid schema: {m}"),
+            SchemaErrorKind::Limit(l) => format!("limit exceeded: {l}"),
+            SchemaErrorKind::Unsatisfiable => "no value satisfies the schema".to_string(),
+        };
+        write!(f, "{} at {:?}: {what}", self.keyword, self.pointer)
+    }
+}
+
+impl std::error::Error for SchemaError {}
+
+/// Translate a JSON Schema into GBNF.
+///
+/// ```
+/// use sieve_core::json_schema::{to_gbnf, JsonSchemaOptions};
+/// let schema = serde_json::json!({"type": "integer", "minimum": 1, "maximum": 12});
+/// let g = to_gbnf(&schema, &JsonSchemaOptions::default()).unwrap();
+/// assert!(g.gbnf.starts_with("root ::= "));
+/// ```
+pub fn to_gbnf(schema: &Value, options: &JsonSchemaOptions) -> Result<SchemaGrammar, SchemaError> {
+    compile::Compiler::new(schema, options).run()
+}
