@@ -1,0 +1,182 @@
+//! `sieve generate`: SmolLM2 from a GGUF file, decoding under a constraint.
+//!
+//! Runs on the native wgpu device (Vulkan, Metal, DX12; lavapipe on a machine without a GPU),
+//! with masking and token choice on the GPU. When no adapter comes up it says so and falls back
+//! to burn's CPU backend, choosing tokens on the CPU.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use clap::{Args, ValueEnum};
+use serde_json::json;
+use sieve_core::json_schema::{JsonSchemaOptions, Whitespace, to_gbnf};
+use sieve_core::{Constraint, ConstraintSource, Limits, Matcher, Vocabulary};
+use sieve_model::decode::{GenerateConfig, Picker, TokenConstraint, Unconstrained, generate};
+use sieve_model::sampling::Sampling;
+use sieve_model::tokenizer::chat_prompt;
+use sieve_model::{Device, Gguf, Llama, LlamaConfig, Tokenizer};
+
+use crate::args::read;
+use crate::fail::CliError;
+
+/// Longest context the command allocates for (prompt plus completion).
+const MAX_CONTEXT: usize = 4096;
+
+/// Generate text with a GGUF model, optionally under a constraint.
+#[derive(Args, Debug)]
+pub struct GenerateArgs {
+    /// The model: a llama-architecture GGUF (SmolLM2-135M-Instruct Q4_1).
+    #[arg(long, value_name = "FILE")]
+    pub model: PathBuf,
+    #[command(flatten)]
+    pub constraint: GenerateConstraint,
+    /// The prompt text.
+    #[arg(long)]
+    pub prompt: String,
+    /// Wrap the prompt in the model's chat template as a user message.
+    #[arg(long)]
+    pub chat: bool,
+    /// Most completion tokens.
+    #[arg(long, default_value_t = 256)]
+    pub max_tokens: usize,
+    /// Sampling temperature; 0 is greedy.
+    #[arg(long, default_value_t = 0.0)]
+    pub temperature: f32,
+    /// Keep only the k most likely tokens (0: off).
+    #[arg(long, default_value_t = 0)]
+    pub top_k: u32,
+    /// Keep the smallest set of tokens holding this much probability (1: off).
+    #[arg(long, default_value_t = 1.0)]
+    pub top_p: f32,
+    /// Seed of the sampler; the same seed gives the same output.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Sample forced continuations token by token instead of prefilling them.
+    #[arg(long)]
+    pub no_jump_forward: bool,
+    /// Print `{"text", "tokens", "stats"}` instead of the text.
+    #[arg(long)]
+    pub json: bool,
+    /// Where the model runs.
+    #[arg(long, value_enum, default_value_t = Backend::Auto)]
+    pub device: Backend,
+}
+
+/// At most one constraint; none means free generation.
+#[derive(Args, Debug, Clone)]
+#[group(required = false, multiple = false)]
+pub struct GenerateConstraint {
+    /// A JSON Schema file (compact JSON: no whitespace between tokens).
+    #[arg(long, value_name = "FILE")]
+    pub json_schema: Option<PathBuf>,
+    /// A regex the whole output must match.
+    #[arg(long)]
+    pub regex: Option<String>,
+    /// A GBNF grammar file (start rule `root`).
+    #[arg(long, value_name = "FILE")]
+    pub grammar: Option<PathBuf>,
+}
+
+/// The device choice.
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    /// wgpu, or the CPU when no adapter comes up.
+    Auto,
+    /// wgpu only.
+    Wgpu,
+    /// burn's CPU backend.
+    Cpu,
+}
+
+impl GenerateConstraint {
+    fn source(&self) -> Result<Option<ConstraintSource>, CliError> {
+        if let Some(path) = &self.json_schema {
+            let schema: serde_json::Value = serde_json::from_str(&read(path)?)
+                .map_err(|e| CliError::new(format!("{}: {e}", path.display())))?;
+            let options = JsonSchemaOptions { whitespace: Whitespace::Compact, ..JsonSchemaOptions::default() };
+            return Ok(Some(ConstraintSource::Gbnf(to_gbnf(&schema, &options)?.gbnf)));
+        }
+        if let Some(r) = &self.regex {
+            return Ok(Some(ConstraintSource::Regex(r.clone())));
+        }
+        if let Some(path) = &self.grammar {
+            return Ok(Some(ConstraintSource::Gbnf(read(path)?)));
+        }
+        Ok(None)
+    }
+}
+
+fn device(choice: Backend) -> Result<(Device, Picker), CliError> {
+    if choice == Backend::Cpu {
+        return Ok((Device::flex(), Picker::Cpu));
+    }
+    match Device::wgpu_options().init() {
+        Ok(device) => Ok((device, Picker::Gpu)),
+        Err(e) if choice == Backend::Auto => {
+            eprintln!("sieve: no wgpu adapter ({e}); falling back to the CPU backend, which is much slower");
+            Ok((Device::flex(), Picker::Cpu))
+        }
+        Err(e) => Err(CliError::new(format!("no wgpu adapter: {e}"))),
+    }
+}
+
+/// Generates and prints the completion; returns the exit status.
+pub fn run(args: &GenerateArgs) -> Result<i32, CliError> {
+    let source = args.constraint.source()?;
+    let bytes = std::fs::read(&args.model).map_err(|e| CliError::new(format!("{}: {e}", args.model.display())))?;
+    let gguf = Gguf::parse(&bytes)?;
+    let tokenizer = Tokenizer::from_gguf(&gguf)?;
+    let constraint = match &source {
+        Some(source) => Some(Constraint::compile(source, &Limits::default())?),
+        None => None,
+    };
+    let (device, picker) = device(args.device)?;
+    let model = Llama::from_gguf(&gguf, LlamaConfig::from_gguf(&gguf, MAX_CONTEXT)?, &device)?;
+    drop(bytes);
+    let prompt = match args.chat {
+        true => chat_prompt(None, &args.prompt),
+        false => args.prompt.clone(),
+    };
+    let prompt = tokenizer.encode(&prompt)?;
+    let mut matcher: Box<dyn TokenConstraint> = match &constraint {
+        Some(c) => {
+            let vocab = Vocabulary::from_tokenizer_json(tokenizer.json())?.with_eos_ids(&[tokenizer.eos()])?;
+            Box::new(Matcher::new(c, &Arc::new(vocab)))
+        }
+        None => Box::new(Unconstrained::new(model.config().vocab)),
+    };
+    let config = GenerateConfig {
+        max_tokens: args.max_tokens,
+        sampling: Sampling { temperature: args.temperature, top_k: args.top_k, top_p: args.top_p, seed: args.seed },
+        jump_forward: !args.no_jump_forward,
+        picker,
+    };
+    let origin = Instant::now();
+    let clock = || origin.elapsed().as_secs_f64() * 1000.0;
+    let out = pollster::block_on(generate(&model, &tokenizer, matcher.as_mut(), &prompt, &config, &clock))?;
+    let s = &out.stats;
+    if args.json {
+        let stats = json!({
+            "prompt_tokens": s.prompt_tokens,
+            "completion_tokens": s.completion_tokens,
+            "forced_tokens": s.forced_tokens,
+            "forward_passes": s.forward_passes,
+            "tokens_per_s": s.tokens_per_s(),
+            "mask_us_p50": s.mask_us_quantile(0.5),
+            "mask_us_p99": s.mask_us_quantile(0.99),
+        });
+        println!("{}", json!({"text": out.text, "tokens": out.tokens, "stats": stats}));
+    } else {
+        println!("{}", out.text);
+        eprintln!(
+            "sieve: {} tokens ({} forced) in {} forward passes, {:.1} tokens/s, stop: {:?}",
+            s.completion_tokens,
+            s.forced_tokens,
+            s.forward_passes,
+            s.tokens_per_s(),
+            out.stop
+        );
+    }
+    Ok(0)
+}
