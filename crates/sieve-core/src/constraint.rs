@@ -4,6 +4,7 @@ use crate::error::{CompileError, MatchError};
 use crate::grammar::{Chart, Grammar};
 use crate::json::ANY_JSON_GBNF;
 use crate::regex::{DEAD, LazyDfa, RegexProgram, START};
+use crate::tokencache::TokenCache;
 use crate::vocab::Vocabulary;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -64,7 +65,7 @@ pub(crate) enum Program {
 #[derive(Debug)]
 pub(crate) enum Runtime {
     Regex(Mutex<LazyDfa>),
-    Grammar,
+    Grammar(Mutex<TokenCache>),
 }
 
 #[derive(Debug)]
@@ -188,7 +189,7 @@ impl Constraint {
         }
         let rt = Arc::new(match self.program() {
             Program::Regex(p) => Runtime::Regex(Mutex::new(LazyDfa::new(p, self.inner.limits.max_dfa_states))),
-            Program::Grammar(_) => Runtime::Grammar,
+            Program::Grammar(_) => Runtime::Grammar(Mutex::new(TokenCache::default())),
         });
         rts.push((vocab.uid(), rt.clone()));
         rt
@@ -204,7 +205,7 @@ impl Constraint {
             .iter()
             .map(|(_, rt)| match &**rt {
                 Runtime::Regex(d) => lock(d).memory(),
-                Runtime::Grammar => 0,
+                Runtime::Grammar(c) => lock(c).memory(),
             })
             .sum();
         program + caches

@@ -31,6 +31,7 @@ pub(crate) enum Kind {
 #[derive(Debug, Clone, Copy)]
 struct Core {
     kind: Kind,
+    rule: u32,
     next: (u32, u32),
 }
 
@@ -61,6 +62,10 @@ enum N {
 struct Builder<'a> {
     src: &'a str,
     n: Vec<N>,
+    /// The rule each state belongs to.
+    owner: Vec<u32>,
+    /// The rule being compiled.
+    rule: u32,
     ids: HashMap<&'a str, u32>,
     max_states: usize,
 }
@@ -74,6 +79,7 @@ impl<'a> Builder<'a> {
             ));
         }
         self.n.push(s);
+        self.owner.push(self.rule);
         Ok(self.n.len() as u32 - 1)
     }
 
@@ -153,13 +159,134 @@ impl<'a> Builder<'a> {
     }
 }
 
+/// Largest expanded body (in expression nodes) of a rule that is inlined
+/// into its callers. Inlining non-recursive rules keeps lexical structure
+/// (strings, numbers, whitespace) inside one rule automaton, which is what
+/// lets the token cache decide most tokens without context.
+const INLINE_MAX: usize = 400;
+
+fn size(e: &Expr) -> usize {
+    match e {
+        Expr::Seq(v) | Expr::Alt(v) => 1 + v.iter().map(size).sum::<usize>(),
+        Expr::Repeat { expr, min, max } => 1 + size(expr) * (*min.max(&max.unwrap_or(1))).max(1) as usize,
+        Expr::Literal(s) => 1 + s.len() / 8,
+        Expr::Class(r) => 1 + r.len(),
+        Expr::Ref { .. } => 1,
+    }
+}
+
+fn refs<'e>(e: &'e Expr, out: &mut Vec<(&'e str, usize)>) {
+    match e {
+        Expr::Seq(v) | Expr::Alt(v) => v.iter().for_each(|e| refs(e, out)),
+        Expr::Repeat { expr, .. } => refs(expr, out),
+        Expr::Ref { name, offset } => out.push((name, *offset)),
+        Expr::Literal(_) | Expr::Class(_) => {}
+    }
+}
+
+/// Rules that take part in a cycle of the call graph (Tarjan's SCC).
+fn recursive_rules(edges: &[Vec<u32>]) -> Vec<bool> {
+    let n = edges.len();
+    let (mut index, mut low, mut on) = (vec![u32::MAX; n], vec![0u32; n], vec![false; n]);
+    let (mut stack, mut rec, mut next) = (Vec::new(), vec![false; n], 0u32);
+    for root in 0..n {
+        if index[root] != u32::MAX {
+            continue;
+        }
+        let mut work: Vec<(usize, usize)> = vec![(root, 0)];
+        while let Some(&mut (v, ref mut ei)) = work.last_mut() {
+            if *ei == 0 && index[v] == u32::MAX {
+                index[v] = next;
+                low[v] = next;
+                next += 1;
+                stack.push(v);
+                on[v] = true;
+            }
+            if let Some(&w) = edges[v].get(*ei) {
+                *ei += 1;
+                let w = w as usize;
+                if w == v {
+                    rec[v] = true;
+                }
+                if index[w] == u32::MAX {
+                    work.push((w, 0));
+                } else if on[w] {
+                    low[v] = low[v].min(index[w]);
+                }
+                continue;
+            }
+            work.pop();
+            if let Some(&(u, _)) = work.last() {
+                low[u] = low[u].min(low[v]);
+            }
+            if low[v] == index[v] {
+                let mut comp = Vec::new();
+                while let Some(w) = stack.pop() {
+                    on[w] = false;
+                    comp.push(w);
+                    if w == v {
+                        break;
+                    }
+                }
+                if comp.len() > 1 {
+                    comp.iter().for_each(|&w| rec[w] = true);
+                }
+            }
+        }
+    }
+    rec
+}
+
+/// Replaces references to small non-recursive rules by their bodies.
+struct Inliner<'a> {
+    rules: &'a [gbnf::Rule],
+    ids: &'a HashMap<&'a str, u32>,
+    inline: Vec<bool>,
+    done: Vec<Option<Expr>>,
+}
+
+impl Inliner<'_> {
+    fn expand(&mut self, r: usize, depth: usize) -> Expr {
+        if let Some(e) = &self.done[r] {
+            return e.clone();
+        }
+        let e = self.subst(&self.rules[r].body, depth);
+        if self.inline[r] && size(&e) > INLINE_MAX {
+            self.inline[r] = false;
+        }
+        self.done[r] = Some(e.clone());
+        e
+    }
+
+    fn subst(&mut self, e: &Expr, depth: usize) -> Expr {
+        match e {
+            Expr::Seq(v) => Expr::Seq(v.iter().map(|e| self.subst(e, depth)).collect()),
+            Expr::Alt(v) => Expr::Alt(v.iter().map(|e| self.subst(e, depth)).collect()),
+            Expr::Repeat { expr, min, max } => {
+                Expr::Repeat { expr: Box::new(self.subst(expr, depth)), min: *min, max: *max }
+            }
+            Expr::Ref { name, .. } => {
+                let q = self.ids.get(name.as_str()).map_or(0, |&q| q as usize);
+                if self.inline[q] && depth < 64 {
+                    let body = self.expand(q, depth + 1);
+                    if self.inline[q] {
+                        return body;
+                    }
+                }
+                e.clone()
+            }
+            Expr::Literal(_) | Expr::Class(_) => e.clone(),
+        }
+    }
+}
+
 impl Grammar {
     /// Compiles GBNF text whose start rule is `root`.
     pub fn new(src: &str, max_states: usize) -> Result<Grammar, CompileError> {
         let rules = gbnf::parse(src)?;
-        let mut b = Builder { src, n: Vec::new(), ids: HashMap::new(), max_states };
+        let mut ids: HashMap<&str, u32> = HashMap::new();
         for (i, r) in rules.iter().enumerate() {
-            if b.ids.insert(r.name.as_str(), i as u32).is_some() {
+            if ids.insert(r.name.as_str(), i as u32).is_some() {
                 return Err(CompileError::at(
                     CompileErrorKind::DuplicateRule,
                     format!("rule {:?} is defined twice", r.name),
@@ -168,18 +295,62 @@ impl Grammar {
                 ));
             }
         }
-        let root = *b.ids.get("root").ok_or(CompileError::new(CompileErrorKind::NoRoot, "the grammar has no rule named \"root\""))?;
-        let mut starts = Vec::with_capacity(rules.len());
-        for (i, r) in rules.iter().enumerate() {
-            let accept = b.add(N::Accept { rule: i as u32 })?;
-            starts.push(b.expr(&r.body, accept)?);
+        let root = *ids.get("root").ok_or(CompileError::new(CompileErrorKind::NoRoot, "the grammar has no rule named \"root\""))?;
+        let mut edges = Vec::with_capacity(rules.len());
+        for r in &rules {
+            let mut out = Vec::new();
+            refs(&r.body, &mut out);
+            let mut e = Vec::with_capacity(out.len());
+            for (name, offset) in out {
+                let Some(&q) = ids.get(name) else {
+                    return Err(CompileError::at(
+                        CompileErrorKind::UndefinedRule,
+                        format!("rule {name:?} is not defined"),
+                        src,
+                        offset,
+                    ));
+                };
+                e.push(q);
+            }
+            edges.push(e);
         }
-        let names = rules.iter().map(|r| r.name.clone()).collect();
-        Ok(Self::close(b.n, starts, names, root))
+        let rec = recursive_rules(&edges);
+        let inline = rec.iter().enumerate().map(|(i, &r)| !r && i != root as usize).collect();
+        let mut inl = Inliner { rules: &rules, ids: &ids, inline, done: vec![None; rules.len()] };
+        // Compile the rules still called after inlining, root first.
+        let mut order = vec![root as usize];
+        let mut index: HashMap<usize, u32> = HashMap::from([(root as usize, 0)]);
+        let mut bodies = Vec::new();
+        let mut i = 0;
+        while let Some(&r) = order.get(i) {
+            i += 1;
+            let body = inl.expand(r, 0);
+            let mut out = Vec::new();
+            refs(&body, &mut out);
+            for (name, _) in out {
+                let q = ids.get(name).map_or(0, |&q| q as usize);
+                if !index.contains_key(&q) {
+                    index.insert(q, order.len() as u32);
+                    order.push(q);
+                }
+            }
+            bodies.push(body);
+        }
+        let compiled_ids: HashMap<&str, u32> =
+            order.iter().enumerate().map(|(k, &r)| (rules[r].name.as_str(), k as u32)).collect();
+        let mut b = Builder { src, n: Vec::new(), owner: Vec::new(), rule: 0, ids: compiled_ids, max_states };
+        let mut starts = Vec::with_capacity(order.len());
+        for (k, body) in bodies.iter().enumerate() {
+            b.rule = k as u32;
+            let accept = b.add(N::Accept { rule: k as u32 })?;
+            starts.push(b.expr(body, accept)?);
+        }
+        let names = order.iter().map(|&r| rules[r].name.clone()).collect();
+        Ok(Self::close(b.n, b.owner, starts, names, 0))
     }
 
     /// Epsilon-closes the automaton, then trims what cannot finish.
-    fn close(n: Vec<N>, starts: Vec<u32>, names: Vec<String>, root: u32) -> Grammar {
+    fn close(n: Vec<N>, owner: Vec<u32>, starts: Vec<u32>, names: Vec<String>, root: u32) -> Grammar {
         let mut core_of = vec![u32::MAX; n.len()];
         let mut core = Vec::new();
         for (i, s) in n.iter().enumerate() {
@@ -190,7 +361,7 @@ impl Grammar {
                 N::Eps(_) => continue,
             };
             core_of[i] = core.len() as u32;
-            core.push(Core { kind, next: (0, 0) });
+            core.push(Core { kind, rule: owner[i], next: (0, 0) });
         }
         let mut closures: HashMap<u32, Vec<u32>> = HashMap::new();
         let mut closure = |at: u32| -> Vec<u32> {
@@ -327,23 +498,75 @@ struct Item {
     origin: u32,
 }
 
+/// Origin of the seed items of a local chart (see [`Chart::local`]): their
+/// rule's caller is outside the chart.
+const OUTER: u32 = u32::MAX;
+
 /// The Earley chart: one item set per byte consumed (plus the initial set).
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Chart {
     items: Vec<Item>,
     starts: Vec<u32>,
+    /// Per set: an item with origin `OUTER` reached its rule's end there.
+    outer_end: Vec<bool>,
 }
 
 impl Chart {
     /// The chart before any byte.
     pub fn new(g: &Grammar) -> Chart {
-        let mut c = Chart { items: Vec::new(), starts: vec![0] };
+        let mut c = Chart { items: Vec::new(), starts: vec![0], outer_end: vec![false] };
         for &s in g.list(g.rules[g.root as usize].start) {
             c.add(Item { state: s, origin: 0 });
         }
         // An unbounded budget cannot run out, so this cannot fail.
         let _ = c.process(g, usize::MAX);
         c
+    }
+
+    /// A chart seeded with `states`, all of one rule whose caller is not in
+    /// the chart: when that rule ends, the set is flagged (see `outer_end`)
+    /// instead of advancing a caller.
+    pub fn local(g: &Grammar, states: &[u32]) -> Chart {
+        let mut c = Chart { items: Vec::new(), starts: vec![0], outer_end: vec![false] };
+        for &s in states {
+            c.add(Item { state: s, origin: OUTER });
+        }
+        // An unbounded budget cannot run out, so this cannot fail.
+        let _ = c.process(g, usize::MAX);
+        c
+    }
+
+    /// True when the seed rule of a local chart ended in the newest set.
+    pub fn outer_end(&self) -> bool {
+        self.outer_end.last().copied().unwrap_or(false)
+    }
+
+    /// Byte items of the newest set as `(rule, origin, state)`.
+    pub fn byte_items<'a>(&'a self, g: &'a Grammar) -> impl Iterator<Item = (u32, u32, u32)> + 'a {
+        self.items[self.current()..].iter().filter_map(|it| {
+            let c = &g.core[it.state as usize];
+            matches!(c.kind, Kind::Byte { .. }).then_some((c.rule, it.origin, it.state))
+        })
+    }
+
+    /// Opens a set in which `rule`, started at set `origin`, has just ended:
+    /// its callers advance past it. Returns false (chart unchanged) when
+    /// nothing follows.
+    pub fn push_end_of(&mut self, g: &Grammar, rule: u32, origin: u32, fuel: &mut usize) -> Result<bool, MatchError> {
+        let b = self.items.len();
+        self.starts.push(b as u32);
+        self.outer_end.push(false);
+        let (pa, pb) = (self.starts[origin as usize] as usize, self.starts[origin as usize + 1] as usize);
+        for j in pa..pb {
+            let parent = self.items[j];
+            let pc = g.core[parent.state as usize];
+            if pc.kind == (Kind::Call { rule }) {
+                for &s in g.list(pc.next) {
+                    self.add(Item { state: s, origin: parent.origin });
+                }
+            }
+        }
+        self.finish_push(g, b, fuel)
     }
 
     /// Number of bytes consumed.
@@ -385,6 +608,11 @@ impl Chart {
                         }
                     }
                 }
+                Kind::Accept { .. } if it.origin == OUTER => {
+                    if let Some(f) = self.outer_end.last_mut() {
+                        *f = true;
+                    }
+                }
                 Kind::Accept { rule } if it.origin != set => {
                     let (a, b) = (self.starts[it.origin as usize] as usize, self.starts[it.origin as usize + 1] as usize);
                     for j in a..b {
@@ -410,6 +638,7 @@ impl Chart {
     pub fn push(&mut self, g: &Grammar, byte: u8, fuel: &mut usize) -> Result<bool, MatchError> {
         let (a, b) = (self.current(), self.items.len());
         self.starts.push(b as u32);
+        self.outer_end.push(false);
         for i in a..b {
             let it = self.items[i];
             let c = g.core[it.state as usize];
@@ -421,8 +650,14 @@ impl Chart {
                 }
             }
         }
+        self.finish_push(g, b, fuel)
+    }
+
+    /// Closes the set opened at item `b`, or drops it when it is empty.
+    fn finish_push(&mut self, g: &Grammar, b: usize, fuel: &mut usize) -> Result<bool, MatchError> {
         if self.items.len() == b {
             self.starts.pop();
+            self.outer_end.pop();
             return Ok(false);
         }
         if let Err(e) = self.process(g, b.saturating_add(*fuel)) {
@@ -438,6 +673,7 @@ impl Chart {
         if self.starts.len() > 1 {
             if let Some(s) = self.starts.pop() {
                 self.items.truncate(s as usize);
+                self.outer_end.pop();
             }
         }
     }

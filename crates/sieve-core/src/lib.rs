@@ -14,8 +14,9 @@
 //!   constraint; [`ConstraintCache`] keys them by [`ConstraintSource`];
 //!   [`Limits`] bounds their work. Regexes (`regex.rs`) run on a lazy DFA
 //!   over regex-automata's NFA; GBNF grammars (`gbnf.rs`, `grammar.rs`) run
-//!   on a byte-level Earley parser; "any JSON value" is a built-in grammar
-//!   (`json.rs`).
+//!   on a byte-level Earley parser whose masks come from a cache of
+//!   context-independent tokens (`tokencache.rs`); "any JSON value" is a
+//!   built-in grammar (`json.rs`).
 //! - [`Matcher`] (`matcher.rs`): the per-sequence state.
 //! - Errors (`error.rs`): [`VocabError`], [`CompileError`], [`MatchError`].
 //!
@@ -57,6 +58,7 @@ mod json;
 pub mod json_schema;
 mod matcher;
 mod regex;
+mod tokencache;
 mod trie;
 mod vocab;
 

@@ -2,7 +2,7 @@
 
 use crate::constraint::{Constraint, Program, Runtime, lock};
 use crate::error::MatchError;
-use crate::grammar::{Chart, ChartWalker};
+use crate::grammar::Chart;
 use crate::regex::{DEAD, DfaWalker, START};
 use crate::vocab::Vocabulary;
 use std::sync::Arc;
@@ -239,10 +239,10 @@ impl Matcher {
                     r.map(|_| ())
                 }
             }
-            (State::Grammar(c), Program::Grammar(g), _) => {
+            (State::Grammar(c), Program::Grammar(g), Runtime::Grammar(cache)) => {
                 let limit = self.constraint.limits().mask_fuel;
-                let mut w = ChartWalker { g, chart: c, fuel: limit, limit };
-                trie.walk(&mut w, mask).map(|_| ())
+                let mut fuel = limit;
+                lock(cache).fill(g, &self.vocab, c, mask, &mut fuel, limit)
             }
             _ => Err(MatchError::Limit { what: "matcher and constraint disagree", limit: 0 }),
         };

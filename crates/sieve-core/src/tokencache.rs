@@ -1,0 +1,144 @@
+//! Grammar masks through a cache of context-independent tokens.
+//!
+//! Group the byte-consuming items of the newest Earley set by rule and
+//! origin. For one group, most tokens are decided by the group's states
+//! alone: a token whose bytes keep some item of the rule alive is allowed
+//! whatever the callers are, and a token that dies before the rule could end
+//! is refused. Only tokens that end the rule part-way through (`",` ending a
+//! string inside a list) depend on the callers. [`Analysis`] computes both
+//! sets once per group of states by walking the whole token trie through a
+//! local chart; at mask time a group costs one OR of the cached bits plus a
+//! walk of the remaining suffixes (`,` of `",`) from the set where the rule
+//! has ended, through the real chart. The result is exact: every token is
+//! either decided locally or checked against the full parse.
+
+use crate::error::MatchError;
+use crate::grammar::{Chart, ChartWalker, Grammar};
+use crate::trie::{TokenTrie, Walker};
+use crate::vocab::Vocabulary;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// What a group of states decides on its own.
+#[derive(Debug)]
+pub(crate) struct Analysis {
+    /// Tokens allowed whatever the context.
+    allowed: Box<[u32]>,
+    /// For tokens that may end the rule part-way: the bytes left after each
+    /// place it may end, in a trie whose tokens are the owners of the suffixes.
+    suffixes: TokenTrie,
+}
+
+/// Analyses per group of states, for one grammar and one vocabulary.
+#[derive(Debug, Default)]
+pub(crate) struct TokenCache {
+    groups: HashMap<Box<[u32]>, Arc<Analysis>>,
+    bytes: usize,
+}
+
+impl TokenCache {
+    /// Approximate heap bytes held.
+    pub fn memory(&self) -> usize {
+        self.bytes
+    }
+
+    /// Fills `mask` for the newest set of `chart`. `fuel` bounds the Earley
+    /// items created (analyses included).
+    pub fn fill(
+        &mut self,
+        g: &Grammar,
+        vocab: &Vocabulary,
+        chart: &mut Chart,
+        mask: &mut [u32],
+        fuel: &mut usize,
+        limit: usize,
+    ) -> Result<(), MatchError> {
+        let mut items: Vec<(u32, u32, u32)> = chart.byte_items(g).collect();
+        items.sort_unstable();
+        let mut i = 0;
+        while i < items.len() {
+            let (rule, origin, _) = items[i];
+            let j = i + items[i..].iter().take_while(|x| x.0 == rule && x.1 == origin).count();
+            let states: Vec<u32> = items[i..j].iter().map(|x| x.2).collect();
+            i = j;
+            let a = match self.groups.get(states.as_slice()) {
+                Some(a) => a.clone(),
+                None => {
+                    let a = Arc::new(analyze(g, vocab, &states, fuel, limit)?);
+                    self.bytes += a.allowed.len() * 4 + a.suffixes.nodes.len() * 20 + a.suffixes.tokens.len() * 4 + 64;
+                    self.groups.insert(states.into_boxed_slice(), a.clone());
+                    a
+                }
+            };
+            for (m, &w) in mask.iter_mut().zip(a.allowed.iter()) {
+                *m |= w;
+            }
+            if !a.suffixes.nodes.is_empty() && chart.push_end_of(g, rule, origin, fuel)? {
+                let mut w = ChartWalker { g, chart: &mut *chart, fuel: *fuel, limit };
+                let r = a.suffixes.walk(&mut w, mask);
+                *fuel = w.fuel;
+                chart.pop();
+                r?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Walks every token through a chart seeded with `states` (one rule, caller
+/// outside). Tokens alive at their end are allowed; tokens that die after
+/// the rule could have ended at depth `k` get the suffix `bytes[k..]`.
+fn analyze(g: &Grammar, vocab: &Vocabulary, states: &[u32], fuel: &mut usize, limit: usize) -> Result<Analysis, MatchError> {
+    let trie = vocab.trie();
+    let mut allowed = vec![0u32; vocab.mask_words()].into_boxed_slice();
+    let mut chart = Chart::local(g, states);
+    let mut walker = ChartWalker { g, chart: &mut chart, fuel: *fuel, limit };
+    let mut ends: Vec<u32> = Vec::new(); // depths where the rule could end, on the current path
+    let mut pending: Vec<(u32, u32)> = Vec::new(); // (token, depth of the end)
+    let mut depth = 0u32;
+    let mut i = 0usize;
+    let result = loop {
+        let Some(node) = trie.nodes.get(i) else { break Ok(()) };
+        while depth >= node.depth {
+            walker.pop();
+            depth -= 1;
+        }
+        while ends.last().is_some_and(|&d| d > depth) {
+            ends.pop();
+        }
+        match walker.push(node.byte) {
+            Ok(true) => {
+                depth += 1;
+                for &t in &trie.tokens[node.tok_start as usize..node.tok_end as usize] {
+                    allowed[(t / 32) as usize] |= 1 << (t % 32);
+                }
+                if walker.chart.outer_end() {
+                    ends.push(depth);
+                }
+                i += 1;
+            }
+            Ok(false) => {
+                if !ends.is_empty() {
+                    let last = trie.nodes[node.end as usize - 1].tok_end;
+                    for &t in &trie.tokens[node.tok_start as usize..last as usize] {
+                        pending.extend(ends.iter().map(|&k| (t, k)));
+                    }
+                }
+                i = node.end as usize;
+            }
+            Err(e) => break Err(e),
+        }
+    };
+    *fuel = walker.fuel;
+    result?;
+    let mut sorted: Vec<(&[u8], u32)> = pending
+        .iter()
+        .filter_map(|&(t, k)| vocab.token_bytes(t).and_then(|b| b.get(k as usize..)).map(|s| (s, t)))
+        .filter(|(s, _)| !s.is_empty())
+        .collect();
+    sorted.sort_unstable();
+    sorted.dedup();
+    let suffixes = TokenTrie::from_sorted(sorted.into_iter().map(|(s, t)| (t, s)));
+    Ok(Analysis { allowed, suffixes })
+}
+
