@@ -32,20 +32,19 @@ pub(crate) trait Walker {
 impl TokenTrie {
     /// Builds the trie over tokens that have bytes (special tokens have none).
     pub fn new(tokens: &[Option<Box<[u8]>>]) -> TokenTrie {
-        let mut ids: Vec<u32> = (0..tokens.len() as u32)
-            .filter(|&i| tokens[i as usize].as_ref().is_some_and(|b| !b.is_empty()))
+        let mut sorted: Vec<(&[u8], u32)> = tokens
+            .iter()
+            .enumerate()
+            .filter_map(|(i, t)| t.as_deref().filter(|b| !b.is_empty()).map(|b| (b, i as u32)))
             .collect();
-        let bytes = |i: u32| tokens[i as usize].as_deref().unwrap_or_default();
-        ids.sort_by(|&a, &b| bytes(a).cmp(bytes(b)).then(a.cmp(&b)));
-        let mut trie = TokenTrie::from_sorted(ids.iter().map(|&i| (i, bytes(i))));
-        trie.tokens = ids;
-        trie
+        sorted.sort_unstable();
+        TokenTrie::from_sorted(sorted.into_iter().map(|(b, i)| (i, b)))
     }
 
     /// Builds a trie from `(token, bytes)` pairs sorted by bytes; the token
     /// list is filled in the same order.
     pub fn from_sorted<'a>(sorted: impl Iterator<Item = (u32, &'a [u8])>) -> TokenTrie {
-        let mut trie = TokenTrie::default();
+        let mut trie = TokenTrie { nodes: Vec::with_capacity(1 << 16), tokens: Vec::with_capacity(1 << 16) };
         let mut path: Vec<usize> = Vec::new();
         let mut prev: &[u8] = &[];
         for (tok, b) in sorted {

@@ -3,7 +3,8 @@
 
 use crate::error::VocabError;
 use crate::trie::TokenTrie;
-use serde_json::Value;
+use serde::Deserialize;
+use std::borrow::Cow;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
@@ -23,7 +24,6 @@ const EOS_NAMES: &[&str] = &["</s>", "<|endoftext|>", "<|end_of_text|>", "<|eot_
 pub struct Vocabulary {
     id: u64,
     tokens: Vec<Option<Box<[u8]>>>,
-    names: Vec<String>,
     eos: Vec<u32>,
     width: usize,
     trie: TokenTrie,
@@ -42,11 +42,7 @@ impl Vocabulary {
     /// Builds a vocabulary from explicit token bytes (`None` = special token).
     /// The logits width is the number of tokens; no end-of-sequence id is set.
     pub fn from_token_bytes(tokens: Vec<Option<Vec<u8>>>) -> Vocabulary {
-        let names = tokens
-            .iter()
-            .map(|t| t.as_ref().map_or(String::new(), |b| String::from_utf8_lossy(b).into_owned()))
-            .collect();
-        Self::assemble(tokens.into_iter().map(|t| t.map(Vec::into_boxed_slice)).collect(), names, Vec::new())
+        Self::assemble(tokens.into_iter().map(|t| t.map(Vec::into_boxed_slice)).collect(), Vec::new())
     }
 
     /// Parses a Hugging Face tokenizer.json (BPE byte-level or SentencePiece
@@ -54,75 +50,60 @@ impl Vocabulary {
     /// `</s>`, `<|endoftext|>`, `<|end_of_text|>`, `<|eot_id|>`, `<|im_end|>`
     /// or `<eos>` that the file has.
     pub fn from_tokenizer_json(json: &str) -> Result<Vocabulary, VocabError> {
-        let root: Value = serde_json::from_str(json).map_err(|e| VocabError::Json { message: e.to_string() })?;
-        let model = root.get("model").ok_or(VocabError::Json { message: "no \"model\" field".into() })?;
-        let kind = model.get("type").and_then(Value::as_str).unwrap_or("BPE");
+        let file: TokenizerFile<'_> =
+            serde_json::from_str(json).map_err(|e| VocabError::Json { message: e.to_string() })?;
+        let kind = file.model.kind.as_deref().unwrap_or("BPE");
         if kind != "BPE" {
             return Err(VocabError::Unsupported { model: kind.to_string() });
         }
-        let vocab = model
-            .get("vocab")
-            .and_then(Value::as_object)
-            .ok_or(VocabError::Json { message: "no \"model.vocab\" object".into() })?;
-        let encoding = detect_encoding(&root);
-        let mut entries: Vec<(u32, String, Option<Box<[u8]>>)> = Vec::with_capacity(vocab.len());
-        for (tok, id) in vocab {
-            let id = id
-                .as_u64()
-                .and_then(|i| u32::try_from(i).ok())
-                .ok_or(VocabError::Json { message: format!("token {tok:?} has no integer id") })?;
+        let encoding = detect_encoding(&file);
+        let n = file
+            .model
+            .vocab
+            .iter()
+            .map(|(_, id)| id)
+            .chain(file.added_tokens.iter().map(|a| &a.id))
+            .map(|&id| id as usize + 1)
+            .max()
+            .unwrap_or(0);
+        if n > 1 << 24 {
+            return Err(VocabError::BadId { id: n as u32 - 1, reason: "ids above 2^24 are not supported" });
+        }
+        let mut tokens: Vec<Option<Box<[u8]>>> = vec![None; n];
+        let mut seen = vec![false; n];
+        for (tok, id) in &file.model.vocab {
+            let id = *id;
+            if std::mem::replace(&mut seen[id as usize], true) {
+                return Err(VocabError::BadId { id, reason: "used twice" });
+            }
             let bytes = match encoding {
                 Encoding::ByteLevel => decode_byte_level(tok),
                 Encoding::SentencePiece => Some(decode_sentencepiece(tok)),
             }
-            .ok_or_else(|| VocabError::BadToken { id, token: tok.clone(), reason: "not a byte-level string" })?;
-            entries.push((id, tok.clone(), Some(bytes.into_boxed_slice())));
+            .ok_or_else(|| VocabError::BadToken { id, token: tok.to_string(), reason: "not a byte-level string" })?;
+            tokens[id as usize] = Some(bytes.into_boxed_slice());
         }
-        let mut special_names = Vec::new();
-        if let Some(added) = root.get("added_tokens").and_then(Value::as_array) {
-            for a in added {
-                let id = a
-                    .get("id")
-                    .and_then(Value::as_u64)
-                    .and_then(|i| u32::try_from(i).ok())
-                    .ok_or(VocabError::Json { message: "added token without id".into() })?;
-                let content = a.get("content").and_then(Value::as_str).unwrap_or_default().to_string();
-                let special = a.get("special").and_then(Value::as_bool).unwrap_or(false);
-                let bytes = if special { None } else { Some(content.as_bytes().to_vec().into_boxed_slice()) };
-                if special {
-                    special_names.push((id, content.clone()));
+        let mut eos = Vec::new();
+        for a in &file.added_tokens {
+            // Added tokens override the model's entry for the same id.
+            tokens[a.id as usize] = if a.special {
+                if EOS_NAMES.contains(&a.content.as_ref()) {
+                    eos.push(a.id);
                 }
-                entries.retain(|e| e.0 != id);
-                entries.push((id, content, bytes));
-            }
+                None
+            } else {
+                Some(a.content.as_bytes().into())
+            };
         }
-        entries.sort_by_key(|e| e.0);
-        let n = entries.last().map_or(0, |e| e.0 as usize + 1);
-        let mut tokens: Vec<Option<Box<[u8]>>> = vec![None; n];
-        let mut names = vec![String::new(); n];
-        let mut seen = vec![false; n];
-        for (id, name, bytes) in entries {
-            let i = id as usize;
-            if std::mem::replace(&mut seen[i], true) {
-                return Err(VocabError::BadId { id, reason: "used twice" });
-            }
-            tokens[i] = bytes;
-            names[i] = name;
-        }
-        let eos = special_names
-            .iter()
-            .filter(|(_, name)| EOS_NAMES.contains(&name.as_str()))
-            .map(|(id, _)| *id)
-            .collect();
-        Ok(Self::assemble(tokens, names, eos))
+        Ok(Self::assemble(tokens, eos))
     }
 
-    fn assemble(tokens: Vec<Option<Box<[u8]>>>, names: Vec<String>, mut eos: Vec<u32>) -> Vocabulary {
+    fn assemble(tokens: Vec<Option<Box<[u8]>>>, mut eos: Vec<u32>) -> Vocabulary {
         eos.sort_unstable();
         eos.dedup();
         let trie = TokenTrie::new(&tokens);
         let width = tokens.len();
-        Vocabulary { id: NEXT_ID.fetch_add(1, Ordering::Relaxed), tokens, names, eos, width, trie }
+        Vocabulary { id: NEXT_ID.fetch_add(1, Ordering::Relaxed), tokens, eos, width, trie }
     }
 
     /// Sets the end-of-sequence ids (one or several; may be empty).
@@ -170,11 +151,6 @@ impl Vocabulary {
         self.tokens.get(id as usize).and_then(|t| t.as_deref())
     }
 
-    /// The token's string as the tokenizer.json spells it (empty when unknown).
-    pub fn token_name(&self, id: u32) -> &str {
-        self.names.get(id as usize).map_or("", String::as_str)
-    }
-
     /// The end-of-sequence ids.
     pub fn eos_ids(&self) -> &[u32] {
         &self.eos
@@ -200,9 +176,58 @@ impl Vocabulary {
     }
 }
 
-fn detect_encoding(root: &Value) -> Encoding {
-    let text = |k: &str| root.get(k).map(Value::to_string).unwrap_or_default();
-    if text("decoder").contains("ByteLevel") || text("pre_tokenizer").contains("ByteLevel") {
+/// The parts of a tokenizer.json that sieve reads (merges are skipped).
+#[derive(Deserialize)]
+struct TokenizerFile<'a> {
+    #[serde(borrow)]
+    model: ModelPart<'a>,
+    #[serde(default, borrow)]
+    added_tokens: Vec<AddedToken<'a>>,
+    #[serde(default)]
+    decoder: Option<serde_json::Value>,
+    #[serde(default)]
+    pre_tokenizer: Option<serde_json::Value>,
+}
+
+#[derive(Deserialize)]
+struct ModelPart<'a> {
+    #[serde(rename = "type", default)]
+    kind: Option<String>,
+    #[serde(borrow, deserialize_with = "entries")]
+    vocab: Vec<(Cow<'a, str>, u32)>,
+}
+
+/// Reads the vocab object as a list of entries (no hashing).
+fn entries<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<(Cow<'de, str>, u32)>, D::Error> {
+    struct V;
+    impl<'de> serde::de::Visitor<'de> for V {
+        type Value = Vec<(Cow<'de, str>, u32)>;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("an object of token -> id")
+        }
+        fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+            let mut out = Vec::with_capacity(map.size_hint().unwrap_or(0));
+            while let Some((k, v)) = map.next_entry::<Cow<'de, str>, u32>()? {
+                out.push((k, v));
+            }
+            Ok(out)
+        }
+    }
+    d.deserialize_map(V)
+}
+
+#[derive(Deserialize)]
+struct AddedToken<'a> {
+    id: u32,
+    #[serde(borrow)]
+    content: Cow<'a, str>,
+    #[serde(default)]
+    special: bool,
+}
+
+fn detect_encoding(file: &TokenizerFile<'_>) -> Encoding {
+    let text = |v: &Option<serde_json::Value>| v.as_ref().map(|v| v.to_string()).unwrap_or_default();
+    if text(&file.decoder).contains("ByteLevel") || text(&file.pre_tokenizer).contains("ByteLevel") {
         Encoding::ByteLevel
     } else {
         Encoding::SentencePiece
@@ -210,19 +235,35 @@ fn detect_encoding(root: &Value) -> Encoding {
 }
 
 /// GPT-2's byte <-> printable char table: printable Latin-1 bytes map to
-/// themselves, the other 68 bytes to U+0100.. in byte order.
-fn byte_level_char_to_byte(c: char) -> Option<u8> {
-    let c = c as u32;
-    let printable = |b: u32| (0x21..=0x7E).contains(&b) || (0xA1..=0xAC).contains(&b) || (0xAE..=0xFF).contains(&b);
-    if c < 256 && printable(c) {
-        return Some(c as u8);
+/// themselves, the other 68 bytes to U+0100.. in byte order. Indexed by
+/// char; 0xFFFF marks chars that are no byte.
+const BYTE_LEVEL: [u16; 324] = {
+    let mut t = [0xFFFFu16; 324];
+    let mut b = 0usize;
+    let mut extra = 256usize;
+    while b < 256 {
+        let printable = (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
+        if printable {
+            t[b] = b as u16;
+        } else {
+            t[extra] = b as u16;
+            extra += 1;
+        }
+        b += 1;
     }
-    let n = c.checked_sub(256)?;
-    (0u32..256).filter(|&b| !printable(b)).nth(n as usize).map(|b| b as u8)
+    t
+};
+
+fn byte_level_char_to_byte(c: char) -> Option<u8> {
+    BYTE_LEVEL.get(c as usize).and_then(|&b| u8::try_from(b).ok())
 }
 
 fn decode_byte_level(tok: &str) -> Option<Vec<u8>> {
-    tok.chars().map(byte_level_char_to_byte).collect()
+    let mut out = Vec::with_capacity(tok.len());
+    for c in tok.chars() {
+        out.push(byte_level_char_to_byte(c)?);
+    }
+    Some(out)
 }
 
 fn decode_sentencepiece(tok: &str) -> Vec<u8> {
