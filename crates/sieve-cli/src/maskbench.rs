@@ -28,6 +28,10 @@ pub struct MaskbenchArgs {
     /// instead of failing the schema.
     #[arg(long)]
     pub lenient: bool,
+    /// Commit tokens without computing masks: correctness columns only
+    /// (fast coverage checks; the timing columns then measure commits alone).
+    #[arg(long)]
+    pub no_masks: bool,
     /// MaskBench files, or directories of them.
     #[arg(required = true)]
     pub paths: Vec<PathBuf>,
@@ -118,8 +122,10 @@ pub fn run(a: &MaskbenchArgs) -> Result<i32, CliError> {
             let mut rejected_at: Option<usize> = None;
             for (i, &tok) in ids.iter().enumerate() {
                 let s = Instant::now();
-                let filled = m.fill_next_token_bitmask(&mut mask);
-                let allowed = filled.is_ok() && mask.get(tok as usize / 32).is_some_and(|w| w >> (tok % 32) & 1 == 1);
+                let allowed = a.no_masks || {
+                    let filled = m.fill_next_token_bitmask(&mut mask);
+                    filled.is_ok() && mask.get(tok as usize / 32).is_some_and(|w| w >> (tok % 32) & 1 == 1)
+                };
                 let committed = allowed && m.accept_token(tok).is_ok();
                 mask_us.push(s.elapsed().as_micros() as u64);
                 if !committed {

@@ -166,3 +166,46 @@ impl std::error::Error for SchemaError {}
 pub fn to_gbnf(schema: &Value, options: &JsonSchemaOptions) -> Result<SchemaGrammar, SchemaError> {
     compile::Compiler::new(schema, options).run()
 }
+
+/// Why [`Constraint::json_schema`] failed: the schema, or the grammar it became.
+#[derive(Clone, Debug)]
+pub enum JsonSchemaError {
+    /// The schema did not translate.
+    Schema(SchemaError),
+    /// The translated grammar did not compile (a limit, usually).
+    Grammar(crate::CompileError),
+}
+
+impl fmt::Display for JsonSchemaError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            JsonSchemaError::Schema(e) => e.fmt(f),
+            JsonSchemaError::Grammar(e) => write!(f, "schema grammar: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for JsonSchemaError {}
+
+impl crate::Constraint {
+    /// Compile a JSON Schema into a constraint; also returns the lenient-mode
+    /// warnings (keywords left out).
+    ///
+    /// ```
+    /// use sieve_core::Constraint;
+    /// use sieve_core::json_schema::JsonSchemaOptions;
+    /// let schema = serde_json::json!({"type": "object", "properties": {"n": {"type": "integer", "minimum": 0}},
+    ///                                 "required": ["n"], "additionalProperties": false});
+    /// let (c, _warnings) = Constraint::json_schema(&schema, &JsonSchemaOptions::default()).unwrap();
+    /// assert!(c.matches(br#"{"n": 42}"#).unwrap());
+    /// assert!(!c.matches(br#"{"n": -1}"#).unwrap());
+    /// ```
+    pub fn json_schema(
+        schema: &Value,
+        options: &JsonSchemaOptions,
+    ) -> Result<(crate::Constraint, Vec<Warning>), JsonSchemaError> {
+        let g = to_gbnf(schema, options).map_err(JsonSchemaError::Schema)?;
+        let c = crate::Constraint::gbnf(&g.gbnf).map_err(JsonSchemaError::Grammar)?;
+        Ok((c, g.warnings))
+    }
+}
