@@ -4,7 +4,8 @@
 use super::format;
 use super::gbnf::{self, Encoding, Rules};
 use super::number::{self, Bound, Dec};
-use super::regex::{self, CharSet, Re};
+use super::dfa::{Dfa, TooLarge};
+use super::regex::{self, Re};
 use super::{JsonSchemaOptions, Mode, SchemaError, SchemaErrorKind, SchemaGrammar, Warning, Whitespace};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
@@ -774,33 +775,70 @@ impl<'a> Compiler<'a> {
                 Err(e) => return Err(invalid("pattern", ptr, &e.to_string())),
             }
         }
-        let body = match res.len() {
-            0 => {
-                let max = max_len.map_or(String::new(), |x| x.to_string());
-                match (min_len, max_len) {
-                    (0, None) => format!("{}*", self.chr),
-                    (m, Some(x)) if m == x => format!("{}{{{m}}}", self.chr),
-                    _ => format!("{}{{{min_len},{max}}}", self.chr),
+        if res.is_empty() {
+            let chr = self.chr.clone();
+            let body = self.repeat(&chr, min_len, max_len)?;
+            return Ok(Some(self.add("string", format!("\"\\\"\" {body} \"\\\"\""))?));
+        }
+        if res.len() == 1 {
+            if let Some(re) = with_length(res[0].0.clone(), min_len, max_len) {
+                return self.string_re(&re);
+            }
+        }
+        // Intersections: every pattern/format and the length bounds at once.
+        let exprs: Vec<Re> = res.iter().map(|r| r.0.clone()).collect();
+        let all = (1u64 << exprs.len()) - 1;
+        let max_states = self.opts.limits.max_dfa_states;
+        let built = Dfa::tagged(&exprs, max_states)
+            .and_then(|d| d.emit(&|t| t & all == all, min_len, max_len, &mut self.rules, max_states));
+        match built {
+            Ok(Some(body)) => Ok(Some(self.add("string", format!("\"\\\"\" {body} \"\\\"\""))?)),
+            Ok(None) => Ok(None),
+            Err(TooLarge) => {
+                self.unsupported(res[0].1, ptr, "pattern, format and length bounds together exceed max_dfa_states")?;
+                self.string_re(&res[0].0)
+            }
+        }
+    }
+
+    /// `unit{min,max}` for an atom `unit`; bounds above the engine's 1000 are
+    /// split into blocks of 1000 (each count has one split).
+    fn repeat(&mut self, unit: &str, min: u64, max: Option<u64>) -> Res<String> {
+        const B: u64 = 1000;
+        let small = |lo: u64, hi: Option<u64>| match (lo, hi) {
+            (_, Some(0)) => "\"\"".to_string(),
+            (0, None) => format!("{unit}*"),
+            (1, None) => format!("{unit}+"),
+            (0, Some(1)) => format!("{unit}?"),
+            (l, None) => format!("{unit}{{{l},}}"),
+            (l, Some(h)) if l == h => format!("{unit}{{{l}}}"),
+            (l, Some(h)) => format!("{unit}{{{l},{h}}}"),
+        };
+        if min <= B && max.is_none_or(|m| m <= B) {
+            return Ok(small(min, max));
+        }
+        let block = self.add("block", format!("{unit}{{{B}}}"))?;
+        let head = if min == 0 {
+            String::new()
+        } else {
+            let q = self.repeat(&block, min / B, Some(min / B))?;
+            format!("{q} {}", small(min % B, Some(min % B)))
+        };
+        let tail = match max {
+            None => format!("{unit}*"),
+            Some(m) => {
+                let n = m - min;
+                let (q, r) = (n / B, n % B);
+                if q == 0 {
+                    small(0, Some(r))
+                } else {
+                    let fewer = self.repeat(&block, 0, Some(q - 1))?;
+                    let full = self.repeat(&block, q, Some(q))?;
+                    format!("({fewer} {} | {full} {})", small(0, Some(B - 1)), small(0, Some(r)))
                 }
             }
-            1 => {
-                let (re, kw) = res.remove(0);
-                let re = match with_length(re, min_len, max_len) {
-                    Some(r) => r,
-                    None => {
-                        self.unsupported(kw, ptr, "pattern or format combined with minLength/maxLength")?;
-                        return self.string_re(&res_first_or(m, ptr)?);
-                    }
-                };
-                return self.string_re(&re);
-            }
-            _ => {
-                self.unsupported("pattern", ptr, "pattern combined with format")?;
-                let (re, _) = res.remove(0);
-                return self.string_re(&re);
-            }
         };
-        Ok(Some(self.add("string", format!("\"\\\"\" {body} \"\\\"\""))?))
+        Ok(format!("{head} {tail}"))
     }
 
     fn string_re(&mut self, re: &Re) -> Res<Expr> {
@@ -982,45 +1020,10 @@ impl<'a> Compiler<'a> {
             let kv = e.map(|e| format!("{key} {ws} \":\" {ws} {e}", ws = self.ws));
             entries.push((name, kv, req));
         }
-        // Extra members: keys outside the declared names.
+        // Extra members: keys outside the declared names, split by which
+        // patterns they match (none: additionalProperties).
         let known: Vec<String> = entries.iter().map(|e| e.0.clone()).collect();
-        let extra: Option<String> = if !patterns.is_empty() {
-            if ap != Value::Bool(false) {
-                self.unsupported("patternProperties", ptr, "patternProperties with additionalProperties other than false")?;
-            }
-            let same_schema = patterns.windows(2).all(|w| w[0].1 == w[1].1);
-            let overlaps_known = patterns.iter().any(|(re, ..)| known.iter().any(|k| re.matches(k)));
-            if !same_schema || overlaps_known || names_schema.is_some() {
-                self.unsupported("patternProperties", ptr, "several patternProperties with different schemas, or patterns matching declared names")?;
-            }
-            let key_re = Re::Alt(patterns.iter().map(|p| p.0.clone()).collect());
-            let chr = self.chr.clone();
-            let key = gbnf::emit(&key_re, Encoding::JsonString, &mut self.rules, &chr);
-            let value = self.schema(&patterns[0].1, &patterns[0].2)?;
-            match (key, value) {
-                (Some(k), Some(v)) => Some(format!("\"\\\"\" ({k}) \"\\\"\" {ws} \":\" {ws} {v}", ws = self.ws)),
-                _ => None,
-            }
-        } else if ap == Value::Bool(false) {
-            None
-        } else {
-            let value = self.schema(&ap, &child(ptr, "additionalProperties"))?;
-            let key = match names_schema {
-                None => Some(self.key_not_in(&known)?),
-                Some(ns) => {
-                    if known.is_empty() {
-                        self.property_name_key(ns, ptr)?
-                    } else {
-                        self.unsupported("propertyNames", ptr, "propertyNames with declared properties and additional properties")?;
-                        Some(self.key_not_in(&known)?)
-                    }
-                }
-            };
-            match (key, value) {
-                (Some(k), Some(v)) => Some(format!("{k} {ws} \":\" {ws} {v}", ws = self.ws)),
-                _ => None,
-            }
-        };
+        let extra = self.extra_members(&known, &patterns, &ap, names_schema, ptr)?;
         let extra = match extra {
             Some(e) => Some(self.add("member", e)?),
             None => None,
@@ -1097,53 +1100,115 @@ impl<'a> Compiler<'a> {
         Ok(memo.get(&(0, true, 0)).cloned().flatten())
     }
 
-    /// A JSON string key whose value is none of `names`.
-    fn key_not_in(&mut self, names: &[String]) -> Res<String> {
-        let chars: Vec<Vec<u32>> = names.iter().map(|n| n.chars().map(|c| c as u32).collect()).collect();
-        let body = self.not_in(&chars, 0, &(0..chars.len()).collect::<Vec<_>>())?;
-        self.add("key", format!("\"\\\"\" {body} \"\\\"\""))
-    }
-
-    /// Strings (from position `depth` of the names in `live`) that are not one of them.
-    fn not_in(&mut self, names: &[Vec<u32>], depth: usize, live: &[usize]) -> Res<String> {
-        let chr = self.chr.clone();
-        if live.is_empty() {
-            return Ok(format!("{chr}*"));
+    /// One member alternative per region of undeclared keys: keys matching
+    /// exactly the patterns in a subset (all of their schemas apply), or none
+    /// (`additionalProperties` applies); `propertyNames` narrows every region.
+    fn extra_members(
+        &mut self,
+        known: &[String],
+        patterns: &[(Re, Value, String)],
+        ap: &Value,
+        names_schema: Option<&Value>,
+        ptr: &str,
+    ) -> Res<Option<String>> {
+        if patterns.len() > 60 {
+            self.unsupported("patternProperties", ptr, "more than 60 patterns")?;
+            return Ok(None);
         }
-        let ends_here = live.iter().any(|&i| names[i].len() == depth);
-        let mut firsts: Vec<u32> = live.iter().filter_map(|&i| names[i].get(depth).copied()).collect();
-        firsts.sort_unstable();
-        firsts.dedup();
-        let mut alts = Vec::new();
-        if !ends_here {
-            alts.push("\"\"".to_string());
-        }
-        let others = CharSet::from_ranges(firsts.iter().map(|&c| (c, c)).collect()).negate();
-        if let Some(o) = gbnf::json_char(&others) {
-            alts.push(format!("{o} {chr}*"));
-        }
-        for c in firsts {
-            let next: Vec<usize> = live.iter().copied().filter(|&i| names[i].get(depth) == Some(&c)).collect();
-            let rest = self.not_in(names, depth + 1, &next)?;
-            if let Some(e) = gbnf::json_char(&CharSet::single(c)) {
-                alts.push(format!("{e} {rest}"));
+        let mut exprs: Vec<Re> = patterns.iter().map(|p| p.0.clone()).collect();
+        let pattern_mask = (1u64 << exprs.len()) - 1;
+        let mut names_bit = 0u64;
+        if let Some(ns) = names_schema {
+            match self.name_language(ns, ptr)? {
+                Some(re) => {
+                    names_bit = 1 << exprs.len();
+                    exprs.push(re);
+                }
+                None => return Ok(None),
             }
         }
-        self.add("key", alts.join(" | "))
-    }
-
-    /// Keys allowed by `propertyNames` when no property is declared.
-    fn property_name_key(&mut self, ns: &Value, ptr: &str) -> Res<Option<String>> {
-        let nptr = child(ptr, "propertyNames");
-        let s = match ns {
-            Value::Object(o) => {
-                let mut o = self.flatten(o, &nptr)?;
-                o.insert("type".into(), Value::String("string".into()));
-                Value::Object(o)
+        // Every string, so that keys outside all the languages are not lost.
+        exprs.push(Re::any_string());
+        let known_from = exprs.len();
+        exprs.extend(known.iter().map(|k| Re::Concat(k.chars().map(|c| Re::Set(regex::CharSet::single(c as u32))).collect())));
+        if exprs.len() > 64 {
+            // Many declared names: one tag for all of them.
+            exprs.truncate(known_from);
+            exprs.push(Re::Alt(known.iter().map(|k| Re::Concat(k.chars().map(|c| Re::Set(regex::CharSet::single(c as u32))).collect())).collect()));
+        }
+        let known_mask = if exprs.len() > known_from { u64::MAX << known_from } else { 0 };
+        let max_states = self.opts.limits.max_dfa_states;
+        let dfa = match Dfa::tagged(&exprs, max_states) {
+            Ok(d) => d,
+            Err(TooLarge) => {
+                self.unsupported("patternProperties", ptr, "property name patterns exceed max_dfa_states")?;
+                return Ok(None);
             }
-            other => other.clone(),
         };
-        self.schema(&s, &nptr)
+        let ws = self.ws.clone();
+        let mut alts = Vec::new();
+        for sig in dfa.signatures() {
+            if sig & known_mask != 0 || (names_bit != 0 && sig & names_bit == 0) {
+                continue;
+            }
+            let pats = sig & pattern_mask;
+            let value = if pats == 0 {
+                if *ap == Value::Bool(false) {
+                    continue;
+                }
+                self.schema(ap, &child(ptr, "additionalProperties"))?
+            } else {
+                let parts: Vec<Value> =
+                    patterns.iter().enumerate().filter(|(i, _)| pats >> i & 1 == 1).map(|(_, p)| p.1.clone()).collect();
+                let ptr0 = patterns.iter().enumerate().find(|(i, _)| pats >> i & 1 == 1).map(|(_, p)| p.2.clone()).unwrap_or_default();
+                let s = if parts.len() == 1 { parts[0].clone() } else { serde_json::json!({ "allOf": parts }) };
+                self.schema(&s, &ptr0)?
+            };
+            let Some(value) = value else { continue };
+            let key = match dfa.emit(&|t| t == sig, 0, None, &mut self.rules, max_states) {
+                Ok(Some(k)) => k,
+                Ok(None) => continue,
+                Err(TooLarge) => {
+                    self.unsupported("patternProperties", ptr, "property name patterns exceed max_dfa_states")?;
+                    continue;
+                }
+            };
+            alts.push(format!("\"\\\"\" {key} \"\\\"\" {ws} \":\" {ws} {value}"));
+        }
+        Ok(if alts.is_empty() { None } else { Some(alts.join(" | ")) })
+    }
+
+    /// The language of `propertyNames` when it is a string pattern (or
+    /// `true`); `None` when no name is allowed.
+    fn name_language(&mut self, ns: &Value, ptr: &str) -> Res<Option<Re>> {
+        let nptr = child(ptr, "propertyNames");
+        let m = match ns {
+            Value::Bool(true) => return Ok(Some(Re::any_string())),
+            Value::Bool(false) => return Ok(None),
+            Value::Object(o) => self.flatten(o, &nptr)?,
+            _ => return Err(invalid("propertyNames", ptr, "a schema must be an object or a boolean")),
+        };
+        let mut re = Re::any_string();
+        for (k, v) in &m {
+            match k.as_str() {
+                k if is_annotation(k) => {}
+                "type" if type_list(v).iter().any(|t| t == "string") => {}
+                "pattern" => {
+                    let p = v.as_str().ok_or_else(|| invalid("pattern", &nptr, "must be a string"))?;
+                    re = regex::parse_pattern(p).map_err(|e| invalid("pattern", &nptr, &e.to_string()))?;
+                }
+                "maxLength" | "minLength" if !m.contains_key("pattern") => {
+                    let lo = count(&m, "minLength", &nptr)?.unwrap_or(0);
+                    let hi = count(&m, "maxLength", &nptr)?;
+                    let to = |x: u64| u32::try_from(x).unwrap_or(u32::MAX);
+                    re = Re::Repeat(Box::new(Re::Set(regex::CharSet::any())), to(lo), hi.map(to));
+                }
+                _ => {
+                    self.unsupported("propertyNames", &nptr, &format!("{k} in propertyNames"))?;
+                }
+            }
+        }
+        Ok(Some(re))
     }
 
     /// Decide whether `v` satisfies `s` for the keywords that are cheap to
@@ -1368,16 +1433,6 @@ fn with_length(re: Re, min: u64, max: Option<u64>) -> Option<Re> {
         }
         _ => None,
     }
-}
-
-/// In lenient mode, a pattern/format that could not be fitted to the length
-/// bounds is enforced without them.
-fn res_first_or(m: &Map<String, Value>, ptr: &str) -> Res<Re> {
-    if let Some(f) = m.get("format").and_then(Value::as_str).and_then(format::pattern) {
-        return regex::parse_pattern(&f).map_err(|e| invalid("format", ptr, &e.to_string()));
-    }
-    let p = m.get("pattern").and_then(Value::as_str).unwrap_or("");
-    regex::parse_pattern(p).map_err(|e| invalid("pattern", ptr, &e.to_string()))
 }
 
 /// A non-negative integer keyword (`2.0` counts as 2).

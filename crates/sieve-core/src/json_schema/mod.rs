@@ -19,6 +19,7 @@
 //! bounds into digit-level expressions, `gbnf` writes the text.
 
 mod compile;
+mod dfa;
 mod format;
 mod gbnf;
 mod number;
@@ -58,11 +59,14 @@ pub struct Limits {
     pub max_grammar_bytes: usize,
     /// Deepest nesting of subschemas, `allOf` merges and `$ref` inlining (default 128).
     pub max_depth: usize,
+    /// Most automaton states (times length counts) for one string language
+    /// built from patterns, formats and length bounds together (default 20000).
+    pub max_dfa_states: usize,
 }
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits { max_grammar_bytes: 4 << 20, max_depth: 128 }
+        Limits { max_grammar_bytes: 4 << 20, max_depth: 128, max_dfa_states: 20_000 }
     }
 }
 

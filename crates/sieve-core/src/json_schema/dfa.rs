@@ -1,0 +1,319 @@
+//! Deterministic automata over characters, for the string languages a grammar
+//! cannot combine by itself: a pattern within length bounds, and the regions
+//! of object keys that match exactly a given subset of several patterns (the
+//! complement included), which `patternProperties` and `additionalProperties`
+//! need. Each automaton is written back to GBNF as one rule per state.
+
+use super::gbnf::{self, Rules};
+use super::regex::{CharSet, MAX_CHAR, Re};
+use std::collections::HashMap;
+
+const DEAD: u32 = u32::MAX;
+
+/// Why an automaton was not built.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TooLarge;
+
+/// A DFA whose states carry the set of tagged languages (bit `i` for the
+/// `i`-th input expression) that accept there.
+pub struct Dfa {
+    classes: Vec<CharSet>,
+    trans: Vec<Vec<u32>>,
+    tags: Vec<u64>,
+}
+
+struct Nfa {
+    eps: Vec<Vec<usize>>,
+    edges: Vec<Vec<(usize, usize)>>,
+    sets: Vec<CharSet>,
+    tag: Vec<Option<u8>>,
+    max_states: usize,
+}
+
+impl Nfa {
+    fn state(&mut self) -> Result<usize, TooLarge> {
+        if self.eps.len() >= self.max_states {
+            return Err(TooLarge);
+        }
+        self.eps.push(Vec::new());
+        self.edges.push(Vec::new());
+        self.tag.push(None);
+        Ok(self.eps.len() - 1)
+    }
+
+    fn build(&mut self, re: &Re, start: usize) -> Result<usize, TooLarge> {
+        Ok(match re {
+            Re::Set(s) => {
+                let end = self.state()?;
+                self.sets.push(s.clone());
+                self.edges[start].push((self.sets.len() - 1, end));
+                end
+            }
+            Re::Start | Re::End => return Err(TooLarge),
+            Re::Concat(parts) => {
+                let mut cur = start;
+                for p in parts {
+                    cur = self.build(p, cur)?;
+                }
+                cur
+            }
+            Re::Alt(branches) => {
+                let end = self.state()?;
+                for b in branches {
+                    let s = self.state()?;
+                    self.eps[start].push(s);
+                    let e = self.build(b, s)?;
+                    self.eps[e].push(end);
+                }
+                end
+            }
+            Re::Repeat(inner, min, max) => {
+                let mut cur = start;
+                for _ in 0..*min {
+                    cur = self.build(inner, cur)?;
+                }
+                match max {
+                    None => {
+                        let x = self.state()?;
+                        self.eps[cur].push(x);
+                        let e = self.build(inner, x)?;
+                        self.eps[e].push(x);
+                        x
+                    }
+                    Some(m) => {
+                        let end = self.state()?;
+                        for _ in *min..*m {
+                            self.eps[cur].push(end);
+                            cur = self.build(inner, cur)?;
+                        }
+                        self.eps[cur].push(end);
+                        end
+                    }
+                }
+            }
+        })
+    }
+
+    fn closure(&self, states: &mut Vec<usize>) {
+        let mut i = 0;
+        while i < states.len() {
+            let s = states[i];
+            for &t in &self.eps[s] {
+                if !states.contains(&t) {
+                    states.push(t);
+                }
+            }
+            i += 1;
+        }
+        states.sort_unstable();
+        states.dedup();
+    }
+}
+
+fn partition(sets: &[CharSet]) -> Vec<CharSet> {
+    let mut cuts = vec![0u32, MAX_CHAR + 1];
+    for s in sets {
+        for &(a, b) in &s.0 {
+            cuts.push(a);
+            cuts.push(b + 1);
+        }
+    }
+    cuts.sort_unstable();
+    cuts.dedup();
+    cuts.windows(2)
+        .map(|w| CharSet::from_ranges(vec![(w[0], w[1] - 1)]))
+        .filter(|c| !c.is_empty())
+        .collect()
+}
+
+impl Dfa {
+    /// The DFA of several expressions at once (at most 64), each tagged.
+    pub fn tagged(exprs: &[Re], max_states: usize) -> Result<Dfa, TooLarge> {
+        if exprs.len() > 64 {
+            return Err(TooLarge);
+        }
+        let mut nfa = Nfa { eps: Vec::new(), edges: Vec::new(), sets: Vec::new(), tag: Vec::new(), max_states: max_states * 8 };
+        let start = nfa.state()?;
+        for (i, e) in exprs.iter().enumerate() {
+            let s = nfa.state()?;
+            nfa.eps[start].push(s);
+            let end = nfa.build(e, s)?;
+            let t = nfa.state()?;
+            nfa.eps[end].push(t);
+            nfa.tag[t] = Some(i as u8);
+        }
+        let classes = partition(&nfa.sets);
+        // For each edge set, which classes it holds.
+        let members: Vec<Vec<bool>> = nfa
+            .sets
+            .iter()
+            .map(|s| classes.iter().map(|c| c.0.first().is_some_and(|r| s.contains(r.0))).collect())
+            .collect();
+        let mut ids: HashMap<Vec<usize>, u32> = HashMap::new();
+        let mut order: Vec<Vec<usize>> = Vec::new();
+        let mut first = vec![start];
+        nfa.closure(&mut first);
+        ids.insert(first.clone(), 0);
+        order.push(first);
+        let mut trans = Vec::new();
+        let mut tags = Vec::new();
+        let mut i = 0;
+        while i < order.len() {
+            let cur = order[i].clone();
+            tags.push(cur.iter().filter_map(|&s| nfa.tag[s]).fold(0u64, |acc, t| acc | 1 << t));
+            let mut row = vec![DEAD; classes.len()];
+            for (ci, slot) in row.iter_mut().enumerate() {
+                let mut next: Vec<usize> = Vec::new();
+                for &s in &cur {
+                    for &(set, t) in &nfa.edges[s] {
+                        if members[set][ci] && !next.contains(&t) {
+                            next.push(t);
+                        }
+                    }
+                }
+                if next.is_empty() {
+                    continue;
+                }
+                nfa.closure(&mut next);
+                let id = match ids.get(&next) {
+                    Some(&id) => id,
+                    None => {
+                        if order.len() >= max_states {
+                            return Err(TooLarge);
+                        }
+                        let id = order.len() as u32;
+                        ids.insert(next.clone(), id);
+                        order.push(next);
+                        id
+                    }
+                };
+                *slot = id;
+            }
+            trans.push(row);
+            i += 1;
+        }
+        Ok(Dfa { classes, trans, tags })
+    }
+
+    /// Distinct tag sets of reachable states.
+    pub fn signatures(&self) -> Vec<u64> {
+        let mut v = self.tags.clone();
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
+
+    /// Every string whose tag set satisfies `accept`, counted in characters
+    /// between `min` and `max`, as GBNF inside a JSON string (`None`: no
+    /// string). States times counts are bounded by `max_states`.
+    pub fn emit(
+        &self,
+        accept: &dyn Fn(u64) -> bool,
+        min: u64,
+        max: Option<u64>,
+        rules: &mut Rules,
+        max_states: usize,
+    ) -> Result<Option<String>, TooLarge> {
+        // Product with a counter: count capped at `max` (or at `min` when unbounded).
+        let cap = max.unwrap_or(min);
+        let width = cap as usize + 1;
+        let n = self.trans.len();
+        if n.saturating_mul(width) > max_states {
+            return Err(TooLarge);
+        }
+        let idx = |s: usize, k: u64| s * width + k as usize;
+        let total = n * width;
+        let step = |k: u64| -> Option<u64> {
+            match max {
+                Some(m) if k >= m => None,
+                Some(_) => Some(k + 1),
+                None => Some((k + 1).min(cap)),
+            }
+        };
+        // Live states: those that reach an accepting one.
+        let mut live = vec![false; total];
+        for s in 0..n {
+            for k in 0..=cap {
+                if k >= min && accept(self.tags[s]) {
+                    live[idx(s, k)] = true;
+                }
+            }
+        }
+        loop {
+            let mut changed = false;
+            for s in 0..n {
+                for k in 0..=cap {
+                    if live[idx(s, k)] {
+                        continue;
+                    }
+                    let Some(k2) = step(k) else { continue };
+                    if self.trans[s].iter().any(|&t| t != DEAD && live[idx(t as usize, k2)]) {
+                        live[idx(s, k)] = true;
+                        changed = true;
+                    }
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
+        if !live[idx(0, 0)] {
+            return Ok(None);
+        }
+        let mut names: HashMap<usize, String> = HashMap::new();
+        let mut todo = vec![(0usize, 0u64)];
+        names.insert(idx(0, 0), rules.reserve("str"));
+        while let Some((s, k)) = todo.pop() {
+            let mut alts = Vec::new();
+            if k >= min && accept(self.tags[s]) {
+                alts.push("\"\"".to_string());
+            }
+            if let Some(k2) = step(k) {
+                let mut groups: Vec<(usize, CharSet)> = Vec::new();
+                for (ci, &t) in self.trans[s].iter().enumerate() {
+                    if t == DEAD || !live[idx(t as usize, k2)] {
+                        continue;
+                    }
+                    let t = t as usize;
+                    match groups.iter_mut().find(|g| g.0 == t) {
+                        Some(g) => g.1 = g.1.union(&self.classes[ci]),
+                        None => groups.push((t, self.classes[ci].clone())),
+                    }
+                }
+                for (t, set) in groups {
+                    let key = idx(t, k2);
+                    let name = match names.get(&key) {
+                        Some(n) => n.clone(),
+                        None => {
+                            let n = rules.reserve("str");
+                            names.insert(key, n.clone());
+                            todo.push((t, k2));
+                            n
+                        }
+                    };
+                    if let Some(c) = gbnf::json_char(&set) {
+                        alts.push(format!("{c} {name}"));
+                    }
+                }
+            }
+            let name = names[&idx(s, k)].clone();
+            rules.define(&name, alts.join(" | "));
+        }
+        Ok(Some(names[&idx(0, 0)].clone()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::regex::parse_pattern;
+    use super::*;
+
+    #[test]
+    fn signatures_split_overlapping_patterns() {
+        let a = parse_pattern("^a").unwrap();
+        let b = parse_pattern("b$").unwrap();
+        let d = Dfa::tagged(&[a, b], 100).unwrap();
+        let sigs = d.signatures();
+        assert!(sigs.contains(&0b11) && sigs.contains(&0b01) && sigs.contains(&0b10) && sigs.contains(&0));
+    }
+}
