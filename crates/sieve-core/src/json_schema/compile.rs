@@ -462,8 +462,14 @@ impl<'a> Compiler<'a> {
                 Value::Bool(true) => Map::new(),
                 Value::Bool(false) => continue,
                 Value::Object(o) => {
-                    if self.legacy && o.contains_key("$ref") && siblings.keys().all(|k| is_annotation(k)) {
-                        merged_all.push((None, b.clone(), bptr));
+                    let pure_ref = o.contains_key("$ref")
+                        && (self.legacy || o.keys().all(|k| k == "$ref" || is_annotation(k)))
+                        && siblings.keys().all(|k| is_annotation(k));
+                    if pure_ref {
+                        // Compiled as a rule (recursion stays a rule); the
+                        // flattened form only serves the disjointness proof.
+                        let proof = if kw == "oneOf" { self.flatten(o, &bptr)? } else { Map::new() };
+                        merged_all.push((proof, Some(b.clone()), bptr));
                         continue;
                     }
                     self.flatten(o, &bptr)?
@@ -471,21 +477,21 @@ impl<'a> Compiler<'a> {
                 _ => return Err(invalid(kw, &bptr, "a schema must be an object or a boolean")),
             };
             let m = self.merge(siblings.clone(), bm, &bptr)?;
-            merged_all.push((Some(m), Value::Null, bptr));
+            merged_all.push((m, None, bptr));
         }
         if kw == "oneOf" && !self.disjoint(&merged_all) {
             self.unsupported("oneOf", ptr, "branches may overlap; treated as anyOf")?;
         }
         let mut alts = Vec::new();
         for (m, raw, bptr) in merged_all {
-            let e = match m {
-                Some(m) => {
+            let e = match raw {
+                None => {
                     self.enter(&bptr)?;
                     let e = self.compile_map(m, &bptr);
                     self.depth -= 1;
                     e?
                 }
-                None => self.schema(&raw, &bptr)?,
+                Some(raw) => self.schema(&raw, &bptr)?,
             };
             if let Some(e) = e {
                 if !alts.contains(&e) {
@@ -498,14 +504,10 @@ impl<'a> Compiler<'a> {
 
     /// Whether no value can match two branches (decided by types and by
     /// const/enum values on a shared required property or on the value).
-    fn disjoint(&self, branches: &[(Option<Map<String, Value>>, Value, String)]) -> bool {
-        let maps: Vec<&Map<String, Value>> = branches.iter().filter_map(|b| b.0.as_ref()).collect();
-        if maps.len() != branches.len() {
-            return branches.len() <= 1;
-        }
-        for i in 0..maps.len() {
-            for j in i + 1..maps.len() {
-                if !self.pair_disjoint(maps[i], maps[j]) {
+    fn disjoint(&self, branches: &[(Map<String, Value>, Option<Value>, String)]) -> bool {
+        for i in 0..branches.len() {
+            for j in i + 1..branches.len() {
+                if !self.pair_disjoint(&branches[i].0, &branches[j].0) {
                     return false;
                 }
             }
@@ -514,19 +516,12 @@ impl<'a> Compiler<'a> {
     }
 
     fn pair_disjoint(&self, a: &Map<String, Value>, b: &Map<String, Value>) -> bool {
-        let ta = a.get("type").map(type_list);
-        let tb = b.get("type").map(type_list);
-        if let (Some(ta), Some(tb)) = (&ta, &tb) {
-            let overlap = ta.iter().any(|x| {
-                tb.iter().any(|y| {
-                    x == y
-                        || (x == "number" && y == "integer")
-                        || (x == "integer" && y == "number")
-                })
-            });
-            if !overlap {
-                return true;
-            }
+        let (ta, tb) = (effective_types(a), effective_types(b));
+        let overlap = ta.iter().any(|x| {
+            tb.iter().any(|y| x == y || (*x == "number" && *y == "integer") || (*x == "integer" && *y == "number"))
+        });
+        if !overlap {
+            return true;
         }
         let values = |m: &Map<String, Value>| -> Option<Vec<Value>> {
             m.get("const").map(|c| vec![c.clone()]).or_else(|| m.get("enum").and_then(Value::as_array).cloned())
@@ -536,12 +531,28 @@ impl<'a> Compiler<'a> {
                 return true;
             }
         }
-        // A property required on both sides with disjoint const/enum values.
+        let objects_only = |t: &[&str]| t == ["object"];
         let req = |m: &Map<String, Value>| -> Vec<String> {
             m.get("required").and_then(Value::as_array).map(|r| r.iter().filter_map(|x| x.as_str().map(String::from)).collect()).unwrap_or_default()
         };
         let (ra, rb) = (req(a), req(b));
-        let objects_only = |t: &Option<Vec<Value>>| t.as_ref().is_some_and(|t| t.len() == 1 && t[0] == "object");
+        if objects_only(&ta) || objects_only(&tb) {
+            // A property one side requires and the other forbids.
+            let forbids = |m: &Map<String, Value>, p: &str| -> bool {
+                let declared = m.get("properties").and_then(|x| x.get(p));
+                match declared {
+                    Some(v) => *v == Value::Bool(false),
+                    None => {
+                        m.get("additionalProperties") == Some(&Value::Bool(false))
+                            && !m.contains_key("patternProperties")
+                    }
+                }
+            };
+            if ra.iter().any(|p| forbids(b, p)) || rb.iter().any(|p| forbids(a, p)) {
+                return true;
+            }
+        }
+        // A property required on both sides with disjoint const/enum values.
         if objects_only(&ta) || objects_only(&tb) {
             for p in ra.iter().filter(|p| rb.contains(p)) {
                 let pa = a.get("properties").and_then(|x| x.get(p)).and_then(Value::as_object);
@@ -1508,6 +1519,20 @@ fn is_constraint_keyword(k: &str) -> bool {
             | "$dynamicRef"
             | "$recursiveRef"
     )
+}
+
+/// The JSON types a flattened map can match (`integer` stands apart from
+/// `number` here only when `number` is absent).
+fn effective_types(m: &Map<String, Value>) -> Vec<&'static str> {
+    let mut types: Vec<&'static str> = match m.get("type") {
+        Some(t) => TYPES.iter().copied().filter(|x| type_list(t).iter().any(|y| y == x)).collect(),
+        None => TYPES.to_vec(),
+    };
+    let values = m.get("const").map(|c| vec![c.clone()]).or_else(|| m.get("enum").and_then(Value::as_array).cloned());
+    if let Some(vals) = values {
+        types.retain(|t| vals.iter().any(|v| has_type(v, t)));
+    }
+    types
 }
 
 fn type_list(t: &Value) -> Vec<Value> {
