@@ -198,7 +198,7 @@ impl Constraint {
     /// Approximate heap bytes held by the compiled form and its caches.
     pub fn memory_bytes(&self) -> usize {
         let program = match self.program() {
-            Program::Regex(_) => 0,
+            Program::Regex(p) => p.memory(),
             Program::Grammar(g) => g.memory(),
         };
         let caches: usize = lock(&self.inner.runtimes)

@@ -72,6 +72,11 @@ impl RegexProgram {
         Ok(prog)
     }
 
+    /// Approximate heap bytes held.
+    pub fn memory(&self) -> usize {
+        self.nfa.memory_usage() + self.live.len() + self.start.len() * 4
+    }
+
     /// Adds the consuming and match states reachable from `id` by epsilon moves.
     fn closure(&self, id: StateID, out: &mut Vec<u32>, stack: &mut Vec<StateID>) {
         stack.push(id);

@@ -67,7 +67,7 @@ fn grammar_masks_equal_the_parser() {
     vocabs.push(("llama3", common::asset("llama3")));
     vocabs.push(("llama2", common::asset("llama2")));
     for (name, vocab) in vocabs {
-        let (walks, steps) = if name == "toy" { (20, 25) } else { (2, 10) };
+        let (walks, steps) = if name == "toy" { (20, 25) } else { (1, 8) };
         for (i, g) in [ARITH_LEFT, ARITH_RIGHT, CSV, NESTED].iter().enumerate() {
             let c = Constraint::gbnf(g).unwrap();
             walk_against_parser(&vocab, &c, 11 + i as u64, walks, steps);
