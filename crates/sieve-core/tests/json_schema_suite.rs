@@ -29,7 +29,7 @@ fn spaced(v: &Value) -> String {
 }
 
 /// Valid instances (times two spellings) the grammars reject today.
-const REJECTS_BASELINE: usize = 158;
+const REJECTS_BASELINE: usize = 168;
 
 #[derive(Default)]
 struct Tally {

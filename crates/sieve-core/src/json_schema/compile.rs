@@ -19,9 +19,6 @@ const TYPES: [&str; 7] = ["null", "boolean", "object", "array", "number", "integ
 /// Keywords that constrain values but are not translated.
 const UNSUPPORTED: &[&str] = &[
     "if",
-    "dependentRequired",
-    "dependentSchemas",
-    "dependencies",
     "unevaluatedProperties",
     "unevaluatedItems",
     "$dynamicRef",
@@ -205,6 +202,22 @@ impl<'a> Compiler<'a> {
                     let items = v.as_array().ok_or_else(|| invalid("allOf", ptr, "must be an array"))?;
                     for (i, it) in items.iter().enumerate() {
                         parts.push((it.clone(), child(&child(ptr, "allOf"), &i.to_string())));
+                    }
+                }
+                "dependencies" | "dependentRequired" | "dependentSchemas" => {
+                    // "a present => ..." is "a absent, or a present and ...".
+                    let deps = v.as_object().ok_or_else(|| invalid(k, ptr, "must be an object"))?;
+                    for (name, dep) in deps {
+                        let when_present = match dep {
+                            Value::Array(names) => {
+                                let mut all = vec![Value::String(name.clone())];
+                                all.extend(names.iter().cloned());
+                                serde_json::json!({ "required": all })
+                            }
+                            schema => serde_json::json!({"required": [name], "allOf": [schema]}),
+                        };
+                        let absent = serde_json::json!({"properties": {name: false}});
+                        parts.push((serde_json::json!({"anyOf": [absent, when_present]}), child(&child(ptr, k), name)));
                     }
                 }
                 "$ref" if !self.legacy => {
