@@ -79,6 +79,8 @@ impl<'a> Compiler<'a> {
         };
         self.ws = self.rules.add("ws", ws_body);
         self.chr = self.rules.add("char", gbnf::JSON_CHAR_BODY.to_string());
+        let esc = self.rules.add("escape", r#""\\" (["\\/bfnrt] | "u00" [01] [0-9a-fA-F])"#.to_string());
+        self.rules.escape = Some(esc);
         let root = self.schema(self.root, "")?.ok_or_else(|| err("", "", SchemaErrorKind::Unsatisfiable))?;
         let root = format!("{ws} {root} {ws}", ws = self.ws);
         Ok(SchemaGrammar { gbnf: self.rules.finish(&root), warnings: self.warnings })
@@ -410,6 +412,9 @@ impl<'a> Compiler<'a> {
             if !self.apply_not(&mut m, &n, ptr)? {
                 return Ok(None);
             }
+        }
+        if m.keys().all(|k| is_annotation(k) || !is_known_keyword(k)) {
+            return Ok(Some(self.any_value()?));
         }
         let types: Vec<String> = match m.get("type") {
             None => TYPES.iter().map(|s| s.to_string()).collect(),
@@ -1062,66 +1067,66 @@ impl<'a> Compiler<'a> {
     }
 
     /// Members in declared order then extras, counting members for
-    /// minProperties/maxProperties. Each state (position, first, count) is a rule.
+    /// minProperties/maxProperties. Each reachable state (position, first,
+    /// count) is a rule.
     fn members(&mut self, entries: &[(String, Expr, bool)], extra: Option<&str>, min_p: u64, max_p: Option<u64>) -> Res<Option<String>> {
-        let cap = max_p.map_or(min_p, |m| m + 1);
         let mut memo: HashMap<(usize, bool, u64), Option<String>> = HashMap::new();
+        let shape = MemberShape { entries, extra, min_p, max_p, cap: max_p.map_or(min_p, |m| m + 1) };
+        self.member_state(&shape, 0, true, 0, &mut memo)
+    }
+
+    fn member_state(
+        &mut self,
+        sh: &MemberShape<'_>,
+        i: usize,
+        first: bool,
+        cnt: u64,
+        memo: &mut HashMap<(usize, bool, u64), Option<String>>,
+    ) -> Res<Option<String>> {
+        if let Some(done) = memo.get(&(i, first, cnt)) {
+            return Ok(done.clone());
+        }
         let sep = format!("{ws} \",\" {ws}", ws = self.ws);
-        // Iterate positions from the end so later states exist first.
-        for i in (0..=entries.len()).rev() {
-            for first in [false, true] {
-                for cnt in 0..=cap {
-                    let over = max_p.is_some_and(|m| cnt > m);
-                    let body: Option<String> = if over {
-                        None
-                    } else if i == entries.len() {
-                        let need = min_p.saturating_sub(cnt);
-                        let room = max_p.map(|m| m - cnt);
-                        match extra {
-                            None => (need == 0).then(|| "\"\"".to_string()),
-                            Some(x) => {
-                                let lead = if first { String::new() } else { format!("{sep} ") };
-                                if room == Some(0) {
-                                    (need == 0).then(|| "\"\"".to_string())
-                                } else {
-                                    let more_hi = room.map(|r| r - 1);
-                                    let more_lo = need.saturating_sub(1);
-                                    let more = match (more_lo, more_hi) {
-                                        (_, Some(0)) => String::new(),
-                                        (0, None) => format!(" ({sep} {x})*"),
-                                        (l, None) => format!(" ({sep} {x}){{{l},}}"),
-                                        (l, Some(h)) => format!(" ({sep} {x}){{{l},{h}}}"),
-                                    };
-                                    let one = format!("{lead}{x}{more}");
-                                    Some(if need == 0 { format!("({one})?") } else { one })
-                                }
-                            }
-                        }
-                    } else {
-                        let (_, kv, req) = &entries[i];
-                        let next_cnt = (cnt + 1).min(cap);
-                        let mut alts = Vec::new();
-                        if let (Some(kv), Some(Some(next))) = (kv, memo.get(&(i + 1, false, next_cnt))) {
-                            let lead = if first { String::new() } else { format!("{sep} ") };
-                            alts.push(format!("{lead}{kv} {next}"));
-                        }
-                        if !req {
-                            if let Some(Some(skip)) = memo.get(&(i + 1, first, cnt)) {
-                                alts.push(skip.clone());
-                            }
-                        }
-                        if alts.is_empty() { None } else { Some(alts.join(" | ")) }
-                    };
-                    let name = match body {
-                        Some(b) if b == "\"\"" => Some(b),
-                        Some(b) => Some(self.add("members", b)?),
-                        None => None,
-                    };
-                    memo.insert((i, first, cnt), name);
+        let lead = if first { String::new() } else { format!("{sep} ") };
+        let body: Option<String> = if sh.max_p.is_some_and(|m| cnt > m) {
+            None
+        } else if i == sh.entries.len() {
+            let need = sh.min_p.saturating_sub(cnt);
+            let room = sh.max_p.map(|m| m - cnt);
+            match sh.extra {
+                Some(x) if room != Some(0) => {
+                    let more_hi = room.map(|r| r - 1);
+                    let more_lo = need.saturating_sub(1);
+                    let unit = self.add("member", format!("{sep} {x}"))?;
+                    let more = if more_hi == Some(0) { String::new() } else { format!(" {}", self.repeat(&unit, more_lo, more_hi)?) };
+                    let one = format!("{lead}{x}{more}");
+                    Some(if need == 0 { format!("({one})?") } else { one })
+                }
+                _ => (need == 0).then(|| "\"\"".to_string()),
+            }
+        } else {
+            let (_, kv, req) = &sh.entries[i];
+            let next_cnt = (cnt + 1).min(sh.cap);
+            let mut alts = Vec::new();
+            if let Some(kv) = kv {
+                if let Some(next) = self.member_state(sh, i + 1, false, next_cnt, memo)? {
+                    alts.push(if next == "\"\"" { format!("{lead}{kv}") } else { format!("{lead}{kv} {next}") });
                 }
             }
-        }
-        Ok(memo.get(&(0, true, 0)).cloned().flatten())
+            if !req {
+                if let Some(skip) = self.member_state(sh, i + 1, first, cnt, memo)? {
+                    alts.push(skip);
+                }
+            }
+            if alts.is_empty() { None } else { Some(alts.join(" | ")) }
+        };
+        let name = match body {
+            Some(b) if b == "\"\"" || gbnf::is_atom(&b) => Some(b),
+            Some(b) => Some(self.add("members", b)?),
+            None => None,
+        };
+        memo.insert((i, first, cnt), name.clone());
+        Ok(name)
     }
 
     /// One member alternative per region of undeclared keys: keys matching
@@ -1394,6 +1399,15 @@ impl<'a> Compiler<'a> {
     }
 }
 
+/// The fixed parts of an object's member sequence.
+struct MemberShape<'e> {
+    entries: &'e [(String, Expr, bool)],
+    extra: Option<&'e str>,
+    min_p: u64,
+    max_p: Option<u64>,
+    cap: u64,
+}
+
 /// Fit a string language to length bounds without intersecting automata: a
 /// branch of fixed length is kept or dropped, a branch with one unbounded
 /// repetition of single characters has that repetition's bounds narrowed.
@@ -1510,6 +1524,18 @@ fn is_annotation(k: &str) -> bool {
             | "then"
             | "else"
     )
+}
+
+/// Keywords this module reads (anything else is an annotation or unknown).
+fn is_known_keyword(k: &str) -> bool {
+    is_constraint_keyword(k)
+        || matches!(
+            k,
+            "type" | "enum" | "const" | "properties" | "required" | "additionalProperties" | "minProperties"
+                | "maxProperties" | "minLength" | "maxLength" | "pattern" | "format" | "minimum" | "maximum"
+                | "exclusiveMinimum" | "exclusiveMaximum" | "multipleOf" | "minItems" | "maxItems" | "uniqueItems"
+                | "allOf" | "anyOf" | "oneOf" | "not" | "$ref"
+        )
 }
 
 fn is_constraint_keyword(k: &str) -> bool {

@@ -291,7 +291,7 @@ impl Dfa {
                             n
                         }
                     };
-                    if let Some(c) = gbnf::json_char(&set) {
+                    if let Some(c) = gbnf::json_char(&set, rules.escape.as_deref()) {
                         alts.push(format!("{c} {name}"));
                     }
                 }

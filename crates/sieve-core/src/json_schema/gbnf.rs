@@ -20,6 +20,8 @@ pub enum Encoding {
 /// Rules under construction. Identical bodies share one rule.
 #[derive(Default)]
 pub struct Rules {
+    /// A rule for every escape JSON requires (and `\/`), once defined.
+    pub escape: Option<String>,
     rules: Vec<(String, String)>,
     by_body: HashMap<String, String>,
     reserved: HashMap<String, usize>,
@@ -160,7 +162,7 @@ fn short_escape(c: u32) -> Option<&'static str> {
 /// GBNF for one character of `set` spelled as inside a JSON string: the
 /// character itself where JSON allows it raw, else its escape(s).
 /// Returns `None` for an empty set.
-pub fn json_char(set: &CharSet) -> Option<String> {
+pub fn json_char(set: &CharSet, escape: Option<&str>) -> Option<String> {
     if set.is_empty() {
         return None;
     }
@@ -169,6 +171,11 @@ pub fn json_char(set: &CharSet) -> Option<String> {
     let mut alts = Vec::new();
     if !raw.is_empty() {
         alts.push(class(&raw));
+    }
+    let escapable = must_escape.union(&CharSet::single(0x2F));
+    if let Some(esc) = escape.filter(|_| set.intersect(&escapable) == escapable) {
+        alts.push(esc.to_string());
+        return Some(if alts.len() == 1 { alts.remove(0) } else { format!("({})", alts.join(" | ")) });
     }
     let controls = CharSet::from_ranges(vec![(0, 0x1F)]);
     let all_controls = set.intersect(&controls) == controls;
@@ -209,7 +216,7 @@ pub fn emit(re: &Re, enc: Encoding, rules: &mut Rules, any_char: &str) -> Option
                         }
                         class(s)
                     }
-                    Encoding::JsonString => json_char(s)?,
+                    Encoding::JsonString => json_char(s, rules.escape.as_deref())?,
                 }
             }
         }
@@ -351,9 +358,9 @@ mod tests {
 
     #[test]
     fn json_char_escapes_what_json_requires() {
-        let q = json_char(&CharSet::single('"' as u32)).unwrap();
+        let q = json_char(&CharSet::single('"' as u32), None).unwrap();
         assert_eq!(q, literal("\\\""));
-        let nl = json_char(&CharSet::single('\n' as u32)).unwrap();
+        let nl = json_char(&CharSet::single('\n' as u32), None).unwrap();
         assert!(nl.contains("\\\\n") && nl.contains("\\\\u00"));
     }
 
