@@ -7,7 +7,7 @@ use crate::regex::{DEAD, LazyDfa, RegexProgram, START};
 use crate::tokencache::TokenCache;
 use crate::vocab::Vocabulary;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 /// Bounds on the work and memory one constraint may take. Exceeding one is
 /// an error ([`CompileError`] with kind `Limit` at compile time,
@@ -73,7 +73,8 @@ struct Inner {
     source: ConstraintSource,
     program: Program,
     limits: Limits,
-    runtimes: Mutex<Vec<(u64, Arc<Runtime>)>>,
+    /// Caches per vocabulary; entries of dropped vocabularies are pruned.
+    runtimes: Mutex<Vec<(Weak<Vocabulary>, Arc<Runtime>)>>,
 }
 
 /// A compiled constraint: immutable and cheap to clone (an `Arc` inside),
@@ -182,16 +183,17 @@ impl Constraint {
     }
 
     /// The shared per-vocabulary runtime (lazy DFA and mask caches).
-    pub(crate) fn runtime(&self, vocab: &Vocabulary) -> Arc<Runtime> {
+    pub(crate) fn runtime(&self, vocab: &Arc<Vocabulary>) -> Arc<Runtime> {
         let mut rts = lock(&self.inner.runtimes);
-        if let Some((_, rt)) = rts.iter().find(|(id, _)| *id == vocab.uid()) {
+        rts.retain(|(v, _)| v.strong_count() > 0);
+        if let Some((_, rt)) = rts.iter().find(|(v, _)| std::ptr::eq(v.as_ptr(), Arc::as_ptr(vocab))) {
             return rt.clone();
         }
         let rt = Arc::new(match self.program() {
             Program::Regex(p) => Runtime::Regex(Mutex::new(LazyDfa::new(p, self.inner.limits.max_dfa_states))),
             Program::Grammar(_) => Runtime::Grammar(Mutex::new(TokenCache::default())),
         });
-        rts.push((vocab.uid(), rt.clone()));
+        rts.push((Arc::downgrade(vocab), rt.clone()));
         rt
     }
 

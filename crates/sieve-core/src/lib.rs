@@ -8,17 +8,54 @@
 //! # Map
 //!
 //! - [`Vocabulary`] (`vocab.rs`): token id -> bytes from a tokenizer.json
-//!   (byte-level BPE and SentencePiece), end-of-sequence ids, logits width,
-//!   and the token trie (`trie.rs`) every mask walks.
+//!   (byte-level BPE: GPT-2, Llama-3, Qwen3, SmolLM2; SentencePiece: `▁` for
+//!   space and `<0xNN>` byte fallback, Llama-2), end-of-sequence ids
+//!   ([`Vocabulary::with_eos_ids`]), logits width ([`Vocabulary::with_width`];
+//!   padding ids are never allowed), and the token trie (`trie.rs`) every
+//!   mask walks: all token byte strings in one depth-first array, so a walk
+//!   skips a whole subtree at the first rejected byte.
 //! - [`Constraint`] (`constraint.rs`): a compiled, immutable, shareable
-//!   constraint; [`ConstraintCache`] keys them by [`ConstraintSource`];
-//!   [`Limits`] bounds their work. Regexes (`regex.rs`) run on a lazy DFA
-//!   over regex-automata's NFA; GBNF grammars (`gbnf.rs`, `grammar.rs`) run
-//!   on a byte-level Earley parser whose masks come from a cache of
-//!   context-independent tokens (`tokencache.rs`); "any JSON value" is a
-//!   built-in grammar (`json.rs`).
-//! - [`Matcher`] (`matcher.rs`): the per-sequence state.
-//! - Errors (`error.rs`): [`VocabError`], [`CompileError`], [`MatchError`].
+//!   constraint (an `Arc` inside) from a [`ConstraintSource`]: a regex, GBNF,
+//!   choices or "any JSON value". [`ConstraintCache`] keys them by source;
+//!   [`Limits`] bounds their work; [`Constraint::matches`] checks a whole
+//!   byte string without any vocabulary.
+//!   - Regexes (`regex.rs`): regex-syntax + regex-automata's Thompson NFA,
+//!     walked by our own lazy DFA (states built on demand, never evicted),
+//!     with one cached mask per DFA state.
+//!   - GBNF (`gbnf.rs` parses llama.cpp's format, `grammar.rs` compiles
+//!     it): per-rule byte automata with call edges, small non-recursive
+//!     rules inlined, parsed by a byte-level Earley parser (left recursion,
+//!     ambiguity and empty rules work).
+//!   - Grammar masks (`tokencache.rs`): per group of Earley items, the
+//!     tokens decided without context are computed once; at mask time only
+//!     the bytes after a rule may end are walked through the real parse.
+//!   - "Any JSON value" is a built-in grammar (`json.rs`, [`ANY_JSON_GBNF`]).
+//! - [`Matcher`] (`matcher.rs`): the per-sequence state: masks, tokens,
+//!   bytes, rollback, validation of drafts, jump-forward, and
+//!   [`fill_next_token_bitmasks`] for a batch (threads with the `parallel`
+//!   feature).
+//! - Errors (`error.rs`): [`VocabError`], [`CompileError`] (kind, message,
+//!   byte offset, line and column), [`MatchError`].
+//!
+//! # Masks
+//!
+//! A mask has `ceil(width / 32)` `u32` words; bit `i % 32` of word `i / 32`
+//! is set when token `i` may come next. Special tokens are never set; the
+//! end-of-sequence ids are set exactly when the output so far is complete.
+//! Every set token keeps the output completable, and every token that does
+//! is set: the engine works on bytes, so any tokenization of a valid output
+//! is accepted.
+//!
+//! # GBNF
+//!
+//! The grammar interface of the other front ends (the JSON Schema compiler
+//! emits GBNF). Rules `name ::= ...` (start rule `root`), `|`, `( )`,
+//! `*` `+` `?` `{m}` `{m,}` `{m,n}`, string literals and character classes
+//! (ranges, `[^...]`) with the escapes `\n \r \t \\ \" \xHH \uHHHH
+//! \UHHHHHHHH`, `.`, `#` comments, newlines inside parentheses and after
+//! `|`. Characters are Unicode scalar values matched as UTF-8. Recursion,
+//! left recursion included, is supported; grammars with thousands of rules
+//! compile in milliseconds. Token references (`<...>`) are refused.
 //!
 //! # The decode loop
 //!

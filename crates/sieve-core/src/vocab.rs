@@ -5,9 +5,6 @@ use crate::error::VocabError;
 use crate::trie::TokenTrie;
 use serde::Deserialize;
 use std::borrow::Cow;
-use std::sync::atomic::{AtomicU64, Ordering};
-
-static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
 /// Token names that are taken as end-of-sequence when the caller does not
 /// choose (see [`Vocabulary::with_eos_ids`]).
@@ -22,7 +19,6 @@ const EOS_NAMES: &[&str] = &["</s>", "<|endoftext|>", "<|end_of_text|>", "<|eot_
 /// Ids from `len()` up to `width()` are padding and never allowed.
 #[derive(Debug)]
 pub struct Vocabulary {
-    id: u64,
     tokens: Vec<Option<Box<[u8]>>>,
     eos: Vec<u32>,
     width: usize,
@@ -103,7 +99,7 @@ impl Vocabulary {
         eos.dedup();
         let trie = TokenTrie::new(&tokens);
         let width = tokens.len();
-        Vocabulary { id: NEXT_ID.fetch_add(1, Ordering::Relaxed), tokens, eos, width, trie }
+        Vocabulary { tokens, eos, width, trie }
     }
 
     /// Sets the end-of-sequence ids (one or several; may be empty).
@@ -168,11 +164,6 @@ impl Vocabulary {
 
     pub(crate) fn trie(&self) -> &TokenTrie {
         &self.trie
-    }
-
-    /// A process-unique id; caches key on it.
-    pub(crate) fn uid(&self) -> u64 {
-        self.id
     }
 }
 

@@ -1,0 +1,59 @@
+//! Mask timing inside WebAssembly: built for wasm32 and driven from Node by
+//! `benches/wasm-bench.sh`, which times each `mask` call with
+//! `performance.now()`. The walks are the ones `sieve bench --any-json`
+//! takes for the same seed (same RNG, same choices), so native and wasm
+//! figures compare directly.
+
+use sieve_core::{Constraint, Matcher, Vocabulary};
+use std::sync::Arc;
+use wasm_bindgen::prelude::*;
+
+/// Seeded random walks over the allowed tokens of "any JSON value".
+#[wasm_bindgen]
+pub struct Walks {
+    vocab: Arc<Vocabulary>,
+    constraint: Constraint,
+    matcher: Matcher,
+    mask: Vec<u32>,
+    rng: u64,
+}
+
+#[wasm_bindgen]
+impl Walks {
+    /// Prepares the vocabulary and compiles the grammar.
+    #[wasm_bindgen(constructor)]
+    pub fn new(tokenizer_json: &str, seed: u64) -> Result<Walks, JsError> {
+        let vocab = Arc::new(Vocabulary::from_tokenizer_json(tokenizer_json)?);
+        let constraint = Constraint::any_json();
+        let matcher = Matcher::new(&constraint, &vocab);
+        let mask = vec![0u32; vocab.mask_words()];
+        Ok(Walks { vocab, constraint, matcher, mask, rng: seed.wrapping_mul(0x9E3779B97F4A7C15) | 1 })
+    }
+
+    /// Starts a new walk.
+    pub fn start(&mut self) {
+        self.matcher = Matcher::new(&self.constraint, &self.vocab);
+    }
+
+    /// Computes one mask (the part to time).
+    pub fn mask(&mut self) -> Result<(), JsError> {
+        Ok(self.matcher.fill_next_token_bitmask(&mut self.mask)?)
+    }
+
+    /// Takes a uniformly random allowed token (end of sequence excluded);
+    /// false when nothing is allowed.
+    pub fn advance(&mut self) -> Result<bool, JsError> {
+        let allowed: Vec<u32> = (0..self.vocab.len() as u32)
+            .filter(|&t| self.mask[(t / 32) as usize] >> (t % 32) & 1 == 1 && !self.vocab.is_eos(t))
+            .collect();
+        if allowed.is_empty() {
+            return Ok(false);
+        }
+        self.rng ^= self.rng >> 12;
+        self.rng ^= self.rng << 25;
+        self.rng ^= self.rng >> 27;
+        let r = self.rng.wrapping_mul(0x2545F4914F6CDD1D);
+        self.matcher.accept_token(allowed[(r % allowed.len() as u64) as usize])?;
+        Ok(true)
+    }
+}
