@@ -6,10 +6,10 @@ here="$(cd "$(dirname "$0")/.." && pwd)"
 tok="$(realpath "$1")"; walks="${2:-50}"; steps="${3:-64}"
 target="${CARGO_TARGET_DIR:-$here/../../target}"
 out="$target/wasm-bench"
-cargo build --release -p sieve-core --example wasm_bench --target wasm32-unknown-unknown
-wasm-bindgen --target nodejs --out-dir "$out" "$target/wasm32-unknown-unknown/release/examples/wasm_bench.wasm"
+cargo build --release --manifest-path "$here/wasm-bench/Cargo.toml" --target wasm32-unknown-unknown
+wasm-bindgen --target nodejs --out-dir "$out" "$target/wasm32-unknown-unknown/release/sieve_core_wasm_bench.wasm"
 cat > "$out/run.cjs" <<'JS'
-const { Walks } = require('./wasm_bench.js');
+const { Walks } = require('./sieve_core_wasm_bench.js');
 const fs = require('fs');
 const [tok, walks, steps] = [process.argv[2], +process.argv[3], +process.argv[4]];
 let t = performance.now();
@@ -31,4 +31,4 @@ console.log(JSON.stringify({ wasm: { vocab_prepare_ms: Math.round(prepare_ms * 1
   mask_us: { count: times.length, p50: p(0.5), p90: p(0.9), p99: p(0.99), max: p(1) } } }));
 JS
 node "$out/run.cjs" "$tok" "$walks" "$steps"
-cargo run --release -q -p sieve-cli -- bench --tokenizer "$tok" --any-json --limit "$walks" --steps "$steps" --seed 1 --compiles 1
+cargo run --release -q --manifest-path "$here/../sieve-cli/Cargo.toml" -- bench --tokenizer "$tok" --any-json --limit "$walks" --steps "$steps" --seed 1 --compiles 1
