@@ -1,0 +1,214 @@
+#!/usr/bin/env python3
+"""MaskBench side by side: sieve, llguidance and xgrammar on the same files.
+
+The protocol is the one `sieve maskbench` runs (crates/sieve-cli/src/maskbench.rs):
+per file, compile the schema (timed); per test, write `data` as JSON with ", "
+and ": " separators and non-ASCII kept, tokenize it canonically without special
+tokens, and for every token compute the full mask and commit the token (timed
+together). The token must be allowed; the matcher must accept at the end.
+Everything runs single-threaded on the CPU.
+
+    pip install llguidance xgrammar transformers
+    python3 bench/maskbench.py --tokenizer assets/tokenizers/llama3.json \
+        --sieve target/release/sieve --out-dir /tmp/mb DIR_OR_FILES...
+
+Each engine writes <out-dir>/<engine>.jsonl (one line per file, the same shape
+as `sieve maskbench --out`), and the script prints the summary tables side by side.
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+
+def spaced(v):
+    return json.dumps(v, ensure_ascii=False, separators=(", ", ": "))
+
+
+def files_of(paths):
+    out = []
+    for p in paths:
+        if os.path.isdir(p):
+            out.extend(sorted(os.path.join(p, f) for f in os.listdir(p) if os.path.isfile(os.path.join(p, f))))
+        else:
+            out.append(p)
+    return out
+
+
+def run_protocol(name, files, tokenize, compile_fn, out_path):
+    """compile_fn(schema) -> (matcher_factory, warnings); a matcher has
+    mask_allows(tok) (computes the full mask), commit(tok) -> bool, accepting()."""
+    with open(out_path, "w") as out:
+        for path in files:
+            with open(path) as f:
+                doc = json.load(f)
+            rec = {"id": os.path.basename(path), "mask_us": [], "tests": [], "warnings": []}
+            t0 = time.perf_counter()
+            try:
+                factory = compile_fn(doc["schema"])
+            except Exception as e:  # an engine's compile error fails this schema only
+                rec["ttfm_us"] = int((time.perf_counter() - t0) * 1e6)
+                rec["compile_error"] = str(e)[:500]
+                out.write(json.dumps(rec) + "\n")
+                continue
+            rec["ttfm_us"] = int((time.perf_counter() - t0) * 1e6)
+            for t in doc.get("tests", []):
+                ids = tokenize(spaced(t["data"]))
+                m = factory()
+                rejected_at = None
+                for i, tok in enumerate(ids):
+                    s = time.perf_counter()
+                    ok = m.mask_allows(tok) and m.commit(tok)
+                    rec["mask_us"].append(int((time.perf_counter() - s) * 1e6))
+                    if not ok:
+                        rejected_at = i
+                        break
+                accepted = rejected_at is None and m.accepting()
+                rec["tests"].append({"valid": t["valid"], "accepted": accepted, "rejected_at": rejected_at})
+            out.write(json.dumps(rec) + "\n")
+
+
+def llguidance_engine(tokenizer_path):
+    import llguidance
+    import llguidance.hf
+    import llguidance.numpy
+    import numpy as np
+    from transformers import PreTrainedTokenizerFast
+
+    hf = PreTrainedTokenizerFast(tokenizer_file=tokenizer_path)
+    tok = llguidance.hf.from_tokenizer(hf)
+    n = tok.vocab_size
+
+    class M:
+        def __init__(self, grammar):
+            self.m = llguidance.LLMatcher(tok, grammar)
+            self.mask = llguidance.numpy.allocate_token_bitmask(1, n)
+
+        def mask_allows(self, t):
+            llguidance.numpy.fill_next_token_bitmask(self.m, self.mask, 0)
+            return bool((int(self.mask[0, t // 32]) >> (t % 32)) & 1)
+
+        def commit(self, t):
+            return self.m.consume_token(t)
+
+        def accepting(self):
+            return self.m.is_accepting()
+
+    def compile_fn(schema):
+        grammar = llguidance.LLMatcher.grammar_from_json_schema(json.dumps(schema))
+        msg = llguidance.LLMatcher.validate_grammar(grammar, tok)
+        if msg:
+            raise RuntimeError(msg)
+        probe = M(grammar)
+        if probe.m.is_error():
+            raise RuntimeError(probe.m.get_error())
+        return lambda: M(grammar)
+
+    return compile_fn
+
+
+def xgrammar_engine(tokenizer_path):
+    import torch
+    import xgrammar as xgr
+    from transformers import PreTrainedTokenizerFast
+
+    torch.set_num_threads(1)
+    hf = PreTrainedTokenizerFast(tokenizer_file=tokenizer_path)
+    info = xgr.TokenizerInfo.from_huggingface(hf)
+    compiler = xgr.GrammarCompiler(info, max_threads=1, cache_enabled=False)
+    n = info.vocab_size
+
+    class M:
+        def __init__(self, compiled):
+            self.m = xgr.GrammarMatcher(compiled)
+            self.mask = xgr.allocate_token_bitmask(1, n)
+
+        def mask_allows(self, t):
+            self.m.fill_next_token_bitmask(self.mask)
+            return bool((int(self.mask[0, t // 32]) >> (t % 32)) & 1)
+
+        def commit(self, t):
+            return self.m.accept_token(t)
+
+        def accepting(self):
+            return self.m.is_completed()
+
+    def compile_fn(schema):
+        compiled = compiler.compile_json_schema(json.dumps(schema), any_whitespace=True, strict_mode=False)
+        return lambda: M(compiled)
+
+    return compile_fn
+
+
+def pct(v, q):
+    if not v:
+        return 0
+    v = sorted(v)
+    return v[min(len(v) - 1, round((len(v) - 1) * q))]
+
+
+def summary(path):
+    rows = [json.loads(line) for line in open(path)]
+    masks = [x for r in rows for x in r["mask_us"]]
+    compiles = [r["ttfm_us"] for r in rows if "compile_error" not in r]
+    tests = sum(len(r["tests"]) for r in rows)
+    vr = sum(1 for r in rows for t in r["tests"] if t["valid"] and not t["accepted"])
+    ia = sum(1 for r in rows for t in r["tests"] if not t["valid"] and t["accepted"])
+    passing = sum(1 for r in rows if "compile_error" not in r and all(t["valid"] == t["accepted"] for t in r["tests"]))
+    return {
+        "schemas": len(rows),
+        "passing": f"{passing} ({100 * passing / max(1, len(rows)):.1f}%)",
+        "compile errors": sum(1 for r in rows if "compile_error" in r),
+        "valid rejected": f"{vr} ({100 * vr / max(1, tests):.2f}%)",
+        "invalid accepted": ia,
+        "mask p50 us": pct(masks, 0.5),
+        "mask p75 us": pct(masks, 0.75),
+        "mask p90 us": pct(masks, 0.9),
+        "mask p99 us": pct(masks, 0.99),
+        "mask p99.9 us": pct(masks, 0.999),
+        "mask max us": max(masks) if masks else 0,
+        "compile p50 us": pct(compiles, 0.5),
+        "compile p90 us": pct(compiles, 0.9),
+        "compile p99 us": pct(compiles, 0.99),
+        "compile max us": max(compiles) if compiles else 0,
+    }
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--tokenizer", required=True, help="tokenizer.json (e.g. assets/tokenizers/llama3.json)")
+    ap.add_argument("--sieve", default="target/release/sieve", help="the sieve binary")
+    ap.add_argument("--engines", default="sieve,llguidance,xgrammar")
+    ap.add_argument("--out-dir", required=True)
+    ap.add_argument("paths", nargs="+")
+    a = ap.parse_args()
+    os.makedirs(a.out_dir, exist_ok=True)
+    files = files_of(a.paths)
+    engines = a.engines.split(",")
+    done = []
+    for e in engines:
+        out = os.path.join(a.out_dir, f"{e}.jsonl")
+        if e == "sieve":
+            subprocess.run([a.sieve, "maskbench", "--tokenizer", a.tokenizer, "--out", out, *files],
+                           check=True, stdout=subprocess.DEVNULL)
+        else:
+            try:
+                compile_fn = {"llguidance": llguidance_engine, "xgrammar": xgrammar_engine}[e](a.tokenizer)
+            except ImportError as err:
+                print(f"{e}: not installed ({err}); skipped", file=sys.stderr)
+                continue
+            from tokenizers import Tokenizer
+            tk = Tokenizer.from_file(a.tokenizer)
+            run_protocol(e, files, lambda s: tk.encode(s, add_special_tokens=False).ids, compile_fn, out)
+        done.append((e, summary(out)))
+    keys = list(done[0][1].keys()) if done else []
+    print(f"{'':<20}" + "".join(f"{e:>20}" for e, _ in done))
+    for k in keys:
+        print(f"{k:<20}" + "".join(f"{str(s[k]):>20}" for _, s in done))
+
+
+if __name__ == "__main__":
+    main()
