@@ -1,0 +1,145 @@
+//! Property test: random schemas from a family that covers objects, numbers
+//! with decimal bounds, strings with lengths and patterns, enums and arrays;
+//! random instances shaped like them. The `jsonschema` crate is the oracle:
+//! an instance it rejects must be rejected by the grammar (no false accept),
+//! and one it accepts must be accepted (instances are written with keys in
+//! declared order, the spelling the grammar promises).
+
+use proptest::prelude::*;
+use serde_json::{Map, Value, json};
+use sieve_core::Constraint;
+use sieve_core::json_schema::JsonSchemaOptions;
+
+const NAMES: [&str; 4] = ["a", "b", "c", "d"];
+const PATTERNS: [&str; 6] = ["^[a-c]+$", "^x", "b", "^(ab|cd)*$", "^[0-9]{2,3}$", "^[^0-9]*$"];
+
+fn decimal() -> impl Strategy<Value = f64> {
+    (-400i32..400).prop_map(|x| f64::from(x) / 4.0)
+}
+
+fn leaf() -> impl Strategy<Value = Value> {
+    prop_oneof![
+        (proptest::option::of(-50i64..50), proptest::option::of(-50i64..50), proptest::option::of(2u64..5)).prop_map(
+            |(lo, hi, mul)| {
+                let mut m = Map::new();
+                m.insert("type".into(), json!("integer"));
+                if let Some(lo) = lo { m.insert("minimum".into(), json!(lo)); }
+                if let Some(hi) = hi { m.insert("exclusiveMaximum".into(), json!(hi)); }
+                if let (Some(k), None, None) = (mul, lo, hi) { m.insert("multipleOf".into(), json!(k)); }
+                Value::Object(m)
+            }
+        ),
+        (proptest::option::of(decimal()), proptest::option::of(decimal()), any::<bool>()).prop_map(|(lo, hi, excl)| {
+            let mut m = Map::new();
+            m.insert("type".into(), json!("number"));
+            if let Some(lo) = lo { m.insert(if excl { "exclusiveMinimum" } else { "minimum" }.into(), json!(lo)); }
+            if let Some(hi) = hi { m.insert("maximum".into(), json!(hi)); }
+            Value::Object(m)
+        }),
+        (0u64..3, proptest::option::of(0u64..6), proptest::option::of(0usize..PATTERNS.len())).prop_map(|(lo, hi, p)| {
+            let mut m = Map::new();
+            m.insert("type".into(), json!("string"));
+            m.insert("minLength".into(), json!(lo));
+            if let Some(hi) = hi { m.insert("maxLength".into(), json!(hi)); }
+            if let Some(p) = p { m.insert("pattern".into(), json!(PATTERNS[p])); }
+            Value::Object(m)
+        }),
+        proptest::sample::subsequence(vec![json!(1), json!("a"), json!(null), json!(true), json!([1]), json!({"k": 2}), json!(2.5)], 1..4)
+            .prop_map(|v| json!({ "enum": v })),
+        Just(json!({"type": ["boolean", "null"]})),
+        (0u64..2, 2u64..4).prop_map(|(lo, hi)| json!({"type": "array", "items": {"type": "integer", "minimum": 0}, "minItems": lo, "maxItems": hi})),
+    ]
+}
+
+fn schema() -> impl Strategy<Value = Value> {
+    (
+        proptest::collection::vec(proptest::option::of(leaf()), NAMES.len()),
+        proptest::collection::vec(any::<bool>(), NAMES.len()),
+        proptest::option::of(any::<bool>()),
+    )
+        .prop_map(|(props, req, ap)| {
+            let mut p = Map::new();
+            let mut r = Vec::new();
+            for (i, s) in props.into_iter().enumerate() {
+                if let Some(s) = s {
+                    p.insert(NAMES[i].into(), s);
+                    if req[i] {
+                        r.push(json!(NAMES[i]));
+                    }
+                }
+            }
+            let mut m = Map::new();
+            m.insert("type".into(), json!("object"));
+            m.insert("properties".into(), Value::Object(p));
+            m.insert("required".into(), Value::Array(r));
+            if let Some(ap) = ap { m.insert("additionalProperties".into(), json!(ap)); }
+            Value::Object(m)
+        })
+}
+
+fn value() -> impl Strategy<Value = Value> {
+    let leaf = prop_oneof![
+        (-60i64..60).prop_map(|x| json!(x)),
+        decimal().prop_map(|x| json!(x)),
+        "[abcdx0-9]{0,5}".prop_map(Value::String),
+        any::<bool>().prop_map(Value::Bool),
+        Just(Value::Null),
+    ];
+    leaf.prop_recursive(2, 8, 3, |inner| {
+        prop_oneof![
+            proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+            inner.prop_map(|v| json!({ "k": v })),
+        ]
+    })
+}
+
+fn instance() -> impl Strategy<Value = Value> {
+    (proptest::collection::vec(proptest::option::of(value()), NAMES.len() + 1)).prop_map(|vals| {
+        let mut m = Map::new();
+        for (i, v) in vals.into_iter().enumerate() {
+            if let Some(v) = v {
+                m.insert(NAMES.get(i).copied().unwrap_or("zz").into(), v);
+            }
+        }
+        Value::Object(m)
+    })
+}
+
+fn spaced(v: &Value) -> String {
+    match v {
+        Value::Array(a) => format!("[{}]", a.iter().map(spaced).collect::<Vec<_>>().join(", ")),
+        Value::Object(o) => format!(
+            "{{{}}}",
+            o.iter().map(|(k, x)| format!("{}: {}", Value::String(k.clone()), spaced(x))).collect::<Vec<_>>().join(", ")
+        ),
+        other => other.to_string(),
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, .. ProptestConfig::default() })]
+
+    #[test]
+    fn grammar_agrees_with_an_independent_validator(schema in schema(), instances in proptest::collection::vec(instance(), 8)) {
+        let compiled = Constraint::json_schema(&schema, &JsonSchemaOptions::default());
+        prop_assume!(compiled.is_ok());
+        let (c, _) = compiled.unwrap();
+        let oracle = jsonschema::validator_for(&schema).unwrap();
+        let declared = schema["properties"].as_object().unwrap();
+        for inst in &instances {
+            // Declared properties first, in declared order; the others after.
+            let o = inst.as_object().unwrap();
+            let mut ordered = Map::new();
+            for k in declared.keys().chain(o.keys().filter(|k| !declared.contains_key(*k))) {
+                if let Some(v) = o.get(k) {
+                    ordered.insert(k.clone(), v.clone());
+                }
+            }
+            let inst = Value::Object(ordered);
+            let text = spaced(&inst);
+            let valid = oracle.is_valid(&inst);
+            let accepted = c.matches(text.as_bytes()).unwrap();
+            prop_assert_eq!(accepted, valid, "schema {} instance {}", schema, text);
+        }
+    }
+}
