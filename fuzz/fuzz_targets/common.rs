@@ -21,7 +21,7 @@ fn build_vocab() -> Arc<Vocabulary> {
 }
 
 pub fn limits() -> Limits {
-    Limits { max_regex_bytes: 1 << 20, max_dfa_states: 2_000, max_grammar_states: 50_000, mask_fuel: 2_000_000 }
+    Limits { max_regex_bytes: 1 << 20, max_dfa_states: 2_000, max_grammar_states: 50_000, mask_fuel: 2_000_000, ..Limits::default() }
 }
 
 /// Drives a matcher with `ops`; panics when the mask and accept_token disagree.

@@ -34,11 +34,21 @@ pub struct Limits {
     /// Earley items created while computing one mask or taking one token
     /// (default 50,000,000; one item costs a few nanoseconds).
     pub mask_fuel: usize,
+    /// Bytes of cached grammar token analyses per vocabulary (default
+    /// 256 MiB; one analysis is about `ceil(width / 32) * 4` bytes plus its
+    /// suffixes). Past it the cache is emptied and refills on demand.
+    pub max_token_cache_bytes: usize,
 }
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits { max_regex_bytes: 8 << 20, max_dfa_states: 20_000, max_grammar_states: 1_000_000, mask_fuel: 50_000_000 }
+        Limits {
+            max_regex_bytes: 8 << 20,
+            max_dfa_states: 20_000,
+            max_grammar_states: 1_000_000,
+            mask_fuel: 50_000_000,
+            max_token_cache_bytes: 256 << 20,
+        }
     }
 }
 

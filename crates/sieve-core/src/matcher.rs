@@ -4,6 +4,7 @@ use crate::constraint::{Constraint, Program, Runtime, lock};
 use crate::error::MatchError;
 use crate::grammar::Chart;
 use crate::regex::{DEAD, DfaWalker, START};
+use crate::tokencache::TokenCache;
 use crate::vocab::Vocabulary;
 use std::sync::Arc;
 
@@ -240,9 +241,13 @@ impl Matcher {
                 }
             }
             (State::Grammar(c), Program::Grammar(g), Runtime::Grammar(cache)) => {
-                let limit = self.constraint.limits().mask_fuel;
-                let mut fuel = limit;
-                lock(cache).fill(g, &self.vocab, c, mask, &mut fuel, limit)
+                let limits = self.constraint.limits();
+                let mut fuel = limits.mask_fuel;
+                let mut cache = lock(cache);
+                if cache.memory() > limits.max_token_cache_bytes {
+                    *cache = TokenCache::default();
+                }
+                cache.fill(g, &self.vocab, c, mask, &mut fuel, limits.mask_fuel)
             }
             _ => Err(MatchError::Limit { what: "matcher and constraint disagree", limit: 0 }),
         };
