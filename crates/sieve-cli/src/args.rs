@@ -22,6 +22,9 @@ pub struct ConstraintArgs {
     /// Any JSON value.
     #[arg(long)]
     pub any_json: bool,
+    /// A JSON Schema file (strict: keywords that cannot be enforced exactly are an error).
+    #[arg(long, value_name = "FILE")]
+    pub json_schema: Option<PathBuf>,
 }
 
 impl ConstraintArgs {
@@ -35,6 +38,12 @@ impl ConstraintArgs {
         }
         if let Some(c) = &self.choices {
             return Ok(ConstraintSource::Choices(c.clone()));
+        }
+        if let Some(path) = &self.json_schema {
+            let schema: serde_json::Value = serde_json::from_str(&read(path)?)
+                .map_err(|e| CliError::new(format!("{}: {e}", path.display())))?;
+            let g = sieve_core::json_schema::to_gbnf(&schema, &sieve_core::json_schema::JsonSchemaOptions::default())?;
+            return Ok(ConstraintSource::Gbnf(g.gbnf));
         }
         Ok(ConstraintSource::AnyJson)
     }
