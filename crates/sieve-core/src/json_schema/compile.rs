@@ -14,6 +14,9 @@ type Res<T> = Result<T, SchemaError>;
 /// A GBNF expression, `None` when no value matches.
 type Expr = Option<String>;
 
+/// Internal keyword: strings a `not` excluded (checked like `enum`'s complement).
+const NOT_STRINGS: &str = "x-sieve-not-strings";
+
 const TYPES: [&str; 7] = ["null", "boolean", "object", "array", "number", "integer", "string"];
 
 /// Keywords that constrain values but are not translated.
@@ -401,16 +404,16 @@ impl<'a> Compiler<'a> {
                 self.unsupported(kw, ptr, "keyword not translated")?;
             }
         }
+        if let Some(n) = m.remove("not") {
+            if !self.apply_not(&mut m, &n, ptr)? {
+                return Ok(None);
+            }
+        }
         // Branches: siblings go into each branch.
         for kw in ["anyOf", "oneOf"] {
             if let Some(branches) = m.remove(kw) {
                 let branches = branches.as_array().cloned().ok_or_else(|| invalid(kw, ptr, "must be an array"))?;
                 return self.branches(kw, &branches, m, ptr);
-            }
-        }
-        if let Some(n) = m.remove("not") {
-            if !self.apply_not(&mut m, &n, ptr)? {
-                return Ok(None);
             }
         }
         if m.keys().all(|k| is_annotation(k) || !is_known_keyword(k)) {
@@ -599,6 +602,13 @@ impl<'a> Compiler<'a> {
         if keys.is_empty() {
             return Ok(false);
         }
+        if m.contains_key("enum") || m.contains_key("const") {
+            // Checked per value in compile_map.
+            let mut inner = Map::new();
+            inner.insert("not".into(), Value::Object(nm));
+            *m = self.merge(m.clone(), inner, ptr)?;
+            return Ok(true);
+        }
         if keys == ["type"] {
             let remove = type_list(&nm["type"]);
             let current: Vec<Value> = match m.get("type") {
@@ -635,12 +645,43 @@ impl<'a> Compiler<'a> {
             }
             return Ok(true);
         }
-        if m.contains_key("enum") || m.contains_key("const") {
-            // Checked per value in compile_map.
-            let mut inner = Map::new();
-            inner.insert("not".into(), Value::Object(nm));
-            *m = self.merge(m.clone(), inner, ptr)?;
-            return Ok(true);
+        if keys == ["enum"] || keys == ["const"] {
+            // Values excluded: strings leave the string language, literals
+            // of other types leave their type.
+            let vals = nm.get("enum").and_then(Value::as_array).cloned().unwrap_or_else(|| vec![nm["const"].clone()]);
+            let mut strings = m.get(NOT_STRINGS).and_then(Value::as_array).cloned().unwrap_or_default();
+            let mut types: Vec<Value> = match m.get("type") {
+                Some(t) => type_list(t),
+                None => TYPES.iter().map(|t| Value::String(t.to_string())).collect(),
+            };
+            let mut exact = true;
+            for v in vals {
+                match v {
+                    Value::String(_) => strings.push(v),
+                    Value::Null => types.retain(|t| t != "null"),
+                    _ => {
+                        let t = if v.is_boolean() { "boolean" } else if v.is_number() { "number" } else { "other" };
+                        if types.iter().any(|x| x == t || (t == "number" && x == "integer") || (t == "other" && (x == "object" || x == "array"))) {
+                            exact = false;
+                        }
+                    }
+                }
+            }
+            if exact {
+                m.insert("type".into(), Value::Array(types));
+                m.insert(NOT_STRINGS.into(), Value::Array(strings));
+                return Ok(true);
+            }
+        }
+        if keys == ["required"] {
+            // not (a and b and ...): some name absent.
+            if let Some(names) = nm["required"].as_array().filter(|n| n.len() > 1 && !m.contains_key("anyOf")) {
+                let branches: Vec<Value> = names.iter().filter_map(Value::as_str).map(|n| serde_json::json!({"properties": {n: false}})).collect();
+                let mut with = m.clone();
+                with.insert("anyOf".into(), Value::Array(branches));
+                *m = with;
+                return Ok(true);
+            }
         }
         self.unsupported("not", ptr, "negation of this schema")?;
         Ok(true)
@@ -804,28 +845,42 @@ impl<'a> Compiler<'a> {
                 Err(e) => return Err(invalid("pattern", ptr, &e.to_string())),
             }
         }
-        if res.is_empty() {
+        let excluded: Vec<&str> = m.get(NOT_STRINGS).and_then(Value::as_array).map(|v| v.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
+        if res.is_empty() && excluded.is_empty() {
             let chr = self.chr.clone();
             let body = self.repeat(&chr, min_len, max_len)?;
             return Ok(Some(self.add("string", format!("\"\\\"\" {body} \"\\\"\""))?));
         }
-        if res.len() == 1 {
+        if res.len() == 1 && excluded.is_empty() {
             if let Some(re) = with_length(res[0].0.clone(), min_len, max_len) {
                 return self.string_re(&re);
             }
         }
-        // Intersections: every pattern/format and the length bounds at once.
-        let exprs: Vec<Re> = res.iter().map(|r| r.0.clone()).collect();
+        // Intersections: every pattern/format and the length bounds at once,
+        // minus the strings a `not` excluded.
+        let mut exprs: Vec<Re> = res.iter().map(|r| r.0.clone()).collect();
+        if exprs.is_empty() {
+            exprs.push(Re::any_string());
+        }
         let all = (1u64 << exprs.len()) - 1;
+        let mut forbid = 0u64;
+        if !excluded.is_empty() {
+            exprs.push(Re::Alt(excluded.iter().map(|x| literal_re(x)).collect()));
+            forbid = 1 << (exprs.len() - 1);
+        }
         let max_states = self.opts.limits.max_dfa_states;
         let built = Dfa::tagged(&exprs, max_states)
-            .and_then(|d| d.emit(&|t| t & all == all, min_len, max_len, &mut self.rules, max_states));
+            .and_then(|d| d.emit(&|t| t & all == all && t & forbid == 0, min_len, max_len, &mut self.rules, max_states));
         match built {
             Ok(Some(body)) => Ok(Some(self.add("string", format!("\"\\\"\" {body} \"\\\"\""))?)),
             Ok(None) => Ok(None),
             Err(TooLarge) => {
-                self.unsupported(res[0].1, ptr, "pattern, format and length bounds together exceed max_dfa_states")?;
-                self.string_re(&res[0].0)
+                let kw = res.first().map_or("not", |r| r.1);
+                self.unsupported(kw, ptr, "pattern, format, length bounds and excluded strings together exceed max_dfa_states")?;
+                match res.first() {
+                    Some(r) => self.string_re(&r.0),
+                    None => Ok(None),
+                }
             }
         }
     }
@@ -1159,11 +1214,11 @@ impl<'a> Compiler<'a> {
         // Every string, so that keys outside all the languages are not lost.
         exprs.push(Re::any_string());
         let known_from = exprs.len();
-        exprs.extend(known.iter().map(|k| Re::Concat(k.chars().map(|c| Re::Set(regex::CharSet::single(c as u32))).collect())));
+        exprs.extend(known.iter().map(|k| literal_re(k)));
         if exprs.len() > 64 {
             // Many declared names: one tag for all of them.
             exprs.truncate(known_from);
-            exprs.push(Re::Alt(known.iter().map(|k| Re::Concat(k.chars().map(|c| Re::Set(regex::CharSet::single(c as u32))).collect())).collect()));
+            exprs.push(Re::Alt(known.iter().map(|k| literal_re(k)).collect()));
         }
         let known_mask = if exprs.len() > known_from { u64::MAX << known_from } else { 0 };
         let max_states = self.opts.limits.max_dfa_states;
@@ -1255,6 +1310,25 @@ impl<'a> Compiler<'a> {
         for (k, kv) in m {
             let r = match k.as_str() {
                 k if is_annotation(k) => Some(true),
+                NOT_STRINGS => Some(!kv.as_array()?.iter().any(|x| x == v)),
+                "patternProperties" => match v.as_object() {
+                    None => Some(true),
+                    Some(o) => {
+                        let mut all = Some(true);
+                        for (p, ps) in kv.as_object()? {
+                            let re = regex::parse_pattern(p).ok()?;
+                            for (pk, pv) in o {
+                                if re.matches(pk) {
+                                    all = match (all, self.check(ps, pv, depth + 1)) {
+                                        (Some(true), r) => r,
+                                        (other, _) => other,
+                                    };
+                                }
+                            }
+                        }
+                        all
+                    }
+                },
                 "$ref" => {
                     let t = self.resolve(kv.as_str()?, "").ok()?;
                     self.check(t, v, depth + 1)
@@ -1471,6 +1545,11 @@ fn with_length(re: Re, min: u64, max: Option<u64>) -> Option<Re> {
         }
         _ => None,
     }
+}
+
+/// The one-string language of `s`.
+fn literal_re(s: &str) -> Re {
+    Re::Concat(s.chars().map(|c| Re::Set(regex::CharSet::single(c as u32))).collect())
 }
 
 /// A non-negative integer keyword (`2.0` counts as 2).
