@@ -21,6 +21,10 @@ use std::collections::HashMap;
 pub(crate) enum Kind {
     /// Consumes one byte in `lo..=hi`.
     Byte { lo: u8, hi: u8 },
+    /// Consumes one byte of any of the ranges `ranges[first..end]` (the first
+    /// bytes of a character class's UTF-8 sequences), each with its own
+    /// successors: one item instead of one per sequence.
+    Ranges { first: u32, end: u32 },
     /// Parses rule `rule`, then continues.
     Call { rule: u32 },
     /// End of rule `rule`.
@@ -35,6 +39,14 @@ struct Core {
     next: (u32, u32),
 }
 
+/// One alternative of a [`Kind::Ranges`] state.
+#[derive(Debug, Clone, Copy)]
+struct ByteRange {
+    lo: u8,
+    hi: u8,
+    next: (u32, u32),
+}
+
 #[derive(Debug, Clone)]
 struct RuleInfo {
     start: (u32, u32),
@@ -46,6 +58,7 @@ struct RuleInfo {
 pub(crate) struct Grammar {
     core: Vec<Core>,
     succ: Vec<u32>,
+    ranges: Vec<ByteRange>,
     rules: Vec<RuleInfo>,
     names: Vec<String>,
     root: u32,
@@ -57,6 +70,8 @@ enum N {
     Call { rule: u32, next: u32 },
     Eps(Vec<u32>),
     Accept { rule: u32 },
+    /// `(lo, hi, next)` alternatives on the next byte.
+    Ranges(Vec<(u8, u8, u32)>),
 }
 
 struct Builder<'a> {
@@ -105,7 +120,7 @@ impl<'a> Builder<'a> {
                 next
             }
             Expr::Class(ranges) => {
-                let mut starts = Vec::new();
+                let mut firsts = Vec::new();
                 for &(lo, hi) in ranges {
                     let lo = if (0xD800..0xE000).contains(&lo) { 0xE000 } else { lo };
                     let hi = if (0xD800..0xE000).contains(&hi) { 0xD7FF } else { hi };
@@ -115,13 +130,20 @@ impl<'a> Builder<'a> {
                     }
                     for seq in Utf8Sequences::new(lo, hi) {
                         let mut s = next;
-                        for r in seq.as_slice().iter().rev() {
+                        let (first, rest) = seq.as_slice().split_first().ok_or_else(|| {
+                            CompileError::new(CompileErrorKind::Syntax, "empty UTF-8 sequence")
+                        })?;
+                        for r in rest.iter().rev() {
                             s = self.add(N::Byte { lo: r.start, hi: r.end, next: s })?;
                         }
-                        starts.push(s);
+                        firsts.push((first.start, first.end, s));
                     }
                 }
-                self.add(N::Eps(starts))?
+                match firsts.as_slice() {
+                    [] => self.add(N::Eps(Vec::new()))?,
+                    &[(lo, hi, next)] => self.add(N::Byte { lo, hi, next })?,
+                    _ => self.add(N::Ranges(firsts))?,
+                }
             }
             Expr::Ref { name, offset } => match self.ids.get(name.as_str()) {
                 Some(&rule) => self.add(N::Call { rule, next })?,
@@ -356,6 +378,7 @@ impl Grammar {
         for (i, s) in n.iter().enumerate() {
             let kind = match *s {
                 N::Byte { lo, hi, .. } => Kind::Byte { lo, hi },
+                N::Ranges(_) => Kind::Ranges { first: 0, end: 0 },
                 N::Call { rule, .. } => Kind::Call { rule },
                 N::Accept { rule } => Kind::Accept { rule },
                 N::Eps(_) => continue,
@@ -385,10 +408,20 @@ impl Grammar {
                 .clone()
         };
         let mut next_lists: Vec<Vec<u32>> = Vec::with_capacity(core.len());
+        // Per `Ranges` state (in core order): each range with its successors.
+        let mut range_lists: Vec<Vec<(u8, u8, Vec<u32>)>> = Vec::new();
         for s in &n {
-            match *s {
-                N::Byte { next, .. } | N::Call { next, .. } => next_lists.push(closure(next)),
+            match s {
+                N::Byte { next, .. } | N::Call { next, .. } => next_lists.push(closure(*next)),
                 N::Accept { .. } => next_lists.push(Vec::new()),
+                N::Ranges(rs) => {
+                    let lists: Vec<(u8, u8, Vec<u32>)> = rs.iter().map(|&(lo, hi, t)| (lo, hi, closure(t))).collect();
+                    let mut union: Vec<u32> = lists.iter().flat_map(|l| l.2.iter().copied()).collect();
+                    union.sort_unstable();
+                    union.dedup();
+                    next_lists.push(union);
+                    range_lists.push(lists);
+                }
                 N::Eps(_) => {}
             }
         }
@@ -405,7 +438,7 @@ impl Grammar {
                 }
                 match core[s as usize].kind {
                     Kind::Accept { .. } => return true,
-                    Kind::Byte { .. } if bytes => stack.extend(&next_lists[s as usize]),
+                    Kind::Byte { .. } | Kind::Ranges { .. } if bytes => stack.extend(&next_lists[s as usize]),
                     Kind::Call { rule } if ok_call(rule) => stack.extend(&next_lists[s as usize]),
                     _ => {}
                 }
@@ -435,7 +468,7 @@ impl Grammar {
         let mut todo = Vec::new();
         for (s, c) in core.iter().enumerate() {
             let follow = match c.kind {
-                Kind::Byte { .. } => true,
+                Kind::Byte { .. } | Kind::Ranges { .. } => true,
                 Kind::Call { rule } => productive[rule as usize],
                 Kind::Accept { .. } => {
                     todo.push(s as u32);
@@ -460,15 +493,25 @@ impl Grammar {
             succ.extend(list.iter().copied().filter(|&t| live[t as usize]));
             (a, succ.len() as u32)
         };
+        let mut ranges = Vec::new();
+        let mut range_lists = range_lists.into_iter();
         for (s, c) in core.iter_mut().enumerate() {
             c.next = push_list(&next_lists[s], &mut succ);
+            if let Kind::Ranges { .. } = c.kind {
+                let first = ranges.len() as u32;
+                for (lo, hi, list) in range_lists.next().unwrap_or_default() {
+                    let next = push_list(&list, &mut succ);
+                    ranges.push(ByteRange { lo, hi, next });
+                }
+                c.kind = Kind::Ranges { first, end: ranges.len() as u32 };
+            }
         }
         let rules = start_lists
             .iter()
             .zip(&nullable)
             .map(|(l, &nullable)| RuleInfo { start: push_list(l, &mut succ), nullable })
             .collect();
-        Grammar { core, succ, rules, names, root }
+        Grammar { core, succ, ranges, rules, names, root }
     }
 
     /// True when the start rule derives no string at all.
@@ -481,6 +524,7 @@ impl Grammar {
     pub fn memory(&self) -> usize {
         self.core.len() * std::mem::size_of::<Core>()
             + self.succ.len() * 4
+            + self.ranges.len() * std::mem::size_of::<ByteRange>()
             + self.rules.len() * std::mem::size_of::<RuleInfo>()
             + self.names.iter().map(|n| n.len() + 24).sum::<usize>()
     }
@@ -545,7 +589,7 @@ impl Chart {
     pub fn byte_items<'a>(&'a self, g: &'a Grammar) -> impl Iterator<Item = (u32, u32, u32)> + 'a {
         self.items[self.current()..].iter().filter_map(|it| {
             let c = &g.core[it.state as usize];
-            matches!(c.kind, Kind::Byte { .. }).then_some((c.rule, it.origin, it.state))
+            matches!(c.kind, Kind::Byte { .. } | Kind::Ranges { .. }).then_some((c.rule, it.origin, it.state))
         })
     }
 
@@ -596,7 +640,7 @@ impl Chart {
             i += 1;
             let c = g.core[it.state as usize];
             match c.kind {
-                Kind::Byte { .. } => {}
+                Kind::Byte { .. } | Kind::Ranges { .. } => {}
                 Kind::Call { rule } => {
                     let info = &g.rules[rule as usize];
                     for &s in g.list(info.start) {
@@ -642,12 +686,22 @@ impl Chart {
         for i in a..b {
             let it = self.items[i];
             let c = g.core[it.state as usize];
-            if let Kind::Byte { lo, hi } = c.kind {
-                if lo <= byte && byte <= hi {
+            match c.kind {
+                Kind::Byte { lo, hi } if lo <= byte && byte <= hi => {
                     for &s in g.list(c.next) {
                         self.add(Item { state: s, origin: it.origin });
                     }
                 }
+                Kind::Ranges { first, end } => {
+                    for r in &g.ranges[first as usize..end as usize] {
+                        if r.lo <= byte && byte <= r.hi {
+                            for &s in g.list(r.next) {
+                                self.add(Item { state: s, origin: it.origin });
+                            }
+                        }
+                    }
+                }
+                _ => {}
             }
         }
         self.finish_push(g, b, fuel)
@@ -697,10 +751,17 @@ impl Chart {
     pub fn next_bytes(&self, g: &Grammar) -> [u64; 4] {
         let mut set = [0u64; 4];
         for it in &self.items[self.current()..] {
-            if let Kind::Byte { lo, hi } = g.core[it.state as usize].kind {
+            let mut mark = |lo: u8, hi: u8| {
                 for b in lo..=hi {
                     set[(b / 64) as usize] |= 1 << (b % 64);
                 }
+            };
+            match g.core[it.state as usize].kind {
+                Kind::Byte { lo, hi } => mark(lo, hi),
+                Kind::Ranges { first, end } => {
+                    g.ranges[first as usize..end as usize].iter().filter(|r| r.next.0 != r.next.1).for_each(|r| mark(r.lo, r.hi))
+                }
+                _ => {}
             }
         }
         set
