@@ -613,6 +613,41 @@ impl Chart {
         self.finish_push(g, b, fuel)
     }
 
+    /// The newest set as `(state, origin is OUTER)` pairs when every item's
+    /// origin is `OUTER` (a set whose successors depend on nothing else).
+    pub fn outer_states(&self) -> Option<Vec<u32>> {
+        let items = &self.items[self.current()..];
+        items.iter().all(|it| it.origin == OUTER).then(|| {
+            let mut v: Vec<u32> = items.iter().map(|it| it.state).collect();
+            v.sort_unstable();
+            v
+        })
+    }
+
+    /// The newest set as `(state, origin)` with origins that are `OUTER` or
+    /// the set itself (`None` when another origin occurs).
+    pub fn relative_set(&self) -> Option<(Vec<(u32, bool)>, bool)> {
+        let me = (self.starts.len() - 1) as u32;
+        let items = &self.items[self.current()..];
+        let mut out = Vec::with_capacity(items.len());
+        for it in items {
+            match it.origin {
+                OUTER => out.push((it.state, false)),
+                o if o == me => out.push((it.state, true)),
+                _ => return None,
+            }
+        }
+        Some((out, self.outer_end()))
+    }
+
+    /// Opens a set with known content (see [`Chart::relative_set`]).
+    pub fn push_relative(&mut self, items: &[(u32, bool)], outer_end: bool) {
+        let me = self.starts.len() as u32;
+        self.starts.push(self.items.len() as u32);
+        self.outer_end.push(outer_end);
+        self.items.extend(items.iter().map(|&(state, own)| Item { state, origin: if own { me } else { OUTER } }));
+    }
+
     /// Number of bytes consumed.
     pub fn bytes(&self) -> usize {
         self.starts.len() - 1

@@ -92,7 +92,15 @@ fn analyze(g: &Grammar, vocab: &Vocabulary, states: &[u32], fuel: &mut usize, li
     let trie = vocab.trie();
     let mut allowed = vec![0u32; vocab.mask_words()].into_boxed_slice();
     let mut chart = Chart::local(g, states);
-    let mut walker = ChartWalker { g, chart: &mut chart, fuel: *fuel, limit };
+    let mut walker = MemoWalker {
+        inner: ChartWalker { g, chart: &mut chart, fuel: *fuel, limit },
+        configs: HashMap::new(),
+        trans: Vec::new(),
+        results: Vec::new(),
+        stack: Vec::new(),
+    };
+    let top = walker.config_of_top();
+    walker.stack.push(top);
     let mut ends: Vec<u32> = Vec::new(); // depths where the rule could end, on the current path
     let mut pending: Vec<(u32, u32)> = Vec::new(); // (token, depth of the end)
     let mut depth = 0u32;
@@ -112,7 +120,7 @@ fn analyze(g: &Grammar, vocab: &Vocabulary, states: &[u32], fuel: &mut usize, li
                 for &t in &trie.tokens[node.tok_start as usize..node.tok_end as usize] {
                     allowed[(t / 32) as usize] |= 1 << (t % 32);
                 }
-                if walker.chart.outer_end() {
+                if walker.inner.chart.outer_end() {
                     ends.push(depth);
                 }
                 i += 1;
@@ -129,7 +137,7 @@ fn analyze(g: &Grammar, vocab: &Vocabulary, states: &[u32], fuel: &mut usize, li
             Err(e) => break Err(e),
         }
     };
-    *fuel = walker.fuel;
+    *fuel = walker.inner.fuel;
     result?;
     let mut sorted: Vec<(&[u8], u32)> = pending
         .iter()
@@ -142,3 +150,75 @@ fn analyze(g: &Grammar, vocab: &Vocabulary, states: &[u32], fuel: &mut usize, li
     Ok(Analysis { allowed, suffixes })
 }
 
+
+const UNKNOWN: u32 = u32::MAX;
+const DEAD: u32 = u32::MAX - 1;
+
+/// A chart walker that remembers, for sets whose items all come from the
+/// seed rule (origin `OUTER`), the set each byte leads to. Inside a string
+/// or a number almost every set is such a set, so most steps of an analysis
+/// become a table lookup and a copy instead of an Earley step.
+struct MemoWalker<'a> {
+    inner: ChartWalker<'a>,
+    configs: HashMap<Vec<u32>, u32>,
+    /// 256 result ids per config (`UNKNOWN`, `DEAD` or an index into `results`).
+    trans: Vec<u32>,
+    /// Set contents (relative origins), end flag, and the config of the set.
+    results: Vec<(Vec<(u32, bool)>, bool, u32)>,
+    /// Config id of each set on the chart (`UNKNOWN` when not all `OUTER`).
+    stack: Vec<u32>,
+}
+
+impl MemoWalker<'_> {
+    fn config_of_top(&mut self) -> u32 {
+        match self.inner.chart.outer_states() {
+            Some(states) => {
+                let next = self.configs.len() as u32;
+                let id = *self.configs.entry(states).or_insert(next);
+                if id == next {
+                    self.trans.extend(std::iter::repeat_n(UNKNOWN, 256));
+                }
+                id
+            }
+            None => UNKNOWN,
+        }
+    }
+}
+
+impl Walker for MemoWalker<'_> {
+    fn push(&mut self, byte: u8) -> Result<bool, MatchError> {
+        let config = *self.stack.last().unwrap_or(&UNKNOWN);
+        if config != UNKNOWN {
+            match self.trans[config as usize * 256 + byte as usize] {
+                UNKNOWN => {}
+                DEAD => return Ok(false),
+                r => {
+                    let (items, end, next_config) = &self.results[r as usize];
+                    self.inner.chart.push_relative(items, *end);
+                    self.stack.push(*next_config);
+                    return Ok(true);
+                }
+            }
+        }
+        if !self.inner.push(byte)? {
+            if config != UNKNOWN {
+                self.trans[config as usize * 256 + byte as usize] = DEAD;
+            }
+            return Ok(false);
+        }
+        let next_config = self.config_of_top();
+        if config != UNKNOWN {
+            if let Some((items, end)) = self.inner.chart.relative_set() {
+                self.trans[config as usize * 256 + byte as usize] = self.results.len() as u32;
+                self.results.push((items, end, next_config));
+            }
+        }
+        self.stack.push(next_config);
+        Ok(true)
+    }
+
+    fn pop(&mut self) {
+        self.stack.pop();
+        self.inner.pop();
+    }
+}
