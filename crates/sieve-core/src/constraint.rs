@@ -111,10 +111,10 @@ impl Constraint {
             ConstraintSource::Gbnf(g) => Program::Grammar(Grammar::new(g, limits.max_grammar_states)?),
             ConstraintSource::AnyJson => Program::Grammar(Grammar::new(ANY_JSON_GBNF, limits.max_grammar_states)?),
         };
-        if let Program::Grammar(g) = &program {
-            if g.is_empty() {
-                return Err(CompileError::new(crate::CompileErrorKind::Empty, "the grammar matches no string"));
-            }
+        if let Program::Grammar(g) = &program
+            && g.is_empty()
+        {
+            return Err(CompileError::new(crate::CompileErrorKind::Empty, "the grammar matches no string"));
         }
         Ok(Constraint {
             inner: Arc::new(Inner { source: source.clone(), program, limits: *limits, runtimes: Mutex::new(Vec::new()) }),

@@ -351,8 +351,8 @@ impl Grammar {
             refs(&body, &mut out);
             for (name, _) in out {
                 let q = ids.get(name).map_or(0, |&q| q as usize);
-                if !index.contains_key(&q) {
-                    index.insert(q, order.len() as u32);
+                if let std::collections::hash_map::Entry::Vacant(e) = index.entry(q) {
+                    e.insert(order.len() as u32);
                     order.push(q);
                 }
             }
@@ -759,11 +759,11 @@ impl Chart {
 
     /// Drops the newest set (undoes one `push`).
     pub fn pop(&mut self) {
-        if self.starts.len() > 1 {
-            if let Some(s) = self.starts.pop() {
-                self.items.truncate(s as usize);
-                self.outer_end.pop();
-            }
+        if self.starts.len() > 1
+            && let Some(s) = self.starts.pop()
+        {
+            self.items.truncate(s as usize);
+            self.outer_end.pop();
         }
     }
 

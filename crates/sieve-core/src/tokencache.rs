@@ -158,13 +158,17 @@ const DEAD: u32 = u32::MAX - 1;
 /// seed rule (origin `OUTER`), the set each byte leads to. Inside a string
 /// or a number almost every set is such a set, so most steps of an analysis
 /// become a table lookup and a copy instead of an Earley step.
+/// A remembered set: items as `(state, origin is the set itself)`, whether
+/// the seed rule ended there, and the config of that set.
+type Memo = (Vec<(u32, bool)>, bool, u32);
+
 struct MemoWalker<'a> {
     inner: ChartWalker<'a>,
     configs: HashMap<Vec<u32>, u32>,
     /// 256 result ids per config (`UNKNOWN`, `DEAD` or an index into `results`).
     trans: Vec<u32>,
     /// Set contents (relative origins), end flag, and the config of the set.
-    results: Vec<(Vec<(u32, bool)>, bool, u32)>,
+    results: Vec<Memo>,
     /// Config id of each set on the chart (`UNKNOWN` when not all `OUTER`).
     stack: Vec<u32>,
 }
@@ -207,11 +211,11 @@ impl Walker for MemoWalker<'_> {
             return Ok(false);
         }
         let next_config = self.config_of_top();
-        if config != UNKNOWN {
-            if let Some((items, end)) = self.inner.chart.relative_set() {
-                self.trans[config as usize * 256 + byte as usize] = self.results.len() as u32;
-                self.results.push((items, end, next_config));
-            }
+        if config != UNKNOWN
+            && let Some((items, end)) = self.inner.chart.relative_set()
+        {
+            self.trans[config as usize * 256 + byte as usize] = self.results.len() as u32;
+            self.results.push((items, end, next_config));
         }
         self.stack.push(next_config);
         Ok(true)

@@ -259,10 +259,12 @@ fn decode_byte_level(tok: &str) -> Option<Vec<u8>> {
 
 fn decode_sentencepiece(tok: &str) -> Vec<u8> {
     let b = tok.as_bytes();
-    if b.len() == 6 && tok.starts_with("<0x") && tok.ends_with('>') {
-        if let Ok(v) = u8::from_str_radix(&tok[3..5], 16) {
-            return vec![v];
-        }
+    if b.len() == 6
+        && tok.starts_with("<0x")
+        && tok.ends_with('>')
+        && let Ok(v) = u8::from_str_radix(&tok[3..5], 16)
+    {
+        return vec![v];
     }
     tok.replace('\u{2581}', " ").into_bytes()
 }
