@@ -11,7 +11,7 @@
 use crate::args::TokenizerArgs;
 use crate::fail::CliError;
 use serde_json::{Value, json};
-use sieve_core::json_schema::{JsonSchemaOptions, Mode};
+use sieve_core::json_schema::{JsonSchemaOptions, Mode, PropertyOrder};
 use sieve_core::{Constraint, Matcher};
 use std::io::Write;
 use std::path::PathBuf;
@@ -28,6 +28,10 @@ pub struct MaskbenchArgs {
     /// instead of failing the schema.
     #[arg(long)]
     pub lenient: bool,
+    /// Let objects declaring at most N properties take them in any order
+    /// (default: schema order).
+    #[arg(long, value_name = "N")]
+    pub any_order: Option<u8>,
     /// Commit tokens without computing masks: correctness columns only
     /// (fast coverage checks; the timing columns then measure commits alone).
     #[arg(long)]
@@ -82,7 +86,11 @@ fn pct(sorted: &[u64], q: f64) -> u64 {
 pub fn run(a: &MaskbenchArgs) -> Result<i32, CliError> {
     let loaded = a.tok.load()?;
     let vocab = loaded.vocab.clone();
-    let options = JsonSchemaOptions { mode: if a.lenient { Mode::Lenient } else { Mode::Strict }, ..Default::default() };
+    let options = JsonSchemaOptions {
+        mode: if a.lenient { Mode::Lenient } else { Mode::Strict },
+        property_order: a.any_order.map_or(PropertyOrder::Schema, PropertyOrder::AnyUpTo),
+        ..Default::default()
+    };
     let mut out = std::fs::File::create(&a.out).map_err(|e| CliError::new(format!("{}: {e}", a.out.display())))?;
     let mut mask = vec![0u32; vocab.mask_words()];
     let (mut schemas, mut passing, mut compile_errors, mut valid_rejected, mut invalid_accepted, mut tests_total) =

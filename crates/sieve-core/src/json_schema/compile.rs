@@ -6,7 +6,7 @@ use super::gbnf::{self, Encoding, Rules};
 use super::number::{self, Bound, Dec};
 use super::dfa::{Dfa, TooLarge};
 use super::regex::{self, Re};
-use super::{JsonSchemaOptions, Mode, SchemaError, SchemaErrorKind, SchemaGrammar, Warning, Whitespace};
+use super::{JsonSchemaOptions, Mode, PropertyOrder, SchemaError, SchemaErrorKind, SchemaGrammar, Warning, Whitespace};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 
@@ -1125,9 +1125,53 @@ impl<'a> Compiler<'a> {
     /// minProperties/maxProperties. Each reachable state (position, first,
     /// count) is a rule.
     fn members(&mut self, entries: &[(String, Expr, bool)], extra: Option<&str>, min_p: u64, max_p: Option<u64>) -> Res<Option<String>> {
-        let mut memo: HashMap<(usize, bool, u64), Option<String>> = HashMap::new();
         let shape = MemberShape { entries, extra, min_p, max_p, cap: max_p.map_or(min_p, |m| m + 1) };
+        if let PropertyOrder::AnyUpTo(n) = self.opts.property_order {
+            if entries.len() <= usize::from(n.min(16)) && entries.len() > 1 {
+                let mut memo = HashMap::new();
+                return self.member_set(&shape, 0, &mut memo);
+            }
+        }
+        let mut memo: HashMap<(usize, bool, u64), Option<String>> = HashMap::new();
         self.member_state(&shape, 0, true, 0, &mut memo)
+    }
+
+    /// Declared members in any order: the state is the set already written.
+    fn member_set(&mut self, sh: &MemberShape<'_>, seen: u32, memo: &mut HashMap<u32, Option<String>>) -> Res<Option<String>> {
+        if let Some(done) = memo.get(&seen) {
+            return Ok(done.clone());
+        }
+        let cnt = u64::from(seen.count_ones());
+        let first = seen == 0;
+        let sep = format!("{ws} \",\" {ws}", ws = self.ws);
+        let lead = if first { String::new() } else { format!("{sep} ") };
+        let mut alts = Vec::new();
+        if sh.max_p.is_none_or(|m| cnt < m) {
+            for (i, (_, kv, _)) in sh.entries.iter().enumerate() {
+                let Some(kv) = kv else { continue };
+                if seen >> i & 1 == 1 {
+                    continue;
+                }
+                if let Some(next) = self.member_set(sh, seen | 1 << i, memo)? {
+                    alts.push(if next == "\"\"" { format!("{lead}{kv}") } else { format!("{lead}{kv} {next}") });
+                }
+            }
+        }
+        let all_required = sh.entries.iter().enumerate().all(|(i, e)| !e.2 || seen >> i & 1 == 1);
+        if all_required {
+            // The tail after the declared members: extras, counted.
+            let mut tail_memo: HashMap<(usize, bool, u64), Option<String>> = HashMap::new();
+            if let Some(t) = self.member_state(sh, sh.entries.len(), first, cnt.min(sh.cap), &mut tail_memo)? {
+                alts.push(t);
+            }
+        }
+        let name = match alts.len() {
+            0 => None,
+            1 if alts[0] == "\"\"" => Some(alts.remove(0)),
+            _ => Some(self.add("members", alts.join(" | "))?),
+        };
+        memo.insert(seen, name.clone());
+        Ok(name)
     }
 
     fn member_state(

@@ -41,6 +41,19 @@ pub enum Whitespace {
     Bounded(u32),
 }
 
+/// The order object members may take.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum PropertyOrder {
+    /// Declared properties in schema order, additional ones after them.
+    #[default]
+    Schema,
+    /// Declared properties in any order (each at most once) when an object
+    /// declares at most this many; schema order above it. Additional
+    /// properties still come after the declared ones. The grammar grows as
+    /// 2^n, so keep n small (6 is 64 states).
+    AnyUpTo(u8),
+}
+
 /// Strict errors out on what cannot be enforced; lenient leaves it out and warns.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum Mode {
@@ -77,6 +90,8 @@ pub struct JsonSchemaOptions {
     pub whitespace: Whitespace,
     /// Strict or lenient.
     pub mode: Mode,
+    /// Order of object members.
+    pub property_order: PropertyOrder,
     /// When false, a missing `additionalProperties` means `false` instead of
     /// the specification's `true`.
     pub additional_properties_default: bool,
@@ -89,6 +104,7 @@ impl Default for JsonSchemaOptions {
         JsonSchemaOptions {
             whitespace: Whitespace::Any,
             mode: Mode::Strict,
+            property_order: PropertyOrder::Schema,
             additional_properties_default: true,
             limits: Limits::default(),
         }
