@@ -1,0 +1,139 @@
+//! JSON Schema translation: options, errors, recursion, and numeric bounds
+//! checked against a brute-force oracle.
+
+use serde_json::json;
+use sieve_core::Constraint;
+use sieve_core::json_schema::{JsonSchemaOptions, Mode, SchemaErrorKind, Whitespace, to_gbnf};
+
+fn compile(schema: serde_json::Value, options: &JsonSchemaOptions) -> Constraint {
+    Constraint::json_schema(&schema, options).unwrap().0
+}
+
+fn accepts(c: &Constraint, text: &str) -> bool {
+    c.matches(text.as_bytes()).unwrap()
+}
+
+/// Exact decimal comparison of `x / 8` against `b / 8` (all values are eighths).
+fn in_range(x: i64, lo: Option<(i64, bool)>, hi: Option<(i64, bool)>) -> bool {
+    lo.is_none_or(|(b, excl)| if excl { x > b } else { x >= b }) && hi.is_none_or(|(b, excl)| if excl { x < b } else { x <= b })
+}
+
+fn eighths(k: i64) -> String {
+    let neg = k < 0;
+    let a = k.unsigned_abs();
+    let (int, frac) = (a / 8, a % 8 * 125);
+    let mut s = if frac == 0 { int.to_string() } else { format!("{int}.{frac:03}").trim_end_matches('0').to_string() };
+    if neg {
+        s.insert(0, '-');
+    }
+    s
+}
+
+#[test]
+fn numeric_bounds_match_a_brute_force_oracle() {
+    let bounds = [-20i64, -9, -8, -1, 0, 1, 3, 8, 12, 17];
+    for (i, &lo) in bounds.iter().enumerate() {
+        for &hi in &bounds[i..] {
+            for (lo_ex, hi_ex) in [(false, false), (true, false), (false, true), (true, true)] {
+                for integer in [false, true] {
+                    let mut s = serde_json::Map::new();
+                    s.insert("type".into(), json!(if integer { "integer" } else { "number" }));
+                    s.insert(if lo_ex { "exclusiveMinimum" } else { "minimum" }.into(), serde_json::from_str(&eighths(lo)).unwrap());
+                    s.insert(if hi_ex { "exclusiveMaximum" } else { "maximum" }.into(), serde_json::from_str(&eighths(hi)).unwrap());
+                    let schema = serde_json::Value::Object(s);
+                    let c = match Constraint::json_schema(&schema, &JsonSchemaOptions::default()) {
+                        Ok((c, _)) => c,
+                        Err(e) => {
+                            // Only an empty range may fail to compile.
+                            assert!((lo..=hi).all(|x| !in_range(x, Some((lo, lo_ex)), Some((hi, hi_ex))) || (integer && x % 8 != 0)), "{schema}: {e}");
+                            continue;
+                        }
+                    };
+                    for x in -30i64..30 {
+                        let want = in_range(x, Some((lo, lo_ex)), Some((hi, hi_ex))) && (!integer || x % 8 == 0);
+                        let text = eighths(x);
+                        assert_eq!(accepts(&c, &text), want, "{schema} on {text}");
+                        // Other spellings of the same value.
+                        if x % 8 == 0 {
+                            assert_eq!(accepts(&c, &format!("{text}.0")), want, "{schema} on {text}.0");
+                        } else {
+                            assert_eq!(accepts(&c, &format!("{text}00")), want, "{schema} on {text}00");
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn whitespace_options() {
+    let schema = json!({"type": "array", "items": {"type": "integer"}});
+    let any = compile(schema.clone(), &JsonSchemaOptions::default());
+    assert!(accepts(&any, "[1,2]") && accepts(&any, "[ 1 ,\n\t2 ]"));
+    let compact = compile(schema.clone(), &JsonSchemaOptions { whitespace: Whitespace::Compact, ..Default::default() });
+    assert!(accepts(&compact, "[1,2]") && !accepts(&compact, "[1, 2]"));
+    let bounded = compile(schema, &JsonSchemaOptions { whitespace: Whitespace::Bounded(2), ..Default::default() });
+    assert!(accepts(&bounded, "[1,  2]") && !accepts(&bounded, "[1,   2]"));
+}
+
+#[test]
+fn strict_errors_name_keyword_and_pointer() {
+    let schema = json!({"properties": {"a": {"type": "array", "uniqueItems": true}}});
+    let e = to_gbnf(&schema, &JsonSchemaOptions::default()).unwrap_err();
+    assert_eq!(e.keyword, "uniqueItems");
+    assert_eq!(e.pointer, "/properties/a");
+    assert!(matches!(e.kind, SchemaErrorKind::Unsupported(_)));
+    let e = to_gbnf(&json!({"pattern": "a(?=b)"}), &JsonSchemaOptions::default()).unwrap_err();
+    assert_eq!(e.keyword, "pattern");
+    assert!(e.to_string().contains("lookaround"));
+}
+
+#[test]
+fn lenient_mode_reports_what_it_left_out() {
+    let schema = json!({"type": "array", "uniqueItems": true, "items": {"type": "integer"}});
+    let lenient = JsonSchemaOptions { mode: Mode::Lenient, ..Default::default() };
+    let g = to_gbnf(&schema, &lenient).unwrap();
+    assert_eq!(g.warnings.len(), 1);
+    assert_eq!(g.warnings[0].keyword, "uniqueItems");
+}
+
+#[test]
+fn recursive_references_become_recursive_rules() {
+    let schema = json!({
+        "$defs": {"node": {"type": "object", "properties": {"v": {"type": "integer"}, "next": {"$ref": "#/$defs/node"}},
+                           "required": ["v"], "additionalProperties": false}},
+        "$ref": "#/$defs/node"
+    });
+    let c = compile(schema, &JsonSchemaOptions::default());
+    let mut deep = String::from(r#"{"v": 0}"#);
+    for i in 1..40 {
+        deep = format!(r#"{{"v": {i}, "next": {deep}}}"#);
+    }
+    assert!(accepts(&c, &deep));
+    assert!(!accepts(&c, r#"{"v": 1, "next": {"v": "x"}}"#));
+}
+
+#[test]
+fn additional_properties_cannot_shadow_declared_ones() {
+    let schema = json!({"properties": {"a": {"type": "integer"}}});
+    let c = compile(schema, &JsonSchemaOptions::default());
+    assert!(accepts(&c, r#"{"a": 1, "b": "x"}"#));
+    assert!(!accepts(&c, r#"{"a": 1, "a": "x"}"#));
+    assert!(accepts(&c, r#"{"ab": "x", "": 2}"#));
+}
+
+#[test]
+fn patterns_combine_with_lengths_and_property_regions() {
+    let c = compile(json!({"type": "string", "pattern": "^a+b*$", "minLength": 2, "maxLength": 4}), &JsonSchemaOptions::default());
+    for (s, ok) in [("\"a\"", false), ("\"ab\"", true), ("\"aabb\"", true), ("\"aabbb\"", false), ("\"ba\"", false)] {
+        assert_eq!(accepts(&c, s), ok, "{s}");
+    }
+    let c = compile(
+        json!({"type": "object", "patternProperties": {"^x": {"type": "integer"}, "y$": {"type": "integer", "minimum": 10}}}),
+        &JsonSchemaOptions::default(),
+    );
+    for (s, ok) in [(r#"{"x1": 1}"#, true), (r#"{"x1": "s"}"#, false), (r#"{"xy": 5}"#, false), (r#"{"xy": 12}"#, true), (r#"{"q": "s"}"#, true)] {
+        assert_eq!(accepts(&c, s), ok, "{s}");
+    }
+}
