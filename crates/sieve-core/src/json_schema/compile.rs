@@ -182,12 +182,12 @@ impl<'a> Compiler<'a> {
     /// Inline `$ref` (with siblings) and `allOf` into one keyword map.
     fn flatten(&mut self, m: &Map<String, Value>, ptr: &str) -> Res<Map<String, Value>> {
         self.enter(ptr)?;
-        if self.legacy {
-            if let Some(r) = m.get("$ref") {
+        if self.legacy
+            && let Some(r) = m.get("$ref") {
                 // Before 2019-09 a reference replaces its siblings.
                 let r = r.as_str().ok_or_else(|| invalid("$ref", ptr, "must be a string"))?;
                 let out = match self.resolve(r, ptr)? {
-                    Value::Object(t) => self.flatten(t, &r.trim_start_matches('#').to_string())?,
+                    Value::Object(t) => self.flatten(t, r.trim_start_matches('#'))?,
                     Value::Bool(true) => Map::new(),
                     _ => {
                         let mut f = Map::new();
@@ -198,7 +198,6 @@ impl<'a> Compiler<'a> {
                 self.depth -= 1;
                 return Ok(out);
             }
-        }
         let mut out = Map::new();
         let mut parts: Vec<(Value, String)> = Vec::new();
         for (k, v) in m {
@@ -312,11 +311,10 @@ impl<'a> Compiler<'a> {
                                 ("number", "integer") | ("integer", "number") => Some("integer"),
                                 _ => None,
                             };
-                            if let Some(r) = r {
-                                if !t.iter().any(|v| v == r) {
+                            if let Some(r) = r
+                                && !t.iter().any(|v| v == r) {
                                     t.push(Value::String(r.to_string()));
                                 }
-                            }
                         }
                     }
                     Value::Array(t)
@@ -404,11 +402,10 @@ impl<'a> Compiler<'a> {
                 self.unsupported(kw, ptr, "keyword not translated")?;
             }
         }
-        if let Some(n) = m.remove("not") {
-            if !self.apply_not(&mut m, &n, ptr)? {
+        if let Some(n) = m.remove("not")
+            && !self.apply_not(&mut m, &n, ptr)? {
                 return Ok(None);
             }
-        }
         // Branches: siblings go into each branch.
         for kw in ["anyOf", "oneOf"] {
             if let Some(branches) = m.remove(kw) {
@@ -514,11 +511,10 @@ impl<'a> Compiler<'a> {
                 }
                 Some(raw) => self.schema(&raw, &bptr)?,
             };
-            if let Some(e) = e {
-                if !alts.contains(&e) {
+            if let Some(e) = e
+                && !alts.contains(&e) {
                     alts.push(e);
                 }
-            }
         }
         Ok(if alts.is_empty() { None } else { Some(self.add(kw, alts.join(" | "))?) })
     }
@@ -547,11 +543,10 @@ impl<'a> Compiler<'a> {
         let values = |m: &Map<String, Value>| -> Option<Vec<Value>> {
             m.get("const").map(|c| vec![c.clone()]).or_else(|| m.get("enum").and_then(Value::as_array).cloned())
         };
-        if let (Some(va), Some(vb)) = (values(a), values(b)) {
-            if !va.iter().any(|x| vb.iter().any(|y| json_eq(x, y))) {
+        if let (Some(va), Some(vb)) = (values(a), values(b))
+            && !va.iter().any(|x| vb.iter().any(|y| json_eq(x, y))) {
                 return true;
             }
-        }
         let objects_only = |t: &[&str]| t == ["object"];
         let req = |m: &Map<String, Value>| -> Vec<String> {
             m.get("required").and_then(Value::as_array).map(|r| r.iter().filter_map(|x| x.as_str().map(String::from)).collect()).unwrap_or_default()
@@ -578,13 +573,11 @@ impl<'a> Compiler<'a> {
             for p in ra.iter().filter(|p| rb.contains(p)) {
                 let pa = a.get("properties").and_then(|x| x.get(p)).and_then(Value::as_object);
                 let pb = b.get("properties").and_then(|x| x.get(p)).and_then(Value::as_object);
-                if let (Some(pa), Some(pb)) = (pa, pb) {
-                    if let (Some(va), Some(vb)) = (values(pa), values(pb)) {
-                        if !va.iter().any(|x| vb.iter().any(|y| json_eq(x, y))) {
+                if let (Some(pa), Some(pb)) = (pa, pb)
+                    && let (Some(va), Some(vb)) = (values(pa), values(pb))
+                        && !va.iter().any(|x| vb.iter().any(|y| json_eq(x, y))) {
                             return true;
                         }
-                    }
-                }
             }
         }
         false
@@ -629,14 +622,13 @@ impl<'a> Compiler<'a> {
             m.insert("type".into(), Value::Array(keep));
             return Ok(true);
         }
-        if keys == ["required"] {
-            if let Some([Value::String(p)]) = nm["required"].as_array().map(Vec::as_slice) {
+        if keys == ["required"]
+            && let Some([Value::String(p)]) = nm["required"].as_array().map(Vec::as_slice) {
                 let mut props = m.get("properties").and_then(Value::as_object).cloned().unwrap_or_default();
                 props.insert(p.clone(), Value::Bool(false));
                 m.insert("properties".into(), Value::Object(props));
                 return Ok(true);
             }
-        }
         if let Some(Value::Array(branches)) = nm.get("anyOf").filter(|_| keys == ["anyOf"]) {
             for b in branches.clone() {
                 if !self.apply_not(m, &b, ptr)? {
@@ -754,16 +746,14 @@ impl<'a> Compiler<'a> {
         let excl_flag = |k: &str| m.get(k).and_then(Value::as_bool).unwrap_or(false);
         let mut lo: Option<Bound> = dec("minimum")?.map(|d| (d, excl_flag("exclusiveMinimum")));
         let mut hi: Option<Bound> = dec("maximum")?.map(|d| (d, excl_flag("exclusiveMaximum")));
-        if let Some(d) = dec("exclusiveMinimum")? {
-            if lo.as_ref().is_none_or(|l| d.cmp_value(&l.0).is_ge()) {
+        if let Some(d) = dec("exclusiveMinimum")?
+            && lo.as_ref().is_none_or(|l| d.cmp_value(&l.0).is_ge()) {
                 lo = Some((d, true));
             }
-        }
-        if let Some(d) = dec("exclusiveMaximum")? {
-            if hi.as_ref().is_none_or(|h| d.cmp_value(&h.0).is_le()) {
+        if let Some(d) = dec("exclusiveMaximum")?
+            && hi.as_ref().is_none_or(|h| d.cmp_value(&h.0).is_le()) {
                 hi = Some((d, true));
             }
-        }
         let mut integer = integer;
         if let Some(mo) = dec("multipleOf")? {
             if mo.neg || (mo.int == "0" && mo.frac.is_empty()) {
@@ -851,11 +841,10 @@ impl<'a> Compiler<'a> {
             let body = self.repeat(&chr, min_len, max_len)?;
             return Ok(Some(self.add("string", format!("\"\\\"\" {body} \"\\\"\""))?));
         }
-        if res.len() == 1 && excluded.is_empty() {
-            if let Some(re) = with_length(res[0].0.clone(), min_len, max_len) {
+        if res.len() == 1 && excluded.is_empty()
+            && let Some(re) = with_length(res[0].0.clone(), min_len, max_len) {
                 return self.string_re(&re);
             }
-        }
         // Intersections: every pattern/format and the length bounds at once,
         // minus the strings a `not` excluded.
         let mut exprs: Vec<Re> = res.iter().map(|r| r.0.clone()).collect();
@@ -990,11 +979,10 @@ impl<'a> Compiler<'a> {
             Some(r) if rest_max != Some(0) => Some((r.clone(), rest_min, rest_max)),
             _ => None,
         };
-        if rest_e.is_none() || rest_max == Some(0) {
-            if rest_min > 0 {
+        if (rest_e.is_none() || rest_max == Some(0))
+            && rest_min > 0 {
                 return Ok(None);
             }
-        }
         // Build from the end: after position i (0-based count emitted so far).
         let rep = |lo: u64, hi: Option<u64>| match (lo, hi) {
             (0, None) => "*".to_string(),
@@ -1126,12 +1114,11 @@ impl<'a> Compiler<'a> {
     /// count) is a rule.
     fn members(&mut self, entries: &[(String, Expr, bool)], extra: Option<&str>, min_p: u64, max_p: Option<u64>) -> Res<Option<String>> {
         let shape = MemberShape { entries, extra, min_p, max_p, cap: max_p.map_or(min_p, |m| m + 1) };
-        if let PropertyOrder::AnyUpTo(n) = self.opts.property_order {
-            if entries.len() <= usize::from(n.min(16)) && entries.len() > 1 {
+        if let PropertyOrder::AnyUpTo(n) = self.opts.property_order
+            && entries.len() <= usize::from(n.min(16)) && entries.len() > 1 {
                 let mut memo = HashMap::new();
                 return self.member_set(&shape, 0, &mut memo);
             }
-        }
         let mut memo: HashMap<(usize, bool, u64), Option<String>> = HashMap::new();
         self.member_state(&shape, 0, true, 0, &mut memo)
     }
@@ -1207,16 +1194,14 @@ impl<'a> Compiler<'a> {
             let (_, kv, req) = &sh.entries[i];
             let next_cnt = (cnt + 1).min(sh.cap);
             let mut alts = Vec::new();
-            if let Some(kv) = kv {
-                if let Some(next) = self.member_state(sh, i + 1, false, next_cnt, memo)? {
+            if let Some(kv) = kv
+                && let Some(next) = self.member_state(sh, i + 1, false, next_cnt, memo)? {
                     alts.push(if next == "\"\"" { format!("{lead}{kv}") } else { format!("{lead}{kv} {next}") });
                 }
-            }
-            if !req {
-                if let Some(skip) = self.member_state(sh, i + 1, first, cnt, memo)? {
+            if !req
+                && let Some(skip) = self.member_state(sh, i + 1, first, cnt, memo)? {
                     alts.push(skip);
                 }
-            }
             if alts.is_empty() { None } else { Some(alts.join(" | ")) }
         };
         let name = match body {
@@ -1758,13 +1743,12 @@ fn percent_decode(s: &str) -> String {
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;
     while i < b.len() {
-        if b[i] == b'%' && i + 2 < b.len() + 0 && i + 2 <= b.len() - 1 {
-            if let Ok(x) = u8::from_str_radix(&s[i + 1..i + 3], 16) {
+        if b[i] == b'%' && i + 2 < b.len()
+            && let Ok(x) = u8::from_str_radix(&s[i + 1..i + 3], 16) {
                 out.push(x);
                 i += 3;
                 continue;
             }
-        }
         out.push(b[i]);
         i += 1;
     }

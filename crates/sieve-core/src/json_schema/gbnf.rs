@@ -125,11 +125,10 @@ pub fn class(set: &CharSet) -> String {
     } else {
         (&set.0, false)
     };
-    if !negated && ranges.len() == 1 && ranges[0].0 == ranges[0].1 {
-        if let Some(c) = char::from_u32(ranges[0].0) {
+    if !negated && ranges.len() == 1 && ranges[0].0 == ranges[0].1
+        && let Some(c) = char::from_u32(ranges[0].0) {
             return literal(&c.to_string());
         }
-    }
     let mut out = String::from(if negated { "[^" } else { "[" });
     for &(a, b) in ranges {
         class_char(&mut out, a);
@@ -229,22 +228,18 @@ pub fn emit(re: &Re, enc: Encoding, rules: &mut Rules, any_char: &str) -> Option
             // Merge runs of single characters into one literal.
             let mut run = String::new();
             for p in parts {
-                if let (Re::Set(s), Encoding::Raw) = (p, enc) {
-                    if s.0.len() == 1 && s.0[0].0 == s.0[0].1 {
-                        if let Some(c) = char::from_u32(s.0[0].0) {
+                if let (Re::Set(s), Encoding::Raw) = (p, enc)
+                    && s.0.len() == 1 && s.0[0].0 == s.0[0].1
+                        && let Some(c) = char::from_u32(s.0[0].0) {
                             run.push(c);
                             continue;
                         }
-                    }
-                }
-                if let (Re::Set(s), Encoding::JsonString) = (p, enc) {
-                    if s.0.len() == 1 && s.0[0].0 == s.0[0].1 && short_escape(s.0[0].0).is_none() && s.0[0].0 >= 0x20 {
-                        if let Some(c) = char::from_u32(s.0[0].0) {
+                if let (Re::Set(s), Encoding::JsonString) = (p, enc)
+                    && s.0.len() == 1 && s.0[0].0 == s.0[0].1 && short_escape(s.0[0].0).is_none() && s.0[0].0 >= 0x20
+                        && let Some(c) = char::from_u32(s.0[0].0) {
                             run.push(c);
                             continue;
                         }
-                    }
-                }
                 if !run.is_empty() {
                     items.push(literal(&run));
                     run.clear();

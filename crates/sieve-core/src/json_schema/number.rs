@@ -171,11 +171,10 @@ fn same_len(a: &[u8], b: &[u8]) -> Re {
 
 /// Canonical natural numbers in `[lo, hi]` (`hi` unbounded when `None`).
 fn nat_range(lo: &str, hi: Option<&str>) -> Option<Re> {
-    if let Some(h) = hi {
-        if !nat_le(lo, h) {
+    if let Some(h) = hi
+        && !nat_le(lo, h) {
             return None;
         }
-    }
     let mut v = Vec::new();
     let max_len = hi.map_or(lo.len(), str::len);
     for len in lo.len()..=max_len {
@@ -312,11 +311,10 @@ fn magnitude(lo: Option<&Bound>, hi: Option<&Bound>) -> Option<Re> {
             let next = inc(a);
             match (hi, b) {
                 (Some(h), Some(b)) => {
-                    if let Some(below) = dec(b) {
-                        if nat_le(&next, &below) {
+                    if let Some(below) = dec(b)
+                        && nat_le(&next, &below) {
                             push(nat_range(&next, Some(&below)), frac_any());
                         }
-                    }
                     push(nat_range(b, Some(b)), frac_between(None, Some((h.0.frac.as_bytes(), h.1))));
                 }
                 _ => push(nat_range(&next, None), frac_any()),

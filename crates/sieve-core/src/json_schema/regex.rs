@@ -449,11 +449,10 @@ fn translate(a: &Ast, pattern: &str) -> Result<Re, PatternError> {
             Re::Repeat(Box::new(inner), min, max)
         }
         Ast::Group(g) => {
-            if let ast::GroupKind::NonCapturing(flags) = &g.kind {
-                if !flags.items.is_empty() {
+            if let ast::GroupKind::NonCapturing(flags) = &g.kind
+                && !flags.items.is_empty() {
                     return Err(PatternError::Unsupported("inline flags"));
                 }
-            }
             translate(&g.ast, pattern)?
         }
         Ast::Alternation(alt) => {
