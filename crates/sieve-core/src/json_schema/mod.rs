@@ -3,8 +3,9 @@
 //! [`to_gbnf`] translates a schema (draft 2020-12, and the draft-07/04 forms
 //! found in the wild) into a GBNF grammar whose language is exactly the set of
 //! JSON texts that validate, in the spelling this module writes: properties in
-//! schema order (additional properties after the declared ones), numbers
-//! without exponents when bounded, strings with only the escapes JSON requires.
+//! schema order (additional properties after the declared ones; see
+//! [`PropertyOrder`] for any order), numbers without exponents when bounded,
+//! strings with only the escapes JSON requires.
 //! Every valid value keeps at least one accepted spelling; no invalid one is
 //! accepted.
 //!
@@ -14,9 +15,24 @@
 //! [`SchemaGrammar::warnings`].
 //!
 //! Pieces: `compile` walks the schema (references become rules, so recursive
-//! schemas become recursive rules), `regex` translates ECMA-262 patterns,
-//! `format` writes the regular formats as patterns, `number` turns numeric
-//! bounds into digit-level expressions, `gbnf` writes the text.
+//! schemas become recursive rules; `allOf` merges into one keyword map;
+//! `anyOf`/`oneOf` become alternatives, `oneOf` only when its branches are
+//! provably disjoint), `regex` translates ECMA-262 patterns, `format` writes
+//! the regular formats as patterns, `dfa` intersects and splits string
+//! languages (patterns with lengths, `patternProperties` regions), `number`
+//! turns numeric bounds into digit-level expressions, `gbnf` writes the text.
+//!
+//! Enforced exactly: `type`, `enum`, `const`, `properties`, `required`,
+//! `additionalProperties`, `patternProperties`, `propertyNames` (patterns and
+//! lengths), `minProperties`/`maxProperties`, `prefixItems`/`items` (and the
+//! draft-07 tuple form with `additionalItems`), `minItems`/`maxItems`,
+//! `contains`/`minContains` (without `maxContains`), `minLength`/`maxLength`
+//! with `pattern` and `format`, numeric bounds, integer `multipleOf` and
+//! powers of ten, `dependencies`/`dependentRequired`/`dependentSchemas`,
+//! local `$ref`/`$defs`/`definitions`/`$anchor`, boolean schemas, and `not` of
+//! types, literals and `required`. An error (strict) or a warning (lenient):
+//! `uniqueItems` on arrays that may hold two items, `if`/`then`/`else`,
+//! overlapping `oneOf`, other negations, `unevaluated*`, remote references.
 
 mod compile;
 mod dfa;
