@@ -203,7 +203,7 @@ pub fn to_gbnf(schema: &Value, options: &JsonSchemaOptions) -> Result<SchemaGram
     compile::Compiler::new(schema, options).run()
 }
 
-/// Why [`Constraint::json_schema`] failed: the schema, or the grammar it became.
+/// Why [`crate::Constraint::json_schema`] failed: the schema, or the grammar it became.
 #[derive(Clone, Debug)]
 pub enum JsonSchemaError {
     /// The schema did not translate.
