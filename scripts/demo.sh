@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Build everything and serve the demo page on localhost (prints the URL). Sets up a fresh
+# machine first (scripts/setup.sh). PORT=N picks the port (default 8080, or the next free one).
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+source "$ROOT/scripts/setup.sh"
+bash "$ROOT/scripts/build-web.sh" --release
+exec node "$ROOT/web/serve.mjs" --port "${PORT:-8080}"

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Run sieve's whole test suite. Sets up a fresh machine first (scripts/setup.sh), then:
+#   1. native:  cargo test --workspace (GPU kernels run on Vulkan; lavapipe without a GPU)
+#   2. browser: wasm-pack test --headless --chrome for the crates that target the browser
+#               (WebGPU through SwiftShader, flags in each crate's webdriver.json)
+#   3. pages:   builds the npm package, serves the pages on localhost and runs the
+#               end-to-end tests in tests/e2e with playwright-core driving /usr/bin/chromium
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+source "$ROOT/scripts/setup.sh"
+cd "$ROOT"
+
+step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+start=$SECONDS
+
+step "native: cargo test --workspace"
+cargo test --workspace
+
+step "browser: wasm-pack test --headless --chrome"
+# The runner's default 20 s is too short for shader compiles on SwiftShader.
+export WASM_BINDGEN_TEST_TIMEOUT="${WASM_BINDGEN_TEST_TIMEOUT:-900}"
+for crate in crates/sieve-model; do
+  wasm-pack test --headless --chrome "$crate"
+done
+
+step "pages: end-to-end tests in Chromium"
+bash "$ROOT/scripts/build-web.sh" --dev
+(cd tests/e2e && npm test)
+
+step "all tests passed in $((SECONDS - start)) s (after setup)"

@@ -1,0 +1,77 @@
+// A small static file server for the demo and the browser tests: serves the repository root
+// on localhost with the MIME types a module page and its wasm need.
+//
+//   node web/serve.mjs [--port N]     (default 8080; the next free port is taken if it is busy)
+//
+// Also importable: `const { url, close } = await serve({ port: 0 })`.
+import { createServer } from "node:http";
+import { createReadStream } from "node:fs";
+import { stat } from "node:fs/promises";
+import { extname, join, normalize, resolve, sep } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const ROOT = resolve(fileURLToPath(new URL("..", import.meta.url)));
+
+const TYPES = {
+  ".html": "text/html; charset=utf-8",
+  ".js": "text/javascript; charset=utf-8",
+  ".mjs": "text/javascript; charset=utf-8",
+  ".css": "text/css; charset=utf-8",
+  ".json": "application/json; charset=utf-8",
+  ".wasm": "application/wasm",
+  ".svg": "image/svg+xml",
+  ".png": "image/png",
+  ".ts": "text/plain; charset=utf-8",
+};
+
+async function handle(req, res) {
+  const path = decodeURIComponent(new URL(req.url, "http://localhost").pathname);
+  let file = normalize(join(ROOT, path));
+  if (file !== ROOT && !file.startsWith(ROOT + sep)) {
+    res.writeHead(403).end("forbidden");
+    return;
+  }
+  try {
+    let info = await stat(file);
+    if (info.isDirectory()) {
+      file = join(file, "index.html");
+      info = await stat(file);
+    }
+    res.writeHead(200, {
+      "Content-Type": TYPES[extname(file)] ?? "application/octet-stream",
+      "Content-Length": info.size,
+      "Cache-Control": "no-cache",
+    });
+    createReadStream(file).pipe(res);
+  } catch {
+    res.writeHead(404, { "Content-Type": "text/plain" }).end(`not found: ${path}`);
+  }
+}
+
+/** Starts the server; resolves to its URL and a close function. Port 0 picks any free port. */
+export function serve({ port = 8080, host = "127.0.0.1", tries = 20 } = {}) {
+  return new Promise((resolvePromise, reject) => {
+    const server = createServer((req, res) => {
+      handle(req, res).catch((err) => res.writeHead(500).end(String(err)));
+    });
+    server.once("error", (err) => {
+      if (err.code === "EADDRINUSE" && port !== 0 && tries > 1) {
+        serve({ port: port + 1, host, tries: tries - 1 }).then(resolvePromise, reject);
+      } else {
+        reject(err);
+      }
+    });
+    server.listen(port, host, () => {
+      const { port: bound } = server.address();
+      resolvePromise({ url: `http://${host === "127.0.0.1" ? "localhost" : host}:${bound}/`, close: () => server.close() });
+    });
+  });
+}
+
+if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  const at = process.argv.indexOf("--port");
+  const port = at > 0 ? Number(process.argv[at + 1]) : Number(process.env.PORT ?? 8080);
+  const { url } = await serve({ port });
+  console.log(`sieve demo: ${url}`);
+  console.log("(Ctrl-C to stop)");
+}
