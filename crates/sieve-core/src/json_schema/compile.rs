@@ -21,7 +21,6 @@ const TYPES: [&str; 7] = ["null", "boolean", "object", "array", "number", "integ
 
 /// Keywords that constrain values but are not translated.
 const UNSUPPORTED: &[&str] = &[
-    "if",
     "unevaluatedProperties",
     "unevaluatedItems",
     "$dynamicRef",
@@ -208,6 +207,15 @@ impl<'a> Compiler<'a> {
                         parts.push((it.clone(), child(&child(ptr, "allOf"), &i.to_string())));
                     }
                 }
+                "if" if m.contains_key("then") || m.contains_key("else") => {
+                    // (if and then) or (not if and else); the negation is
+                    // exact or refused like any `not`.
+                    let then = m.get("then").cloned().unwrap_or(Value::Bool(true));
+                    let other = m.get("else").cloned().unwrap_or(Value::Bool(true));
+                    let split = serde_json::json!({"anyOf": [{"allOf": [v, then]}, {"allOf": [{"not": v}, other]}]});
+                    parts.push((split, child(ptr, "if")));
+                }
+                "if" | "then" | "else" => {}
                 "dependencies" | "dependentRequired" | "dependentSchemas" => {
                     // "a present => ..." is "a absent, or a present and ...".
                     let deps = v.as_object().ok_or_else(|| invalid(k, ptr, "must be an object"))?;
@@ -396,9 +404,6 @@ impl<'a> Compiler<'a> {
     fn compile_map(&mut self, mut m: Map<String, Value>, ptr: &str) -> Res<Expr> {
         for kw in UNSUPPORTED {
             if m.contains_key(*kw) {
-                if *kw == "if" && !m.contains_key("then") && !m.contains_key("else") {
-                    continue;
-                }
                 self.unsupported(kw, ptr, "keyword not translated")?;
             }
         }
