@@ -1,8 +1,57 @@
 //! sieve-model: the language model side of sieve.
 //!
-//! A Llama-architecture model (SmolLM2-135M-Instruct) in burn, generic over the
-//! backend; WGSL kernels from `shaders/` that mask logits with a token bitmask
-//! and pick the next token on the GPU; and the async constrained decode loop.
+//! A Llama-architecture model (SmolLM2-135M-Instruct) in burn, running on any burn device (wgpu
+//! for WebGPU/Vulkan, the CPU backend for tests); WGSL kernels from `shaders/` that mask logits
+//! with a token bitmask and pick the next token on the GPU; and the async constrained decode loop.
+//!
+//! # Map
+//!
+//! - [`gguf`]: validating GGUF reader; Q4_1, Q8_0, F16 and F32 dequantized at load.
+//! - [`tokenizer`]: the tokenizer rebuilt from GGUF metadata as a `tokenizer.json` text (the
+//!   same text sieve-core's `Vocabulary::from_tokenizer_json` reads), and the chat prompt.
+//! - [`model`]: [`LlamaConfig`], [`Llama`] (weights, one forward pass for any number of new
+//!   tokens) and its [`KvCache`]; a commented table maps GGUF tensor names to fields.
+//! - [`sampling`]: [`sampling::Sampling`] settings and the CPU reference of token choice.
+//! - [`pick_kernels`]: masked argmax and masked sampling on the GPU (`shaders/masked_*.wgsl`).
+//! - [`decode`]: the async decode loop with jump-forward, behind the small
+//!   [`decode::TokenConstraint`] trait that sieve-core's `Matcher` implements.
+//! - [`ModelError`]: the one error type.
+//!
+//! # Decoding, step by step
+//!
+//! ```no_run
+//! # async fn demo(bytes: Vec<u8>) -> Result<(), sieve_model::ModelError> {
+//! use sieve_model::decode::{generate, GenerateConfig, Picker, Unconstrained};
+//! use sieve_model::sampling::Sampling;
+//! use sieve_model::{Device, Gguf, Llama, LlamaConfig, Tokenizer};
+//!
+//! let gguf = Gguf::parse(&bytes)?;                        // 1. validate the file
+//! let tokenizer = Tokenizer::from_gguf(&gguf)?;            // 2. tokenizer from metadata
+//! let device = Device::flex();                             //    (or a wgpu device)
+//! let model = Llama::from_gguf(&gguf, LlamaConfig::from_gguf(&gguf, 2048)?, &device)?;
+//! let prompt = tokenizer.encode("Once upon a time")?;     // 3. prompt ids
+//! let config = GenerateConfig {
+//!     max_tokens: 32,
+//!     sampling: Sampling::GREEDY,
+//!     jump_forward: true,
+//!     picker: Picker::Cpu,                                  //    Picker::Gpu on wgpu
+//! };
+//! let mut constraint = Unconstrained::new(model.config().vocab); // or a sieve-core Matcher
+//! let out = generate(&model, &tokenizer, &mut constraint, &prompt, &config, &|| 0.0).await?;
+//! println!("{}", out.text);
+//! # Ok(()) }
+//! ```
 
-pub mod gpu;
-pub mod kernels;
+pub mod decode;
+pub mod error;
+pub mod gguf;
+pub mod model;
+pub mod pick_kernels;
+pub mod sampling;
+pub mod tokenizer;
+
+pub use burn::tensor::Device;
+pub use error::ModelError;
+pub use gguf::Gguf;
+pub use model::{KvCache, Llama, LlamaConfig};
+pub use tokenizer::Tokenizer;

@@ -1,0 +1,276 @@
+//! The constrained decode loop.
+//!
+//! Each step:
+//! 1. if the constraint forces a continuation (jump-forward), back off the last one or two
+//!    generated tokens, re-tokenize their bytes plus the forced bytes canonically, and queue
+//!    the new tokens instead of sampling them one by one;
+//! 2. run every queued token through the model in one forward pass (the whole prompt on the
+//!    first step) and flush the device so the GPU starts;
+//! 3. meanwhile compute the constraint's bitmask for the next token on the CPU;
+//! 4. pick the token from the masked logits ([`Picker`]: on the GPU only the 4-byte id comes
+//!    back) and feed it to the constraint;
+//! 5. stop at end of sequence, when the constraint terminates, or after `max_tokens`.
+//!
+//! Everything that waits on the device is `async` (wasm forbids blocking readbacks).
+
+use burn::tensor::Tensor;
+
+use crate::error::ModelError;
+use crate::model::{KvCache, Llama};
+use crate::sampling::{Sampling, pick_reference};
+use crate::tokenizer::Tokenizer;
+
+/// What the decode loop needs from a constraint (sieve-core's `Matcher` implements it).
+pub trait TokenConstraint {
+    /// Sets bit `i % 32` of word `i / 32` of `mask` for every token `i` allowed next. `mask`
+    /// holds `ceil(V / 32)` zeroed words.
+    fn fill_mask(&mut self, mask: &mut [u32]) -> Result<(), ModelError>;
+    /// Advances past `token`; an error when the constraint forbids it.
+    fn accept_token(&mut self, token: u32) -> Result<(), ModelError>;
+    /// Forgets the last `n` accepted tokens.
+    fn rollback(&mut self, n: usize) -> Result<(), ModelError>;
+    /// The bytes every valid continuation starts with (empty when there is a choice).
+    fn forced_bytes(&mut self) -> Result<Vec<u8>, ModelError>;
+    /// Whether the constraint is complete and allows nothing more.
+    fn is_terminated(&self) -> bool;
+}
+
+/// No constraint: every token of the vocabulary is allowed, nothing is forced.
+#[derive(Debug, Clone)]
+pub struct Unconstrained {
+    vocab: usize,
+}
+
+impl Unconstrained {
+    /// Allows ids `0..vocab`.
+    pub fn new(vocab: usize) -> Self {
+        Self { vocab }
+    }
+}
+
+impl TokenConstraint for Unconstrained {
+    fn fill_mask(&mut self, mask: &mut [u32]) -> Result<(), ModelError> {
+        for (w, word) in mask.iter_mut().enumerate() {
+            let allowed = self.vocab.saturating_sub(w * 32).min(32);
+            *word = if allowed == 32 { u32::MAX } else { (1u32 << allowed) - 1 };
+        }
+        Ok(())
+    }
+
+    fn accept_token(&mut self, token: u32) -> Result<(), ModelError> {
+        match (token as usize) < self.vocab {
+            true => Ok(()),
+            false => Err(ModelError::Constraint(format!("token {token} is past the vocabulary"))),
+        }
+    }
+
+    fn rollback(&mut self, _n: usize) -> Result<(), ModelError> {
+        Ok(())
+    }
+
+    fn forced_bytes(&mut self) -> Result<Vec<u8>, ModelError> {
+        Ok(Vec::new())
+    }
+
+    fn is_terminated(&self) -> bool {
+        false
+    }
+}
+
+/// sieve-core's matcher: masks, tokens, rollback and forced bytes map one to one.
+impl TokenConstraint for sieve_core::Matcher {
+    fn fill_mask(&mut self, mask: &mut [u32]) -> Result<(), ModelError> {
+        self.fill_next_token_bitmask(mask).map_err(|e| ModelError::Constraint(e.to_string()))
+    }
+
+    fn accept_token(&mut self, token: u32) -> Result<(), ModelError> {
+        sieve_core::Matcher::accept_token(self, token).map_err(|e| ModelError::Constraint(e.to_string()))
+    }
+
+    fn rollback(&mut self, n: usize) -> Result<(), ModelError> {
+        sieve_core::Matcher::rollback(self, n).map_err(|e| ModelError::Constraint(e.to_string()))
+    }
+
+    fn forced_bytes(&mut self) -> Result<Vec<u8>, ModelError> {
+        sieve_core::Matcher::forced_bytes(self).map_err(|e| ModelError::Constraint(e.to_string()))
+    }
+
+    fn is_terminated(&self) -> bool {
+        sieve_core::Matcher::is_terminated(self)
+    }
+}
+
+/// Where the next token is chosen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Picker {
+    /// On the GPU with the WGSL kernels; only the chosen id is read back (wgpu devices only).
+    Gpu,
+    /// On the CPU from the read-back logits row (any device; the reference).
+    Cpu,
+}
+
+impl Picker {
+    /// Chooses the next token from `logits` (`[1, V]`) under `mask`.
+    pub async fn pick(self, logits: Tensor<2>, mask: &[u32], vocab: usize, sampling: &Sampling, step: u32) -> Result<u32, ModelError> {
+        match self {
+            Picker::Cpu => {
+                let data = logits.into_data_async().await.map_err(|e| ModelError::Backend(format!("logits readback: {e:?}")))?;
+                let row = data.try_into_vec::<f32>().map_err(|e| ModelError::Backend(format!("logits are not f32: {e:?}")))?;
+                pick_reference(&row, mask, vocab, sampling, step)
+            }
+            Picker::Gpu => crate::pick_kernels::masked_pick(logits, mask, vocab, sampling, step).await,
+        }
+    }
+}
+
+/// Settings of one generation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GenerateConfig {
+    /// Most completion tokens (forced ones included).
+    pub max_tokens: usize,
+    pub sampling: Sampling,
+    /// Prefill forced continuations in one pass instead of sampling them.
+    pub jump_forward: bool,
+    pub picker: Picker,
+}
+
+/// Why generation stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StopReason {
+    /// The model chose the end-of-sequence token.
+    EndOfSequence,
+    /// The constraint is complete and allows nothing more.
+    ConstraintTerminated,
+    /// `max_tokens` were generated.
+    MaxTokens,
+}
+
+/// Counters and timings of one generation.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Stats {
+    pub prompt_tokens: usize,
+    pub completion_tokens: usize,
+    /// Completion tokens added by jump-forward rather than sampled (net of backed-off tokens).
+    pub forced_tokens: usize,
+    pub forward_passes: usize,
+    /// Wall time of the whole generation, prompt prefill included, in milliseconds.
+    pub elapsed_ms: f64,
+    /// Time to compute each step's mask, in microseconds.
+    pub mask_us: Vec<f64>,
+}
+
+impl Stats {
+    /// Completion tokens per second of wall time.
+    pub fn tokens_per_s(&self) -> f64 {
+        if self.elapsed_ms > 0.0 { self.completion_tokens as f64 * 1000.0 / self.elapsed_ms } else { 0.0 }
+    }
+
+    /// The `q`-quantile (0..=1) of the mask times, 0 when there were none.
+    pub fn mask_us_quantile(&self, q: f64) -> f64 {
+        let mut v = self.mask_us.clone();
+        v.sort_by(f64::total_cmp);
+        match v.len() {
+            0 => 0.0,
+            n => v[((n - 1) as f64 * q.clamp(0.0, 1.0)).round() as usize],
+        }
+    }
+}
+
+/// The result of [`generate`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct Generation {
+    /// Completion token ids (the end-of-sequence token included when it was chosen).
+    pub tokens: Vec<u32>,
+    /// Completion text, end-of-sequence token left out.
+    pub text: String,
+    pub stop: StopReason,
+    pub stats: Stats,
+}
+
+/// Generates a completion of `prompt` under `constraint`. `clock` returns milliseconds from any
+/// fixed origin (`performance.now()` in a browser, an `Instant` natively).
+pub async fn generate(
+    model: &Llama,
+    tokenizer: &Tokenizer,
+    constraint: &mut dyn TokenConstraint,
+    prompt: &[u32],
+    config: &GenerateConfig,
+    clock: &dyn Fn() -> f64,
+) -> Result<Generation, ModelError> {
+    let start = clock();
+    let vocab = model.config().vocab;
+    let mut cache = KvCache::new(model);
+    let mut tokens = prompt.to_vec();
+    let mut mask = vec![0u32; vocab.div_ceil(32)];
+    let mut stats = Stats { prompt_tokens: prompt.len(), ..Stats::default() };
+    let mut step = 0u32;
+    let mut jumped = false;
+    let stop = loop {
+        let generated = tokens.len() - prompt.len();
+        if generated >= config.max_tokens {
+            break StopReason::MaxTokens;
+        }
+        if constraint.is_terminated() {
+            break StopReason::ConstraintTerminated;
+        }
+        if config.jump_forward && !jumped {
+            jumped = true;
+            let forced = constraint.forced_bytes()?;
+            if !forced.is_empty()
+                && let Some((backoff, ids)) = retokenize(tokenizer, &tokens[prompt.len()..], &forced)?
+            {
+                constraint.rollback(backoff)?;
+                tokens.truncate(tokens.len() - backoff);
+                cache.truncate(cache.len().min(tokens.len()));
+                let room = config.max_tokens - (tokens.len() - prompt.len());
+                for &id in ids.iter().take(room) {
+                    constraint.accept_token(id)?;
+                    tokens.push(id);
+                }
+                stats.forced_tokens += ids.len().min(room).saturating_sub(backoff);
+                continue;
+            }
+        }
+        let logits = model.forward(&tokens[cache.len()..], &mut cache)?;
+        stats.forward_passes += 1;
+        model.device().flush().map_err(|e| ModelError::Backend(format!("flush: {e:?}")))?;
+        let t0 = clock();
+        mask.fill(0);
+        constraint.fill_mask(&mut mask)?;
+        stats.mask_us.push((clock() - t0) * 1000.0);
+        let token = config.picker.pick(logits, &mask, vocab, &config.sampling, step).await?;
+        step += 1;
+        jumped = false;
+        constraint.accept_token(token)?;
+        tokens.push(token);
+        if token == tokenizer.eos() {
+            break StopReason::EndOfSequence;
+        }
+    };
+    let completion = tokens.split_off(prompt.len());
+    stats.completion_tokens = completion.len();
+    let text_ids: Vec<u32> = completion.iter().copied().filter(|&t| t != tokenizer.eos()).collect();
+    let text = tokenizer.decode(&text_ids)?;
+    stats.elapsed_ms = clock() - start;
+    Ok(Generation { tokens: completion, text, stop, stats })
+}
+
+/// Canonical tokens for the last one or two `generated` tokens followed by `forced`: returns how
+/// many tokens to back off and the tokens that replace them, preferring the longest back-off
+/// whose bytes re-tokenize exactly (no special tokens, valid UTF-8). `None` when none does.
+fn retokenize(tokenizer: &Tokenizer, generated: &[u32], forced: &[u8]) -> Result<Option<(usize, Vec<u32>)>, ModelError> {
+    for backoff in (0..=generated.len().min(2)).rev() {
+        let tail = &generated[generated.len() - backoff..];
+        if tail.iter().any(|&t| tokenizer.is_special(t)) {
+            continue;
+        }
+        let mut bytes: Vec<u8> = tail.iter().flat_map(|&t| tokenizer.token_bytes(t).iter().copied()).collect();
+        bytes.extend_from_slice(forced);
+        if let Some(ids) = tokenizer.encode_exact(&bytes)?
+            && !ids.is_empty()
+        {
+            return Ok(Some((backoff, ids)));
+        }
+    }
+    Ok(None)
+}

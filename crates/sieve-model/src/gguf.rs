@@ -1,0 +1,375 @@
+//! A small, validating GGUF reader.
+//!
+//! GGUF (version 2 and 3) is a header, a list of typed metadata key/values, a list of tensor
+//! descriptors and an aligned data section. [`Gguf::parse`] reads the header from a byte slice and
+//! checks every length, count, offset and size against the slice before using it; tensors are
+//! dequantized on demand with [`Gguf::tensor_f32`]. Nothing here panics on malformed input.
+
+use std::collections::BTreeMap;
+
+use half::f16;
+
+use crate::error::ModelError;
+
+const MAGIC: &[u8; 4] = b"GGUF";
+/// Upper bounds that keep a hostile header from asking for unbounded work or memory.
+const MAX_TENSORS: u64 = 1 << 16;
+const MAX_METADATA: u64 = 1 << 16;
+const MAX_DIMS: u32 = 4;
+const MAX_NESTING: u32 = 4;
+
+/// A metadata value.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Value {
+    U8(u8),
+    I8(i8),
+    U16(u16),
+    I16(i16),
+    U32(u32),
+    I32(i32),
+    U64(u64),
+    I64(i64),
+    F32(f32),
+    F64(f64),
+    Bool(bool),
+    String(String),
+    Array(Vec<Value>),
+}
+
+impl Value {
+    /// The value as an unsigned integer, when it is a non-negative integer of any width.
+    pub fn as_u64(&self) -> Option<u64> {
+        match *self {
+            Self::U8(v) => Some(v.into()),
+            Self::U16(v) => Some(v.into()),
+            Self::U32(v) => Some(v.into()),
+            Self::U64(v) => Some(v),
+            Self::I8(v) => u64::try_from(v).ok(),
+            Self::I16(v) => u64::try_from(v).ok(),
+            Self::I32(v) => u64::try_from(v).ok(),
+            Self::I64(v) => u64::try_from(v).ok(),
+            _ => None,
+        }
+    }
+
+    /// The value as a float, when it is a float or an integer.
+    pub fn as_f64(&self) -> Option<f64> {
+        match *self {
+            Self::F32(v) => Some(v.into()),
+            Self::F64(v) => Some(v),
+            _ => self.as_u64().map(|v| v as f64),
+        }
+    }
+}
+
+/// The element types this reader can dequantize (GGML type ids in brackets).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TensorType {
+    /// [0] little-endian f32.
+    F32,
+    /// [1] little-endian f16.
+    F16,
+    /// [3] blocks of 32: f16 scale `d`, f16 minimum `m`, 16 bytes of 4-bit `q`; `x = d * q + m`.
+    Q4_1,
+    /// [8] blocks of 32: f16 scale `d`, 32 signed bytes `q`; `x = d * q`.
+    Q8_0,
+}
+
+impl TensorType {
+    fn from_id(id: u32) -> Option<Self> {
+        match id {
+            0 => Some(Self::F32),
+            1 => Some(Self::F16),
+            3 => Some(Self::Q4_1),
+            8 => Some(Self::Q8_0),
+            _ => None,
+        }
+    }
+
+    /// (elements per block, bytes per block).
+    fn block(self) -> (u64, u64) {
+        match self {
+            Self::F32 => (1, 4),
+            Self::F16 => (1, 2),
+            Self::Q4_1 => (32, 20),
+            Self::Q8_0 => (32, 34),
+        }
+    }
+}
+
+/// One tensor descriptor.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TensorInfo {
+    pub name: String,
+    /// Row-major shape, outermost first (GGUF stores it innermost first; this is reversed).
+    pub shape: Vec<usize>,
+    pub ty: TensorType,
+    /// Absolute byte range of the data in the file, checked to lie inside it.
+    pub start: usize,
+    pub len: usize,
+}
+
+/// A parsed GGUF file borrowing its bytes.
+#[derive(Debug)]
+pub struct Gguf<'a> {
+    bytes: &'a [u8],
+    pub metadata: BTreeMap<String, Value>,
+    pub tensors: BTreeMap<String, TensorInfo>,
+}
+
+struct Reader<'a> {
+    bytes: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn err(&self, message: impl Into<String>) -> ModelError {
+        ModelError::Gguf { offset: self.pos as u64, message: message.into() }
+    }
+
+    fn take(&mut self, n: u64) -> Result<&'a [u8], ModelError> {
+        let n = usize::try_from(n).map_err(|_| self.err("length does not fit in memory"))?;
+        let end = self.pos.checked_add(n).filter(|&e| e <= self.bytes.len());
+        let end = end.ok_or_else(|| self.err(format!("{n} bytes wanted, file ends first")))?;
+        let s = &self.bytes[self.pos..end];
+        self.pos = end;
+        Ok(s)
+    }
+
+    fn array<const N: usize>(&mut self) -> Result<[u8; N], ModelError> {
+        let s = self.take(N as u64)?;
+        let mut a = [0u8; N];
+        a.copy_from_slice(s);
+        Ok(a)
+    }
+
+    fn u32(&mut self) -> Result<u32, ModelError> {
+        Ok(u32::from_le_bytes(self.array()?))
+    }
+
+    fn u64(&mut self) -> Result<u64, ModelError> {
+        Ok(u64::from_le_bytes(self.array()?))
+    }
+
+    fn string(&mut self) -> Result<String, ModelError> {
+        let n = self.u64()?;
+        let at = self.pos;
+        let s = self.take(n)?;
+        String::from_utf8(s.to_vec())
+            .map_err(|_| ModelError::Gguf { offset: at as u64, message: "string is not UTF-8".into() })
+    }
+
+    fn remaining(&self) -> u64 {
+        (self.bytes.len() - self.pos) as u64
+    }
+
+    fn value(&mut self, ty: u32, depth: u32) -> Result<Value, ModelError> {
+        Ok(match ty {
+            0 => Value::U8(u8::from_le_bytes(self.array()?)),
+            1 => Value::I8(i8::from_le_bytes(self.array()?)),
+            2 => Value::U16(u16::from_le_bytes(self.array()?)),
+            3 => Value::I16(i16::from_le_bytes(self.array()?)),
+            4 => Value::U32(self.u32()?),
+            5 => Value::I32(i32::from_le_bytes(self.array()?)),
+            6 => Value::F32(f32::from_le_bytes(self.array()?)),
+            7 => match self.array::<1>()?[0] {
+                0 => Value::Bool(false),
+                1 => Value::Bool(true),
+                b => return Err(self.err(format!("bool byte {b}"))),
+            },
+            8 => Value::String(self.string()?),
+            9 => {
+                if depth >= MAX_NESTING {
+                    return Err(self.err("arrays nested too deep"));
+                }
+                let elem = self.u32()?;
+                let count = self.u64()?;
+                // Every element takes at least one byte, so a count past the remaining bytes is a lie.
+                if count > self.remaining() {
+                    return Err(self.err(format!("array of {count} elements overruns the file")));
+                }
+                let mut v = Vec::with_capacity(count as usize);
+                for _ in 0..count {
+                    v.push(self.value(elem, depth + 1)?);
+                }
+                Value::Array(v)
+            }
+            10 => Value::U64(self.u64()?),
+            11 => Value::I64(i64::from_le_bytes(self.array()?)),
+            12 => Value::F64(f64::from_le_bytes(self.array()?)),
+            t => return Err(self.err(format!("unknown metadata value type {t}"))),
+        })
+    }
+}
+
+impl<'a> Gguf<'a> {
+    /// Parses the header, metadata and tensor table of a GGUF file, validating every tensor's
+    /// byte range against `bytes`.
+    pub fn parse(bytes: &'a [u8]) -> Result<Self, ModelError> {
+        let mut r = Reader { bytes, pos: 0 };
+        if r.take(4)? != MAGIC {
+            return Err(ModelError::Gguf { offset: 0, message: "not a GGUF file (bad magic)".into() });
+        }
+        let version = r.u32()?;
+        if !(2..=3).contains(&version) {
+            return Err(r.err(format!("unsupported GGUF version {version}")));
+        }
+        let n_tensors = r.u64()?;
+        let n_metadata = r.u64()?;
+        if n_tensors > MAX_TENSORS || n_metadata > MAX_METADATA {
+            return Err(r.err(format!("{n_tensors} tensors / {n_metadata} metadata entries is too many")));
+        }
+        let mut metadata = BTreeMap::new();
+        for _ in 0..n_metadata {
+            let key = r.string()?;
+            let ty = r.u32()?;
+            let value = r.value(ty, 0)?;
+            if metadata.insert(key.clone(), value).is_some() {
+                return Err(r.err(format!("duplicate metadata key `{key}`")));
+            }
+        }
+        let mut raw = Vec::with_capacity(n_tensors as usize);
+        for _ in 0..n_tensors {
+            let name = r.string()?;
+            let n_dims = r.u32()?;
+            if n_dims == 0 || n_dims > MAX_DIMS {
+                return Err(r.err(format!("tensor `{name}` has {n_dims} dimensions")));
+            }
+            let mut dims = Vec::with_capacity(n_dims as usize);
+            for _ in 0..n_dims {
+                dims.push(r.u64()?);
+            }
+            let ty_id = r.u32()?;
+            let offset = r.u64()?;
+            raw.push((name, dims, ty_id, offset, r.pos));
+        }
+        let alignment = match metadata.get("general.alignment") {
+            None => 32,
+            Some(v) => v.as_u64().filter(|a| a.is_power_of_two()).ok_or_else(|| ModelError::Metadata {
+                key: "general.alignment".into(),
+                message: "must be a power of two".into(),
+            })?,
+        };
+        let data_start = (r.pos as u64).div_ceil(alignment) * alignment;
+        let mut tensors = BTreeMap::new();
+        for (name, dims, ty_id, offset, pos) in raw {
+            let terr = |message: String| ModelError::Tensor { name: name.clone(), message };
+            let ty = TensorType::from_id(ty_id)
+                .ok_or_else(|| terr(format!("GGML type {ty_id} is not supported (F32, F16, Q4_1, Q8_0 are)")))?;
+            let n = dims
+                .iter()
+                .try_fold(1u64, |acc, &d| acc.checked_mul(d))
+                .ok_or_else(|| terr("element count overflows".into()))?;
+            let (block_elems, block_bytes) = ty.block();
+            if dims[0] % block_elems != 0 {
+                return Err(terr(format!("row length {} is not a multiple of the block size {block_elems}", dims[0])));
+            }
+            let len = (n / block_elems).checked_mul(block_bytes);
+            let start = data_start.checked_add(offset);
+            let end = start.zip(len).and_then(|(s, l)| s.checked_add(l));
+            let (Some(start), Some(len), Some(end)) = (start, len, end) else {
+                return Err(ModelError::Gguf { offset: pos as u64, message: format!("tensor `{name}` range overflows") });
+            };
+            if end > bytes.len() as u64 || offset % alignment != 0 {
+                return Err(ModelError::Gguf {
+                    offset: pos as u64,
+                    message: format!("tensor `{name}` data [{start}, {end}) is misaligned or past the end ({} bytes)", bytes.len()),
+                });
+            }
+            let shape = dims.iter().rev().map(|&d| d as usize).collect();
+            let info = TensorInfo { name: name.clone(), shape, ty, start: start as usize, len: len as usize };
+            if tensors.insert(name.clone(), info).is_some() {
+                return Err(terr("duplicate tensor name".into()));
+            }
+        }
+        Ok(Self { bytes, metadata, tensors })
+    }
+
+    /// A metadata value, or an error naming the missing key.
+    pub fn get(&self, key: &str) -> Result<&Value, ModelError> {
+        self.metadata
+            .get(key)
+            .ok_or_else(|| ModelError::Metadata { key: key.into(), message: "missing".into() })
+    }
+
+    /// An integer metadata value.
+    pub fn get_u64(&self, key: &str) -> Result<u64, ModelError> {
+        self.get(key)?
+            .as_u64()
+            .ok_or_else(|| ModelError::Metadata { key: key.into(), message: "not a non-negative integer".into() })
+    }
+
+    /// A float metadata value.
+    pub fn get_f64(&self, key: &str) -> Result<f64, ModelError> {
+        self.get(key)?
+            .as_f64()
+            .ok_or_else(|| ModelError::Metadata { key: key.into(), message: "not a number".into() })
+    }
+
+    /// A string metadata value.
+    pub fn get_str(&self, key: &str) -> Result<&str, ModelError> {
+        match self.get(key)? {
+            Value::String(s) => Ok(s),
+            _ => Err(ModelError::Metadata { key: key.into(), message: "not a string".into() }),
+        }
+    }
+
+    /// An array metadata value.
+    pub fn get_array(&self, key: &str) -> Result<&[Value], ModelError> {
+        match self.get(key)? {
+            Value::Array(v) => Ok(v),
+            _ => Err(ModelError::Metadata { key: key.into(), message: "not an array".into() }),
+        }
+    }
+
+    /// A tensor's descriptor, checked to have `shape` (outermost first).
+    pub fn tensor(&self, name: &str, shape: &[usize]) -> Result<&TensorInfo, ModelError> {
+        let info = self
+            .tensors
+            .get(name)
+            .ok_or_else(|| ModelError::Tensor { name: name.into(), message: "missing".into() })?;
+        if info.shape != shape {
+            return Err(ModelError::Tensor {
+                name: name.into(),
+                message: format!("shape {:?}, expected {shape:?}", info.shape),
+            });
+        }
+        Ok(info)
+    }
+
+    /// A tensor dequantized to f32 in row-major order, checked to have `shape`.
+    pub fn tensor_f32(&self, name: &str, shape: &[usize]) -> Result<Vec<f32>, ModelError> {
+        let info = self.tensor(name, shape)?;
+        Ok(dequantize(info.ty, &self.bytes[info.start..info.start + info.len]))
+    }
+}
+
+/// Dequantizes whole blocks of `ty` to f32. `data.len()` must be a multiple of the block size
+/// (trailing bytes of a partial block are ignored).
+pub fn dequantize(ty: TensorType, data: &[u8]) -> Vec<f32> {
+    let f16_at = |b: &[u8], i: usize| f16::from_le_bytes([b[i], b[i + 1]]).to_f32();
+    match ty {
+        TensorType::F32 => data.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect(),
+        TensorType::F16 => data.chunks_exact(2).map(|c| f16_at(c, 0)).collect(),
+        TensorType::Q4_1 => {
+            let mut out = Vec::with_capacity(data.len() / 20 * 32);
+            for block in data.chunks_exact(20) {
+                let (d, m) = (f16_at(block, 0), f16_at(block, 2));
+                let qs = &block[4..20];
+                // Low nibbles hold elements 0..16, high nibbles 16..32.
+                out.extend(qs.iter().map(|&q| d * f32::from(q & 0x0f) + m));
+                out.extend(qs.iter().map(|&q| d * f32::from(q >> 4) + m));
+            }
+            out
+        }
+        TensorType::Q8_0 => {
+            let mut out = Vec::with_capacity(data.len() / 34 * 32);
+            for block in data.chunks_exact(34) {
+                let d = f16_at(block, 0);
+                out.extend(block[2..34].iter().map(|&q| d * f32::from(q as i8)));
+            }
+            out
+        }
+    }
+}
+

@@ -1,0 +1,442 @@
+//! The Llama architecture as SmolLM2 uses it, on any burn device.
+//!
+//! Pre-norm decoder blocks (RMSNorm, grouped-query attention with interleaved RoPE, SiLU-gated
+//! MLP), a final RMSNorm and an output head tied to the token embedding. [`Llama::forward`] runs
+//! any number of new tokens in one pass against a [`KvCache`] and returns the logits of the last
+//! one, so a prompt or a forced continuation is prefilled in one call.
+//!
+//! # Weight layout
+//!
+//! Projections are kept as `[in, out]` matrices so that `x.matmul(w)` applies them; Q, K and V
+//! are fused into one matrix, gate and up into another, to halve the matmul launches per layer.
+//!
+//! | GGUF tensor                | GGUF shape (outer first) | field                                 |
+//! |----------------------------|--------------------------|---------------------------------------|
+//! | `token_embd.weight`        | `[V, D]`                 | `embed` (and the output head if tied) |
+//! | `blk.{i}.attn_norm.weight` | `[D]`                    | `layers[i].attn_norm`                 |
+//! | `blk.{i}.attn_q.weight`    | `[H*hd, D]`              | `layers[i].wqkv[:, 0..H*hd]`          |
+//! | `blk.{i}.attn_k.weight`    | `[Hkv*hd, D]`            | `layers[i].wqkv[:, H*hd..+Hkv*hd]`    |
+//! | `blk.{i}.attn_v.weight`    | `[Hkv*hd, D]`            | `layers[i].wqkv[:, ..last Hkv*hd]`    |
+//! | `blk.{i}.attn_output.weight` | `[D, H*hd]`            | `layers[i].wo`                        |
+//! | `blk.{i}.ffn_norm.weight`  | `[D]`                    | `layers[i].ffn_norm`                  |
+//! | `blk.{i}.ffn_gate.weight`  | `[F, D]`                 | `layers[i].w_gate_up[:, 0..F]`        |
+//! | `blk.{i}.ffn_up.weight`    | `[F, D]`                 | `layers[i].w_gate_up[:, F..2F]`       |
+//! | `blk.{i}.ffn_down.weight`  | `[D, F]`                 | `layers[i].w_down`                    |
+//! | `output_norm.weight`       | `[D]`                    | `norm`                                |
+//! | `output.weight` (optional) | `[V, D]`                 | `head` (absent: tied to `embed`)      |
+//!
+//! The GGUF stores Q and K rows in llama.cpp's order, in which RoPE rotates adjacent pairs
+//! `(2i, 2i+1)` of each head: that is the rotation applied here, so no permutation is needed.
+
+use burn::tensor::{Device, Int, Tensor, TensorData, activation};
+
+use crate::error::ModelError;
+use crate::gguf::Gguf;
+
+/// Hyper-parameters of a Llama-architecture model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LlamaConfig {
+    /// Logits width `V` (token ids `0..V`).
+    pub vocab: usize,
+    /// Residual width `D`.
+    pub hidden: usize,
+    pub layers: usize,
+    /// Query heads `H`.
+    pub heads: usize,
+    /// Key/value heads `Hkv`; `H` must be a multiple of it.
+    pub kv_heads: usize,
+    /// MLP width `F`.
+    pub ffn: usize,
+    pub rms_eps: f32,
+    pub rope_theta: f32,
+    /// Longest sequence the KV cache and RoPE tables accept.
+    pub max_seq: usize,
+}
+
+impl LlamaConfig {
+    /// SmolLM2-135M's shape with a context of `max_seq` tokens.
+    pub fn smollm2_135m(max_seq: usize) -> Self {
+        Self {
+            vocab: 49152,
+            hidden: 576,
+            layers: 30,
+            heads: 9,
+            kv_heads: 3,
+            ffn: 1536,
+            rms_eps: 1e-5,
+            rope_theta: 1e5,
+            max_seq,
+        }
+    }
+
+    /// A small model of the same architecture for tests: 2 layers, 4/2 heads of width 8.
+    pub fn tiny(vocab: usize) -> Self {
+        Self { vocab, hidden: 32, layers: 2, heads: 4, kv_heads: 2, ffn: 48, rms_eps: 1e-5, rope_theta: 1e4, max_seq: 256 }
+    }
+
+    /// Reads the `llama.*` metadata of a GGUF; the context is capped at `max_seq`.
+    pub fn from_gguf(gguf: &Gguf<'_>, max_seq: usize) -> Result<Self, ModelError> {
+        let arch = gguf.get_str("general.architecture")?;
+        if arch != "llama" {
+            return Err(ModelError::Metadata { key: "general.architecture".into(), message: format!("`{arch}` is not llama") });
+        }
+        let int = |k: &str| -> Result<usize, ModelError> {
+            let v = gguf.get_u64(k)?;
+            usize::try_from(v).ok().filter(|&v| v > 0 && v <= 1 << 24).ok_or_else(|| ModelError::Metadata {
+                key: k.into(),
+                message: format!("{v} is out of range"),
+            })
+        };
+        let vocab = match gguf.get_u64("llama.vocab_size") {
+            Ok(_) => int("llama.vocab_size")?,
+            Err(_) => gguf.get_array("tokenizer.ggml.tokens")?.len(),
+        };
+        let config = Self {
+            vocab,
+            hidden: int("llama.embedding_length")?,
+            layers: int("llama.block_count")?,
+            heads: int("llama.attention.head_count")?,
+            kv_heads: int("llama.attention.head_count_kv")?,
+            ffn: int("llama.feed_forward_length")?,
+            rms_eps: gguf.get_f64("llama.attention.layer_norm_rms_epsilon")? as f32,
+            rope_theta: gguf.get_f64("llama.rope.freq_base").unwrap_or(1e4) as f32,
+            max_seq: max_seq.min(int("llama.context_length")?),
+        };
+        config.validate()?;
+        if let Ok(dim) = gguf.get_u64("llama.rope.dimension_count")
+            && dim as usize != config.head_dim()
+        {
+            return Err(ModelError::Metadata {
+                key: "llama.rope.dimension_count".into(),
+                message: format!("partial rotary ({dim} of {}) is not supported", config.head_dim()),
+            });
+        }
+        Ok(config)
+    }
+
+    /// Width of one attention head.
+    pub fn head_dim(&self) -> usize {
+        self.hidden / self.heads
+    }
+
+    fn validate(&self) -> Result<(), ModelError> {
+        let ok = self.heads > 0
+            && self.kv_heads > 0
+            && self.hidden % self.heads == 0
+            && self.heads % self.kv_heads == 0
+            && self.head_dim() % 2 == 0
+            && self.max_seq > 0
+            && self.vocab > 0
+            && self.vocab <= i32::MAX as usize;
+        if ok {
+            Ok(())
+        } else {
+            Err(ModelError::Input(format!("inconsistent model shape {self:?}")))
+        }
+    }
+}
+
+struct Layer {
+    attn_norm: Tensor<1>,
+    /// `[D, (H + 2 Hkv) hd]`
+    wqkv: Tensor<2>,
+    /// `[H hd, D]`
+    wo: Tensor<2>,
+    ffn_norm: Tensor<1>,
+    /// `[D, 2F]`
+    w_gate_up: Tensor<2>,
+    /// `[F, D]`
+    w_down: Tensor<2>,
+}
+
+/// A Llama-architecture decoder with its weights on one device.
+pub struct Llama {
+    config: LlamaConfig,
+    device: Device,
+    /// `[V, D]`
+    embed: Tensor<2>,
+    /// `[V, D]`, when not tied to `embed`.
+    head: Option<Tensor<2>>,
+    layers: Vec<Layer>,
+    norm: Tensor<1>,
+    /// `[max_seq, hd/2]` cosines and sines of the rotary angles.
+    cos: Tensor<2>,
+    sin: Tensor<2>,
+}
+
+/// The keys and values of the tokens seen so far, per layer (`[Hkv, len, hd]` each).
+pub struct KvCache {
+    layers: Vec<Option<(Tensor<3>, Tensor<3>)>>,
+    len: usize,
+}
+
+impl KvCache {
+    /// An empty cache for `model`.
+    pub fn new(model: &Llama) -> Self {
+        Self { layers: (0..model.config.layers).map(|_| None).collect(), len: 0 }
+    }
+
+    /// Number of cached positions.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether no position is cached.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Forgets every position from `len` on (to re-tokenize the end of a sequence).
+    pub fn truncate(&mut self, len: usize) {
+        if len >= self.len {
+            return;
+        }
+        for entry in &mut self.layers {
+            *entry = match entry.take() {
+                Some((k, v)) if len > 0 => Some((k.narrow(1, 0, len), v.narrow(1, 0, len))),
+                _ => None,
+            };
+        }
+        self.len = len;
+    }
+}
+
+/// Row-major `[rows, cols]` to `[cols, rows]`.
+fn transpose(data: &[f32], rows: usize, cols: usize) -> Vec<f32> {
+    let mut out = vec![0.0; data.len()];
+    for (r, row) in data.chunks_exact(cols).enumerate() {
+        for (c, &x) in row.iter().enumerate() {
+            out[c * rows + r] = x;
+        }
+    }
+    out
+}
+
+/// Several `[rows_i, cols]` matrices stacked on rows, then transposed: `[cols, sum rows_i]`.
+fn stack_transposed(parts: &[Vec<f32>], cols: usize) -> (Vec<f32>, usize) {
+    let stacked: Vec<f32> = parts.concat();
+    let rows = stacked.len() / cols;
+    (transpose(&stacked, rows, cols), rows)
+}
+
+/// Deterministic weights in `[-scale, scale)` from a SplitMix64 stream.
+fn random_weights(state: &mut u64, n: usize, scale: f32) -> Vec<f32> {
+    (0..n)
+        .map(|_| {
+            *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = *state;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            z ^= z >> 31;
+            ((z >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0) * scale
+        })
+        .collect()
+}
+
+impl Llama {
+    /// Loads the weights of a llama GGUF onto `device`, dequantized to f32.
+    pub fn from_gguf(gguf: &Gguf<'_>, config: LlamaConfig, device: &Device) -> Result<Self, ModelError> {
+        config.validate()?;
+        let (d, hd, f) = (config.hidden, config.head_dim(), config.ffn);
+        let (qd, kd) = (config.heads * hd, config.kv_heads * hd);
+        let get = |name: &str, shape: &[usize]| gguf.tensor_f32(name, shape);
+        let mut layers = Vec::with_capacity(config.layers);
+        for i in 0..config.layers {
+            let p = |s: &str| format!("blk.{i}.{s}.weight");
+            let qkv = [get(&p("attn_q"), &[qd, d])?, get(&p("attn_k"), &[kd, d])?, get(&p("attn_v"), &[kd, d])?];
+            let gate_up = [get(&p("ffn_gate"), &[f, d])?, get(&p("ffn_up"), &[f, d])?];
+            layers.push(LayerData {
+                attn_norm: get(&p("attn_norm"), &[d])?,
+                wqkv: stack_transposed(&qkv, d).0,
+                wo: transpose(&get(&p("attn_output"), &[d, qd])?, d, qd),
+                ffn_norm: get(&p("ffn_norm"), &[d])?,
+                w_gate_up: stack_transposed(&gate_up, d).0,
+                w_down: transpose(&get(&p("ffn_down"), &[d, f])?, d, f),
+            });
+        }
+        let embed = get("token_embd.weight", &[config.vocab, d])?;
+        let head = match gguf.tensors.contains_key("output.weight") {
+            true => Some(get("output.weight", &[config.vocab, d])?),
+            false => None,
+        };
+        let norm = get("output_norm.weight", &[d])?;
+        Ok(Self::from_data(config, embed, head, layers, norm, device))
+    }
+
+    /// A model with deterministic random weights drawn from `seed`, for tests.
+    pub fn random(config: LlamaConfig, seed: u64, device: &Device) -> Result<Self, ModelError> {
+        config.validate()?;
+        let (d, hd, f) = (config.hidden, config.head_dim(), config.ffn);
+        let qkv_width = (config.heads + 2 * config.kv_heads) * hd;
+        let mut s = seed;
+        let w = 1.0 / (d as f32).sqrt();
+        let layers = (0..config.layers)
+            .map(|_| LayerData {
+                attn_norm: random_weights(&mut s, d, 0.2).iter().map(|x| 1.0 + x).collect(),
+                wqkv: random_weights(&mut s, d * qkv_width, w),
+                wo: random_weights(&mut s, config.heads * hd * d, w),
+                ffn_norm: random_weights(&mut s, d, 0.2).iter().map(|x| 1.0 + x).collect(),
+                w_gate_up: random_weights(&mut s, d * 2 * f, w),
+                w_down: random_weights(&mut s, f * d, 1.0 / (f as f32).sqrt()),
+            })
+            .collect();
+        let embed = random_weights(&mut s, config.vocab * d, 0.1);
+        let norm = vec![1.0; d];
+        Ok(Self::from_data(config, embed, None, layers, norm, device))
+    }
+
+    fn from_data(
+        config: LlamaConfig,
+        embed: Vec<f32>,
+        head: Option<Vec<f32>>,
+        layers: Vec<LayerData>,
+        norm: Vec<f32>,
+        device: &Device,
+    ) -> Self {
+        let (d, hd, f) = (config.hidden, config.head_dim(), config.ffn);
+        let qkv_width = (config.heads + 2 * config.kv_heads) * hd;
+        let t1 = |v: Vec<f32>| Tensor::<1>::from_data(TensorData::new(v, [d]), device);
+        let t2 = |v: Vec<f32>, r: usize, c: usize| Tensor::<2>::from_data(TensorData::new(v, [r, c]), device);
+        let layers = layers
+            .into_iter()
+            .map(|l| Layer {
+                attn_norm: t1(l.attn_norm),
+                wqkv: t2(l.wqkv, d, qkv_width),
+                wo: t2(l.wo, config.heads * hd, d),
+                ffn_norm: t1(l.ffn_norm),
+                w_gate_up: t2(l.w_gate_up, d, 2 * f),
+                w_down: t2(l.w_down, f, d),
+            })
+            .collect();
+        let half = hd / 2;
+        let mut cos = Vec::with_capacity(config.max_seq * half);
+        let mut sin = Vec::with_capacity(config.max_seq * half);
+        for pos in 0..config.max_seq {
+            for i in 0..half {
+                let freq = (config.rope_theta as f64).powf(-((2 * i) as f64) / hd as f64);
+                let angle = pos as f64 * freq;
+                cos.push(angle.cos() as f32);
+                sin.push(angle.sin() as f32);
+            }
+        }
+        Self {
+            embed: t2(embed, config.vocab, d),
+            head: head.map(|h| t2(h, config.vocab, d)),
+            layers,
+            norm: t1(norm),
+            cos: t2(cos, config.max_seq, half),
+            sin: t2(sin, config.max_seq, half),
+            device: device.clone(),
+            config,
+        }
+    }
+
+    /// The model's hyper-parameters.
+    pub fn config(&self) -> &LlamaConfig {
+        &self.config
+    }
+
+    /// The device holding the weights.
+    pub fn device(&self) -> &Device {
+        &self.device
+    }
+
+    /// Runs `tokens` (one or many) after the positions in `cache`, appends their keys and values
+    /// to it, and returns the logits of the last token.
+    ///
+    /// # Shapes
+    /// - output: `[1, V]`
+    pub fn forward(&self, tokens: &[u32], cache: &mut KvCache) -> Result<Tensor<2>, ModelError> {
+        let c = &self.config;
+        let n = tokens.len();
+        if n == 0 {
+            return Err(ModelError::Input("no tokens to run".into()));
+        }
+        if let Some(&bad) = tokens.iter().find(|&&t| t as usize >= c.vocab) {
+            return Err(ModelError::Input(format!("token id {bad} is past the vocabulary ({})", c.vocab)));
+        }
+        let start = cache.len;
+        if start + n > c.max_seq {
+            return Err(ModelError::Input(format!("{} positions exceed the context of {}", start + n, c.max_seq)));
+        }
+        if cache.layers.len() != c.layers {
+            return Err(ModelError::Input("KV cache belongs to a different model".into()));
+        }
+        let (hd, h, hkv) = (c.head_dim(), c.heads, c.kv_heads);
+        let group = h / hkv;
+        let total = start + n;
+        let ids: Vec<i32> = tokens.iter().map(|&t| t as i32).collect();
+        let ids = Tensor::<1, Int>::from_data(TensorData::new(ids, [n]), &self.device);
+        let mut x = self.embed.clone().select(0, ids);
+        let cos = self.cos.clone().narrow(0, start, n).reshape([1, n, hd / 2, 1]);
+        let sin = self.sin.clone().narrow(0, start, n).reshape([1, n, hd / 2, 1]);
+        // Additive causal mask over `[group * n, total]` rows (query i sees keys <= start + i).
+        let mask = (n > 1).then(|| {
+            let mut m = Vec::with_capacity(group * n * total);
+            for _ in 0..group {
+                for i in 0..n {
+                    m.extend((0..total).map(|j| if j <= start + i { 0.0f32 } else { f32::NEG_INFINITY }));
+                }
+            }
+            Tensor::<3>::from_data(TensorData::new(m, [1, group * n, total]), &self.device)
+        });
+        let scale = 1.0 / (hd as f32).sqrt();
+        for (layer, entry) in self.layers.iter().zip(&mut cache.layers) {
+            let qkv = rms_norm(x.clone(), &layer.attn_norm, c.rms_eps).matmul(layer.wqkv.clone());
+            let heads = |from: usize, count: usize| {
+                qkv.clone().narrow(1, from * hd, count * hd).reshape([n, count, hd]).swap_dims(0, 1)
+            };
+            let q = rope(heads(0, h), &cos, &sin);
+            let k = rope(heads(h, hkv), &cos, &sin);
+            let v = heads(h + hkv, hkv);
+            let (k, v) = match entry.take() {
+                Some((pk, pv)) => (Tensor::cat(vec![pk, k], 1), Tensor::cat(vec![pv, v], 1)),
+                None => (k, v),
+            };
+            *entry = Some((k.clone(), v.clone()));
+            // Query heads sharing a key/value head are stacked as rows: [Hkv, group * n, hd].
+            let q = q.reshape([hkv, group * n, hd]);
+            let mut scores = q.matmul(k.swap_dims(1, 2)).mul_scalar(scale);
+            if let Some(mask) = &mask {
+                scores = scores + mask.clone();
+            }
+            let att = activation::softmax(scores, 2).matmul(v);
+            let att = att.reshape([h, n, hd]).swap_dims(0, 1).reshape([n, h * hd]);
+            x = x + att.matmul(layer.wo.clone());
+            let gu = rms_norm(x.clone(), &layer.ffn_norm, c.rms_eps).matmul(layer.w_gate_up.clone());
+            let act = activation::silu(gu.clone().narrow(1, 0, c.ffn)) * gu.narrow(1, c.ffn, c.ffn);
+            x = x + act.matmul(layer.w_down.clone());
+        }
+        cache.len = total;
+        let last = rms_norm(x.narrow(0, n - 1, 1), &self.norm, c.rms_eps);
+        let head = self.head.as_ref().unwrap_or(&self.embed);
+        Ok(last.matmul(head.clone().transpose()))
+    }
+}
+
+struct LayerData {
+    attn_norm: Vec<f32>,
+    wqkv: Vec<f32>,
+    wo: Vec<f32>,
+    ffn_norm: Vec<f32>,
+    w_gate_up: Vec<f32>,
+    w_down: Vec<f32>,
+}
+
+/// `x / sqrt(mean(x^2) + eps) * w` over the last dimension of `[n, D]`.
+fn rms_norm(x: Tensor<2>, w: &Tensor<1>, eps: f32) -> Tensor<2> {
+    let inv = x.clone().powi_scalar(2).mean_dim(1).add_scalar(eps).sqrt().recip();
+    x * inv * w.clone().unsqueeze::<2>()
+}
+
+/// Rotates adjacent pairs `(2i, 2i+1)` of each head of `[heads, n, hd]` by the position angles
+/// (`cos`/`sin`: `[1, n, hd/2, 1]`).
+fn rope(x: Tensor<3>, cos: &Tensor<4>, sin: &Tensor<4>) -> Tensor<3> {
+    let [heads, n, hd] = x.dims();
+    let x = x.reshape([heads, n, hd / 2, 2]);
+    let x0 = x.clone().narrow(3, 0, 1);
+    let x1 = x.narrow(3, 1, 1);
+    let r0 = x0.clone() * cos.clone() - x1.clone() * sin.clone();
+    let r1 = x0 * sin.clone() + x1 * cos.clone();
+    Tensor::cat(vec![r0, r1], 3).reshape([heads, n, hd])
+}

@@ -1,0 +1,211 @@
+//! The tokenizer, rebuilt from a GGUF file's metadata.
+//!
+//! A GGUF carries the vocabulary (`tokenizer.ggml.tokens`), their kinds (`token_type`), the BPE
+//! merges and the pre-tokenizer's name (`tokenizer.ggml.pre`). [`tokenizer_json`] turns them into
+//! a Hugging Face `tokenizer.json` text, which both the `tokenizers` crate (here) and sieve-core's
+//! vocabulary read, so the model and the constraint engine see the same token strings.
+
+use serde_json::{Value as Json, json};
+
+use crate::error::ModelError;
+use crate::gguf::{Gguf, Value};
+
+/// GGUF token kinds (`tokenizer.ggml.token_type`) that are added tokens, matched whole in text.
+const CONTROL: u64 = 3;
+const USER_DEFINED: u64 = 4;
+
+/// Builds a `tokenizer.json` text for a byte-level BPE (`tokenizer.ggml.model = "gpt2"`) GGUF.
+///
+/// Control and user-defined tokens become special added tokens. The pre-tokenizer follows
+/// `tokenizer.ggml.pre`: `smollm` splits digits one by one before the byte-level regex,
+/// `gpt2`/`default` use the byte-level regex alone; any other name is an error, since a
+/// different split would tokenize differently from the model's training.
+pub fn tokenizer_json(gguf: &Gguf<'_>) -> Result<String, ModelError> {
+    let model = gguf.get_str("tokenizer.ggml.model")?;
+    if model != "gpt2" {
+        return Err(ModelError::Tokenizer(format!("tokenizer model `{model}` is not supported (byte-level BPE `gpt2` is)")));
+    }
+    let tokens = gguf.get_array("tokenizer.ggml.tokens")?;
+    let types = gguf.get_array("tokenizer.ggml.token_type")?;
+    let merges = gguf.get_array("tokenizer.ggml.merges")?;
+    if types.len() != tokens.len() {
+        return Err(ModelError::Tokenizer(format!("{} token types for {} tokens", types.len(), tokens.len())));
+    }
+    let mut vocab = serde_json::Map::with_capacity(tokens.len());
+    let mut added = Vec::new();
+    for (id, (token, ty)) in tokens.iter().zip(types).enumerate() {
+        let Value::String(token) = token else {
+            return Err(ModelError::Tokenizer(format!("token {id} is not a string")));
+        };
+        if vocab.insert(token.clone(), json!(id)).is_some() {
+            return Err(ModelError::Tokenizer(format!("token {id} `{token}` appears twice")));
+        }
+        if matches!(ty.as_u64(), Some(CONTROL | USER_DEFINED)) {
+            added.push(json!({
+                "id": id, "content": token, "single_word": false, "lstrip": false,
+                "rstrip": false, "normalized": false, "special": true,
+            }));
+        }
+    }
+    let merges = merges
+        .iter()
+        .enumerate()
+        .map(|(i, m)| match m {
+            Value::String(s) => match s.split_once(' ') {
+                Some((a, b)) if !b.contains(' ') => Ok(json!([a, b])),
+                _ => Err(ModelError::Tokenizer(format!("merge {i} `{s}` is not two tokens"))),
+            },
+            _ => Err(ModelError::Tokenizer(format!("merge {i} is not a string"))),
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let byte_level = json!({"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": true});
+    let pre = match gguf.get_str("tokenizer.ggml.pre").unwrap_or("default") {
+        "smollm" => json!({"type": "Sequence", "pretokenizers": [
+            {"type": "Digits", "individual_digits": true}, byte_level]}),
+        "gpt2" | "default" => byte_level,
+        other => return Err(ModelError::Tokenizer(format!("pre-tokenizer `{other}` is not supported"))),
+    };
+    let doc = json!({
+        "version": "1.0",
+        "truncation": null,
+        "padding": null,
+        "added_tokens": added,
+        "normalizer": null,
+        "pre_tokenizer": pre,
+        "post_processor": {"type": "ByteLevel", "add_prefix_space": true, "trim_offsets": false, "use_regex": true},
+        "decoder": {"type": "ByteLevel", "add_prefix_space": true, "trim_offsets": true, "use_regex": true},
+        "model": {
+            "type": "BPE", "dropout": null, "unk_token": null, "continuing_subword_prefix": null,
+            "end_of_word_suffix": null, "fuse_unk": false, "byte_fallback": false,
+            "ignore_merges": false, "vocab": Json::Object(vocab), "merges": merges,
+        },
+    });
+    Ok(doc.to_string())
+}
+
+/// A loaded tokenizer with the ids the decode loop needs.
+#[derive(Clone)]
+pub struct Tokenizer {
+    inner: tokenizers::Tokenizer,
+    json: String,
+    eos: u32,
+    /// The bytes each token id stands for (added tokens: their text).
+    bytes: Vec<Vec<u8>>,
+    /// Whether each id is an added (special) token.
+    special: Vec<bool>,
+}
+
+/// The inverse of GPT-2's byte-to-character table used by byte-level BPE vocabularies: printable
+/// bytes stand for themselves, the other 68 are shifted to U+0100 and up, in byte order.
+fn byte_level_decoder() -> std::collections::HashMap<char, u8> {
+    let printable = |b: u8| matches!(b, 33..=126 | 161..=172 | 174..=255);
+    let mut shifted = 0u32;
+    (0..=255u8)
+        .map(|b| {
+            if printable(b) {
+                (char::from(b), b)
+            } else {
+                shifted += 1;
+                (char::from_u32(255 + shifted).unwrap_or('\0'), b)
+            }
+        })
+        .collect()
+}
+
+impl std::fmt::Debug for Tokenizer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tokenizer").field("vocab", &self.vocab_size()).field("eos", &self.eos).finish()
+    }
+}
+
+impl Tokenizer {
+    /// Builds the tokenizer from a GGUF's metadata (see [`tokenizer_json`]).
+    pub fn from_gguf(gguf: &Gguf<'_>) -> Result<Self, ModelError> {
+        let eos = gguf.get_u64("tokenizer.ggml.eos_token_id")?;
+        Self::from_json(tokenizer_json(gguf)?, eos)
+    }
+
+    /// Loads a `tokenizer.json` text; `eos` is the end-of-sequence id.
+    pub fn from_json(json: String, eos: u64) -> Result<Self, ModelError> {
+        let inner: tokenizers::Tokenizer =
+            json.parse().map_err(|e| ModelError::Tokenizer(format!("tokenizer.json rejected: {e}")))?;
+        let size = inner.get_vocab_size(true);
+        let eos = u32::try_from(eos)
+            .ok()
+            .filter(|&e| (e as usize) < size)
+            .ok_or_else(|| ModelError::Tokenizer(format!("end-of-sequence id {eos} is past the vocabulary")))?;
+        let decoder = byte_level_decoder();
+        let added = inner.get_added_tokens_decoder();
+        let mut bytes = vec![Vec::new(); size];
+        let mut special = vec![false; size];
+        for (token, id) in inner.get_vocab(true) {
+            let slot = id as usize;
+            if slot >= size {
+                return Err(ModelError::Tokenizer(format!("token id {id} is past the vocabulary size {size}")));
+            }
+            if added.contains_key(&id) {
+                bytes[slot] = token.into_bytes();
+                special[slot] = true;
+            } else {
+                bytes[slot] = token
+                    .chars()
+                    .map(|c| decoder.get(&c).copied())
+                    .collect::<Option<Vec<u8>>>()
+                    .ok_or_else(|| ModelError::Tokenizer(format!("token {id} `{token}` is not byte-level")))?;
+            }
+        }
+        Ok(Self { inner, json, eos, bytes, special })
+    }
+
+    /// The `tokenizer.json` text (for sieve-core's `Vocabulary::from_tokenizer_json`).
+    pub fn json(&self) -> &str {
+        &self.json
+    }
+
+    /// The end-of-sequence token id.
+    pub fn eos(&self) -> u32 {
+        self.eos
+    }
+
+    /// Number of token ids, added tokens included.
+    pub fn vocab_size(&self) -> usize {
+        self.inner.get_vocab_size(true)
+    }
+
+    /// Token ids of `text`; special tokens written in the text (`<|im_start|>`) become their ids.
+    pub fn encode(&self, text: &str) -> Result<Vec<u32>, ModelError> {
+        let enc = self.inner.encode(text, false).map_err(|e| ModelError::Tokenizer(format!("encode: {e}")))?;
+        Ok(enc.get_ids().to_vec())
+    }
+
+    /// The bytes token `id` stands for (empty past the vocabulary).
+    pub fn token_bytes(&self, id: u32) -> &[u8] {
+        self.bytes.get(id as usize).map_or(&[], Vec::as_slice)
+    }
+
+    /// Whether `id` is an added (special) token such as `<|im_end|>`.
+    pub fn is_special(&self, id: u32) -> bool {
+        self.special.get(id as usize).copied().unwrap_or(false)
+    }
+
+    /// The canonical ids of `bytes` when they are UTF-8 and tokenize to ordinary tokens whose
+    /// bytes spell them exactly; `None` otherwise (a special-token literal in the text, say).
+    pub fn encode_exact(&self, bytes: &[u8]) -> Result<Option<Vec<u32>>, ModelError> {
+        let Ok(text) = std::str::from_utf8(bytes) else { return Ok(None) };
+        let ids = self.encode(text)?;
+        let spelled: Vec<u8> = ids.iter().flat_map(|&id| self.token_bytes(id).iter().copied()).collect();
+        Ok((spelled == bytes && !ids.iter().any(|&id| self.is_special(id))).then_some(ids))
+    }
+
+    /// The text of `ids`, special tokens included.
+    pub fn decode(&self, ids: &[u32]) -> Result<String, ModelError> {
+        self.inner.decode(ids, false).map_err(|e| ModelError::Tokenizer(format!("decode: {e}")))
+    }
+}
+
+/// The SmolLM2 chat prompt (ChatML) for one user message, ending where the assistant's reply begins.
+/// Without a `system` message the model's default one is used, as its chat template does.
+pub fn chat_prompt(system: Option<&str>, user: &str) -> String {
+    let system = system.unwrap_or("You are a helpful AI assistant named SmolLM, trained by Hugging Face");
+    format!("<|im_start|>system\n{system}<|im_end|>\n<|im_start|>user\n{user}<|im_end|>\n<|im_start|>assistant\n")
+}
