@@ -183,16 +183,16 @@ fn main(@builtin(local_invocation_index) tid: u32) {
             total += red_f[c];
         }
         let h = pcg(params[5] ^ pcg(params[6] ^ pcg(params[7])));
-        let target = f32(h >> 8u) * (1.0 / 16777216.0) * total;
-        // The chunk where the running mass passes the target (the last non-empty one if
-        // rounding leaves the target unreached), then the token inside it.
+        let goal_mass = f32(h >> 8u) * (1.0 / 16777216.0) * total;
+        // The chunk where the running mass passes the goal_mass (the last non-empty one if
+        // rounding leaves the goal_mass unreached), then the token inside it.
         var found = NONE;
         var before = 0.0;
         var crossed = false;
         for (var c = 0u; c < WG && !crossed; c += 1u) {
             if (red_f[c] > 0.0) {
                 found = c;
-                if (before + red_f[c] > target) {
+                if (before + red_f[c] > goal_mass) {
                     crossed = true;
                 } else {
                     before += red_f[c];
@@ -212,7 +212,7 @@ fn main(@builtin(local_invocation_index) tid: u32) {
                 if (is_allowed(i) && key(s) >= threshold) {
                     running += exp(s - m);
                     chosen = i;
-                    if (running > target) {
+                    if (running > goal_mass) {
                         break;
                     }
                 }
