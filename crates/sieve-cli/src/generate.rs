@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use clap::{Args, ValueEnum};
 use serde_json::json;
-use sieve_core::json_schema::{JsonSchemaOptions, Whitespace, to_gbnf};
+use sieve_core::json_schema::{JsonSchemaOptions, Whitespace};
 use sieve_core::{Constraint, ConstraintSource, Limits, Matcher, Vocabulary};
 use sieve_model::decode::{GenerateConfig, Picker, TokenConstraint, Unconstrained, generate};
 use sieve_model::sampling::Sampling;
@@ -90,20 +90,21 @@ pub enum Backend {
 }
 
 impl GenerateConstraint {
-    fn source(&self) -> Result<Option<ConstraintSource>, CliError> {
-        if let Some(path) = &self.json_schema {
+    /// The compiled constraint, `None` when no flag names one.
+    fn compile(&self) -> Result<Option<Constraint>, CliError> {
+        let source = if let Some(path) = &self.json_schema {
             let schema: serde_json::Value = serde_json::from_str(&read(path)?)
                 .map_err(|e| CliError::new(format!("{}: {e}", path.display())))?;
             let options = JsonSchemaOptions { whitespace: Whitespace::Compact, ..JsonSchemaOptions::default() };
-            return Ok(Some(ConstraintSource::Gbnf(to_gbnf(&schema, &options)?.gbnf)));
-        }
-        if let Some(r) = &self.regex {
-            return Ok(Some(ConstraintSource::Regex(r.clone())));
-        }
-        if let Some(path) = &self.grammar {
-            return Ok(Some(ConstraintSource::Gbnf(read(path)?)));
-        }
-        Ok(None)
+            return Ok(Some(Constraint::json_schema(&schema, &options)?.0));
+        } else if let Some(r) = &self.regex {
+            ConstraintSource::Regex(r.clone())
+        } else if let Some(path) = &self.grammar {
+            ConstraintSource::Gbnf(read(path)?)
+        } else {
+            return Ok(None);
+        };
+        Ok(Some(Constraint::compile(&source, &Limits::default())?))
     }
 }
 
@@ -123,14 +124,10 @@ fn device(choice: Backend) -> Result<(Device, Picker), CliError> {
 
 /// Generates and prints the completion; returns the exit status.
 pub fn run(args: &GenerateArgs) -> Result<i32, CliError> {
-    let source = args.constraint.source()?;
+    let constraint = args.constraint.compile()?;
     let bytes = std::fs::read(&args.model).map_err(|e| CliError::new(format!("{}: {e}", args.model.display())))?;
     let gguf = Gguf::parse(&bytes)?;
     let tokenizer = Tokenizer::from_gguf(&gguf)?;
-    let constraint = match &source {
-        Some(source) => Some(Constraint::compile(source, &Limits::default())?),
-        None => None,
-    };
     let (device, picker) = device(args.device)?;
     let model = Llama::from_gguf(&gguf, LlamaConfig::from_gguf(&gguf, MAX_CONTEXT)?, &device)?;
     drop(bytes);

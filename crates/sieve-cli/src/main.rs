@@ -14,6 +14,7 @@ mod args;
 mod bench;
 mod check;
 mod fail;
+mod generate;
 mod maskbench;
 mod sample;
 
@@ -36,6 +37,8 @@ enum Command {
     Bench(bench::BenchArgs),
     /// Run the MaskBench protocol over JSON Schema test files.
     Maskbench(maskbench::MaskbenchArgs),
+    /// Generate text with a GGUF model under a constraint (wgpu, or the CPU as a fallback).
+    Generate(generate::GenerateArgs),
 }
 
 fn main() {
@@ -55,6 +58,7 @@ fn main() {
         Command::Sample(a) => sample::run(a),
         Command::Bench(a) => bench::run(a),
         Command::Maskbench(a) => maskbench::run(a),
+        Command::Generate(a) => generate::run(a),
     };
     match result {
         Ok(code) => std::process::exit(code),
