@@ -1,6 +1,9 @@
 //! The masked argmax and masked sampling kernels against their CPU reference on random logits
 //! and masks, and the whole decode loop with GPU picking against CPU picking (wgpu natively:
 //! lavapipe where there is no GPU; fails loudly when no adapter comes up).
+// Native only: wasm-pack compiles every test target for the browser, and this one needs
+// the file system, proptest or synchronous device setup. The browser runs gpu_kernels.rs.
+#![cfg(not(target_family = "wasm"))]
 
 mod common;
 

@@ -1,6 +1,9 @@
 //! Every code path of the model and the decode loop on a tiny random-weight model (CPU backend):
 //! prefill equals step-by-step decoding, the KV cache truncates, constrained output is always
 //! valid, jump-forward saves forward passes, sampling is reproducible, limits hold.
+// Native only: wasm-pack compiles every test target for the browser, and this one needs
+// the file system, proptest or synchronous device setup. The browser runs gpu_kernels.rs.
+#![cfg(not(target_family = "wasm"))]
 
 mod common;
 
