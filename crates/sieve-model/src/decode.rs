@@ -118,7 +118,7 @@ impl Picker {
                 let row = data.try_into_vec::<f32>().map_err(|e| ModelError::Backend(format!("logits are not f32: {e:?}")))?;
                 pick_reference(&row, mask, vocab, sampling, step)
             }
-            Picker::Gpu => crate::pick_kernels::masked_pick(logits, mask, vocab, sampling, step).await,
+            Picker::Gpu => crate::kernels::masked_pick(logits, mask, vocab, sampling, step).await,
         }
     }
 }

@@ -10,9 +10,14 @@ use std::fmt;
 use burn::backend::Wgpu;
 use burn::backend::wgpu::{KernelSource, SourceKernel, SourceTemplate, into_contiguous};
 use burn::cubecl::prelude::KernelId;
-use burn::cubecl::server::KernelArguments;
+use burn::cubecl::server::{BufferBinding, KernelArguments};
 use burn::cubecl::{CubeCount, CubeDim};
 use burn::tensor::Tensor;
+
+use crate::error::ModelError;
+use crate::sampling::{PICK_WORKGROUP, Sampling};
+
+use burn::cubecl::client::Client;
 
 /// Invocations per workgroup for the element-wise kernels.
 const WORKGROUP_SIZE: u32 = 256;
@@ -36,7 +41,10 @@ impl fmt::Display for KernelError {
                 write!(f, "bitmask has {actual} words, expected {expected}")
             }
             KernelError::TooLarge { what, value } => {
-                write!(f, "{what} = {value} does not fit the kernel's 32-bit indices")
+                write!(
+                    f,
+                    "{what} = {value} does not fit the kernel's 32-bit indices"
+                )
             }
         }
     }
@@ -53,22 +61,57 @@ fn to_u32(what: &'static str, value: usize) -> Result<u32, KernelError> {
     u32::try_from(value).map_err(|_| KernelError::TooLarge { what, value })
 }
 
-struct ApplyBitmask;
+/// A WGSL shader from `shaders/`, launched with its `{{ workgroup_size }}` filled in.
+#[derive(Clone, Copy)]
+struct Wgsl {
+    /// The shader's file name; with the workgroup size it keys burn's pipeline cache.
+    name: &'static str,
+    source: &'static str,
+    workgroup_size: u32,
+}
 
-impl KernelSource for ApplyBitmask {
+impl KernelSource for Wgsl {
     fn source(&self) -> SourceTemplate {
-        SourceTemplate::new(include_str!("../../../shaders/apply_bitmask.wgsl"))
-            .register("workgroup_size", WORKGROUP_SIZE.to_string())
+        SourceTemplate::new(self.source).register("workgroup_size", self.workgroup_size.to_string())
     }
 
     fn id(&self) -> KernelId {
-        KernelId::new::<Self>()
+        KernelId::new::<Self>().info((self.name, self.workgroup_size))
     }
 
     fn lang(&self) -> &'static str {
         "wgsl"
     }
 }
+
+impl Wgsl {
+    fn launch(self, client: &Client, groups: CubeCount, buffers: Vec<BufferBinding>) {
+        let dim = CubeDim::new_1d(self.workgroup_size);
+        client.launch(
+            Box::new(SourceKernel::new(self, dim)),
+            groups,
+            KernelArguments::new().with_buffers(buffers),
+        );
+    }
+}
+
+const APPLY_BITMASK: Wgsl = Wgsl {
+    name: "apply_bitmask.wgsl",
+    source: include_str!("../../../shaders/apply_bitmask.wgsl"),
+    workgroup_size: WORKGROUP_SIZE,
+};
+
+const MASKED_ARGMAX: Wgsl = Wgsl {
+    name: "masked_argmax.wgsl",
+    source: include_str!("../../../shaders/masked_argmax.wgsl"),
+    workgroup_size: PICK_WORKGROUP as u32,
+};
+
+const MASKED_SAMPLE: Wgsl = Wgsl {
+    name: "masked_sample.wgsl",
+    source: include_str!("../../../shaders/masked_sample.wgsl"),
+    workgroup_size: PICK_WORKGROUP as u32,
+};
 
 /// Sets every logit whose token the bitmask forbids to `-inf`, on the GPU.
 ///
@@ -109,14 +152,14 @@ pub fn apply_bitmask(
     let mask = client.create_from_slice(bytemuck::cast_slice(mask));
     let params = client.create_from_slice(bytemuck::cast_slice(&params));
     let groups_x = to_u32("width", width)?.div_ceil(WORKGROUP_SIZE);
-    client.launch(
-        Box::new(SourceKernel::new(ApplyBitmask, CubeDim::new_1d(WORKGROUP_SIZE))),
+    APPLY_BITMASK.launch(
+        &client,
         CubeCount::Static(groups_x, to_u32("rows", rows)?, 1),
-        KernelArguments::new().with_buffers(vec![
+        vec![
             logits.handle.clone().binding(),
             mask.binding(),
             params.binding(),
-        ]),
+        ],
     );
     Ok(Tensor::from_primitive::<Wgpu>(logits))
 }
@@ -132,5 +175,76 @@ pub fn apply_bitmask_reference(logits: &mut [f32], width: usize, mask: &[u32], v
                 *value = f32::NEG_INFINITY;
             }
         }
+    }
+}
+
+/// Chooses the next token of a `[1, V]` logits row on the GPU, exactly as
+/// [`pick_reference`](crate::sampling::pick_reference) does on the CPU: one dispatch, the mask
+/// uploaded once (`ceil(V / 32) * 4` bytes), the 4-byte id read back asynchronously.
+pub async fn masked_pick(
+    logits: Tensor<2>,
+    mask: &[u32],
+    vocab: usize,
+    sampling: &Sampling,
+    step: u32,
+) -> Result<u32, ModelError> {
+    let [rows, width] = logits.dims();
+    if rows != 1 || mask.len() != width.div_ceil(32) {
+        return Err(ModelError::Input(format!(
+            "masked pick wants one row and ceil(width / 32) mask words, got {rows} rows of {width} and {} words",
+            mask.len()
+        )));
+    }
+    let width =
+        u32::try_from(width).map_err(|_| ModelError::Input("logits row too wide".into()))?;
+    let vocab = u32::try_from(vocab).unwrap_or(u32::MAX);
+    let logits = logits
+        .try_into_primitive::<Wgpu>()
+        .map_err(|e| ModelError::Backend(format!("the GPU picker needs a wgpu tensor: {e:?}")))?;
+    let logits = into_contiguous(logits);
+    let client = logits.client.clone();
+    let params = match sampling.is_greedy() {
+        true => vec![width, vocab],
+        false => vec![
+            width,
+            vocab,
+            sampling.top_k,
+            sampling.top_p.to_bits(),
+            (1.0 / sampling.temperature).to_bits(),
+            sampling.seed as u32,
+            (sampling.seed >> 32) as u32,
+            step,
+        ],
+    };
+    let mask = client.create_from_slice(bytemuck::cast_slice(mask));
+    let params = client.create_from_slice(bytemuck::cast_slice(&params));
+    let out = client.empty(4);
+    let kernel = if sampling.is_greedy() {
+        MASKED_ARGMAX
+    } else {
+        MASKED_SAMPLE
+    };
+    kernel.launch(
+        &client,
+        CubeCount::Static(1, 1, 1),
+        vec![
+            logits.handle.clone().binding(),
+            mask.binding(),
+            params.binding(),
+            out.clone().binding(),
+        ],
+    );
+    let bytes = client
+        .read_async(vec![out])
+        .await
+        .map_err(|e| ModelError::Backend(format!("token readback: {e:?}")))?;
+    let id = bytes
+        .first()
+        .and_then(|b| b.get(..4))
+        .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .ok_or_else(|| ModelError::Backend("token readback returned no data".into()))?;
+    match id {
+        u32::MAX => Err(ModelError::Constraint("the mask allows no token".into())),
+        id => Ok(id),
     }
 }

@@ -12,8 +12,8 @@
 //! - [`model`]: [`LlamaConfig`], [`Llama`] (weights, one forward pass for any number of new
 //!   tokens) and its [`KvCache`]; a commented table maps GGUF tensor names to fields.
 //! - [`sampling`]: [`sampling::Sampling`] settings and the CPU reference of token choice.
-//! - [`gpu`]: the process's one wgpu device; [`kernels`]: the bitmask kernel;
-//!   [`pick_kernels`]: masked argmax and masked sampling on the GPU (`shaders/masked_*.wgsl`).
+//! - [`gpu`]: the process's one wgpu device; [`kernels`]: the WGSL kernels from `shaders/`
+//!   (apply a bitmask, masked argmax, masked sampling) on the model's own buffers.
 //! - [`decode`]: the async decode loop with jump-forward, behind the small
 //!   [`decode::TokenConstraint`] trait that sieve-core's `Matcher` implements.
 //! - [`ModelError`]: the one error type.
@@ -49,7 +49,6 @@ pub mod gguf;
 pub mod gpu;
 pub mod kernels;
 pub mod model;
-pub mod pick_kernels;
 pub mod sampling;
 pub mod tokenizer;
 

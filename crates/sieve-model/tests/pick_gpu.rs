@@ -13,7 +13,7 @@ use burn::tensor::{Device, Tensor, TensorData};
 use futures_lite::future::block_on;
 use proptest::prelude::*;
 use sieve_model::decode::{GenerateConfig, Picker, Unconstrained, generate};
-use sieve_model::pick_kernels::masked_pick;
+use sieve_model::kernels::masked_pick;
 use sieve_model::sampling::{Sampling, pick_reference};
 use sieve_model::{Llama, LlamaConfig, ModelError};
 
