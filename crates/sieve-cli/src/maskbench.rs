@@ -11,7 +11,7 @@
 use crate::args::TokenizerArgs;
 use crate::fail::CliError;
 use serde_json::{Value, json};
-use sieve_core::json_schema::{JsonSchemaOptions, Mode, PropertyOrder};
+use sieve_core::json_schema::{JsonSchemaOptions, Mode, PropertyOrder, to_spaced_json};
 use sieve_core::{Constraint, Matcher};
 use std::io::Write;
 use std::path::PathBuf;
@@ -41,21 +41,6 @@ pub struct MaskbenchArgs {
     pub paths: Vec<PathBuf>,
 }
 
-/// JSON with `", "` and `": "` separators, non-ASCII kept (as Python's
-/// `json.dumps(..., ensure_ascii=False)` writes it).
-fn spaced(v: &Value) -> String {
-    match v {
-        Value::Array(a) => format!("[{}]", a.iter().map(spaced).collect::<Vec<_>>().join(", ")),
-        Value::Object(o) => format!(
-            "{{{}}}",
-            o.iter()
-                .map(|(k, x)| format!("{}: {}", Value::String(k.clone()), spaced(x)))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-        other => other.to_string(),
-    }
-}
 
 fn files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, CliError> {
     let mut out = Vec::new();
@@ -125,7 +110,7 @@ pub fn run(a: &MaskbenchArgs) -> Result<i32, CliError> {
         let mut all_ok = true;
         for t in &tests {
             let valid = t["valid"].as_bool().unwrap_or(false);
-            let ids = loaded.encode(&spaced(&t["data"]))?;
+            let ids = loaded.encode(&to_spaced_json(&t["data"]))?;
             let mut m = Matcher::new(&constraint, &vocab);
             let mut rejected_at: Option<usize> = None;
             for (i, &tok) in ids.iter().enumerate() {

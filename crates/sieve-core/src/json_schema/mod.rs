@@ -245,3 +245,23 @@ impl crate::Constraint {
         Ok((c, g.warnings))
     }
 }
+
+/// `value` as JSON with `", "` and `": "` separators and non-ASCII kept, as Python's
+/// `json.dumps(value, ensure_ascii=False)` writes it: the spelling the MaskBench protocol feeds
+/// a matcher.
+pub fn to_spaced_json(value: &Value) -> String {
+    match value {
+        Value::Array(items) => {
+            format!("[{}]", items.iter().map(to_spaced_json).collect::<Vec<_>>().join(", "))
+        }
+        Value::Object(members) => format!(
+            "{{{}}}",
+            members
+                .iter()
+                .map(|(k, v)| format!("{}: {}", Value::String(k.clone()), to_spaced_json(v)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        other => other.to_string(),
+    }
+}
