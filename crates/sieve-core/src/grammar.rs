@@ -206,6 +206,44 @@ fn refs<'e>(e: &'e Expr, out: &mut Vec<(&'e str, usize)>) {
     }
 }
 
+fn mentions(e: &Expr, rule: &str) -> bool {
+    let mut out = Vec::new();
+    refs(e, &mut out);
+    out.iter().any(|&(name, _)| name == rule)
+}
+
+/// Rewrites a rule whose only references to itself end its alternatives
+/// (`a ::= x a | y`) as the loop it is (`a ::= x* y`): the same language,
+/// without the new Earley origin per repetition that right recursion costs
+/// (and which keeps the token cache's walks off its DFA).
+fn tail_recursion_to_loop(r: &mut gbnf::Rule) {
+    let alts = match &r.body {
+        Expr::Alt(v) => v.as_slice(),
+        e => std::slice::from_ref(e),
+    };
+    let (mut heads, mut bases) = (Vec::new(), Vec::new());
+    for a in alts {
+        let (prefix, last) = match a {
+            Expr::Seq(items) => match items.split_last() {
+                Some((last, prefix)) => (prefix, Some(last)),
+                None => (&[][..], None),
+            },
+            e => (&[][..], Some(e)),
+        };
+        let tail_call = last.is_some_and(|e| matches!(e, Expr::Ref { name, .. } if *name == r.name));
+        if tail_call && !prefix.iter().any(|e| mentions(e, &r.name)) {
+            heads.push(Expr::Seq(prefix.to_vec()));
+        } else if !mentions(a, &r.name) {
+            bases.push(a.clone());
+        } else {
+            return;
+        }
+    }
+    if !heads.is_empty() {
+        r.body = Expr::Seq(vec![Expr::Repeat { expr: Box::new(Expr::Alt(heads)), min: 0, max: None }, Expr::Alt(bases)]);
+    }
+}
+
 /// Rules that take part in a cycle of the call graph (Tarjan's SCC).
 fn recursive_rules(edges: &[Vec<u32>]) -> Vec<bool> {
     let n = edges.len();
@@ -305,7 +343,8 @@ impl Inliner<'_> {
 impl Grammar {
     /// Compiles GBNF text whose start rule is `root`.
     pub fn new(src: &str, max_states: usize) -> Result<Grammar, CompileError> {
-        let rules = gbnf::parse(src)?;
+        let mut rules = gbnf::parse(src)?;
+        rules.iter_mut().for_each(tail_recursion_to_loop);
         let mut ids: HashMap<&str, u32> = HashMap::new();
         for (i, r) in rules.iter().enumerate() {
             if ids.insert(r.name.as_str(), i as u32).is_some() {
@@ -542,8 +581,8 @@ struct Item {
     origin: u32,
 }
 
-/// Origin of the seed items of a local chart (see [`Chart::local`]): their
-/// rule's caller is outside the chart.
+/// Origin of items whose rule's caller is outside the chart (see
+/// [`Chart::local`]).
 const OUTER: u32 = u32::MAX;
 
 /// The Earley chart: one item set per byte consumed (plus the initial set).
@@ -567,20 +606,15 @@ impl Chart {
         c
     }
 
-    /// A chart seeded with `states`, all of one rule whose caller is not in
-    /// the chart: when that rule ends, the set is flagged (see `outer_end`)
-    /// instead of advancing a caller.
-    pub fn local(g: &Grammar, states: &[u32]) -> Chart {
-        let mut c = Chart { items: Vec::new(), starts: vec![0], outer_end: vec![false] };
-        for &s in states {
-            c.add(Item { state: s, origin: OUTER });
-        }
-        // An unbounded budget cannot run out, so this cannot fail.
-        let _ = c.process(g, usize::MAX);
-        c
+    /// An empty chart for local walks (see `tokencache`): sets are opened
+    /// with [`Chart::push_relative`], their items' rules called from
+    /// outside the chart (origin `OUTER`). When such a rule ends the set is
+    /// flagged (see `outer_end`) instead of advancing a caller.
+    pub fn local() -> Chart {
+        Chart { items: Vec::new(), starts: vec![0], outer_end: vec![false] }
     }
 
-    /// True when the seed rule of a local chart ended in the newest set.
+    /// True when a rule called from outside the chart ended in the newest set.
     pub fn outer_end(&self) -> bool {
         self.outer_end.last().copied().unwrap_or(false)
     }
@@ -613,8 +647,8 @@ impl Chart {
         self.finish_push(g, b, fuel)
     }
 
-    /// The newest set as `(state, origin is OUTER)` pairs when every item's
-    /// origin is `OUTER` (a set whose successors depend on nothing else).
+    /// The newest set's states, sorted, when every item's origin is `OUTER`
+    /// (a set whose successors depend on nothing else).
     pub fn outer_states(&self) -> Option<Vec<u32>> {
         let items = &self.items[self.current()..];
         items.iter().all(|it| it.origin == OUTER).then(|| {
@@ -641,11 +675,11 @@ impl Chart {
     }
 
     /// Opens a set with known content (see [`Chart::relative_set`]).
-    pub fn push_relative(&mut self, items: &[(u32, bool)], outer_end: bool) {
+    pub fn push_relative(&mut self, items: impl IntoIterator<Item = (u32, bool)>, outer_end: bool) {
         let me = self.starts.len() as u32;
         self.starts.push(self.items.len() as u32);
         self.outer_end.push(outer_end);
-        self.items.extend(items.iter().map(|&(state, own)| Item { state, origin: if own { me } else { OUTER } }));
+        self.items.extend(items.into_iter().map(|(state, own)| Item { state, origin: if own { me } else { OUTER } }));
     }
 
     /// Number of bytes consumed.
@@ -823,5 +857,22 @@ impl Walker for ChartWalker<'_> {
     #[inline]
     fn pop(&mut self) {
         self.chart.pop();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tail_recursion_becomes_a_loop() {
+        // `items` and `chars` call themselves last: both become loops, so
+        // nothing is recursive and everything is inlined into `root`.
+        let src = "root ::= \"[\" items \"]\"\nitems ::= item \",\" items | item\nitem ::= \"'\" chars \"'\"\nchars ::= [a-z] chars | \"\"\n";
+        let g = Grammar::new(src, 1000).unwrap();
+        assert_eq!(g.names, ["root"]);
+        // A self-reference elsewhere than at the end stays a call.
+        let g = Grammar::new("root ::= \"(\" root \")\" | \"x\"", 1000).unwrap();
+        assert!(g.core.iter().any(|c| c.kind == Kind::Call { rule: 0 }));
     }
 }

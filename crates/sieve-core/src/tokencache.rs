@@ -11,6 +11,13 @@
 //! walk of the remaining suffixes (`,` of `",`) from the set where the rule
 //! has ended, through the real chart. The result is exact: every token is
 //! either decided locally or checked against the full parse.
+//!
+//! The walks share a lazily built DFA over outer sets (sets whose items all
+//! belong to rules called from outside the local chart): what follows such a
+//! set depends on nothing else, so each of its byte transitions is computed
+//! by an Earley step once and looked up afterwards. Inside a string or a
+//! number nearly every set is an outer set, so a walk costs about one table
+//! lookup per trie node.
 
 use crate::error::MatchError;
 use crate::grammar::{Chart, ChartWalker, Grammar};
@@ -29,17 +36,19 @@ pub(crate) struct Analysis {
     suffixes: TokenTrie,
 }
 
-/// Analyses per group of states, for one grammar and one vocabulary.
+/// Analyses per group of states, for one grammar and one vocabulary, and
+/// the DFA their walks share.
 #[derive(Debug, Default)]
 pub(crate) struct TokenCache {
     groups: HashMap<Box<[u32]>, Arc<Analysis>>,
+    dfa: SetDfa,
     bytes: usize,
 }
 
 impl TokenCache {
     /// Approximate heap bytes held.
     pub fn memory(&self) -> usize {
-        self.bytes
+        self.bytes + self.dfa.memory()
     }
 
     /// Fills `mask` for the newest set of `chart`. `fuel` bounds the Earley
@@ -64,7 +73,7 @@ impl TokenCache {
             let a = match self.groups.get(states.as_slice()) {
                 Some(a) => a.clone(),
                 None => {
-                    let a = Arc::new(analyze(g, vocab, &states, fuel, limit)?);
+                    let a = Arc::new(analyze(g, vocab, &mut self.dfa, &states, fuel, limit)?);
                     self.bytes += a.allowed.len() * 4 + a.suffixes.nodes.len() * 20 + a.suffixes.tokens.len() * 4 + 64;
                     self.groups.insert(states.into_boxed_slice(), a.clone());
                     a
@@ -85,22 +94,26 @@ impl TokenCache {
     }
 }
 
-/// Walks every token through a chart seeded with `states` (one rule, caller
-/// outside). Tokens alive at their end are allowed; tokens that die after
-/// the rule could have ended at depth `k` get the suffix `bytes[k..]`.
-fn analyze(g: &Grammar, vocab: &Vocabulary, states: &[u32], fuel: &mut usize, limit: usize) -> Result<Analysis, MatchError> {
+/// Walks every token from the set of `states` (one rule, caller outside).
+/// Tokens alive at their end are allowed; tokens that die after the rule
+/// could have ended at depth `k` get the suffix `bytes[k..]`.
+fn analyze(
+    g: &Grammar,
+    vocab: &Vocabulary,
+    dfa: &mut SetDfa,
+    states: &[u32],
+    fuel: &mut usize,
+    limit: usize,
+) -> Result<Analysis, MatchError> {
     let trie = vocab.trie();
     let mut allowed = vec![0u32; vocab.mask_words()].into_boxed_slice();
-    let mut chart = Chart::local(g, states);
-    let mut walker = MemoWalker {
+    let mut chart = Chart::local();
+    let seed = dfa.intern(states.to_vec(), false);
+    let mut walker = SetWalker {
         inner: ChartWalker { g, chart: &mut chart, fuel: *fuel, limit },
-        configs: HashMap::new(),
-        trans: Vec::new(),
-        results: Vec::new(),
-        stack: Vec::new(),
+        dfa,
+        frames: vec![(seed, 0)],
     };
-    let top = walker.config_of_top();
-    walker.stack.push(top);
     let mut ends: Vec<u32> = Vec::new(); // depths where the rule could end, on the current path
     let mut pending: Vec<(u32, u32)> = Vec::new(); // (token, depth of the end)
     let mut depth = 0u32;
@@ -120,7 +133,7 @@ fn analyze(g: &Grammar, vocab: &Vocabulary, states: &[u32], fuel: &mut usize, li
                 for &t in &trie.tokens[node.tok_start as usize..node.tok_end as usize] {
                     allowed[(t / 32) as usize] |= 1 << (t % 32);
                 }
-                if walker.inner.chart.outer_end() {
+                if walker.outer_end() {
                     ends.push(depth);
                 }
                 i += 1;
@@ -150,79 +163,137 @@ fn analyze(g: &Grammar, vocab: &Vocabulary, states: &[u32], fuel: &mut usize, li
     Ok(Analysis { allowed, suffixes })
 }
 
-
+/// No outer set (in a walker frame) or not yet computed (in a transition).
 const UNKNOWN: u32 = u32::MAX;
 const DEAD: u32 = u32::MAX - 1;
+/// Tag of a transition to a set that is not an outer set (index into `open`).
+const OPEN: u32 = 1 << 31;
 
-/// A chart walker that remembers, for sets whose items all come from the
-/// seed rule (origin `OUTER`), the set each byte leads to. Inside a string
-/// or a number almost every set is such a set, so most steps of an analysis
-/// become a table lookup and a copy instead of an Earley step.
-/// A remembered set: items as `(state, origin is the set itself)`, whether
-/// the seed rule ended there, and the config of that set.
-type Memo = (Vec<(u32, bool)>, bool, u32);
-
-struct MemoWalker<'a> {
-    inner: ChartWalker<'a>,
-    configs: HashMap<Vec<u32>, u32>,
-    /// 256 result ids per config (`UNKNOWN`, `DEAD` or an index into `results`).
+/// The lazily built DFA over outer sets (see the module docs).
+#[derive(Debug, Default)]
+struct SetDfa {
+    ids: HashMap<Box<[u32]>, u32>,
+    /// Per outer set: its states and whether the outer rule ended there.
+    sets: Vec<(Box<[u32]>, bool)>,
+    /// 256 per outer set: `UNKNOWN`, `DEAD`, an outer set, or `OPEN | i`.
     trans: Vec<u32>,
-    /// Set contents (relative origins), end flag, and the config of the set.
-    results: Vec<Memo>,
-    /// Config id of each set on the chart (`UNKNOWN` when not all `OUTER`).
-    stack: Vec<u32>,
+    /// Sets reached from an outer set that have items of rules called in the
+    /// set itself: items as `(state, origin is the set itself)`, end flag.
+    open: Vec<(Box<[(u32, bool)]>, bool)>,
 }
 
-impl MemoWalker<'_> {
-    fn config_of_top(&mut self) -> u32 {
+impl SetDfa {
+    fn intern(&mut self, states: Vec<u32>, end: bool) -> u32 {
+        let next = self.sets.len() as u32;
+        let id = *self.ids.entry(states.clone().into_boxed_slice()).or_insert(next);
+        if id == next {
+            self.sets.push((states.into_boxed_slice(), end));
+            self.trans.extend(std::iter::repeat_n(UNKNOWN, 256));
+        }
+        id
+    }
+
+    fn memory(&self) -> usize {
+        self.trans.len() * 4
+            + self.sets.iter().map(|(s, _)| s.len() * 8 + 64).sum::<usize>()
+            + self.open.iter().map(|(s, _)| s.len() * 8 + 32).sum::<usize>()
+    }
+}
+
+/// A trie walker that follows the DFA while it stays on outer sets and
+/// falls back to Earley steps on a local chart where it does not.
+struct SetWalker<'a, 'c> {
+    inner: ChartWalker<'c>,
+    dfa: &'a mut SetDfa,
+    /// Per set on the path: its outer set id (`UNKNOWN` when it is not one)
+    /// and how many sets its step opened on the chart.
+    frames: Vec<(u32, u8)>,
+}
+
+impl SetWalker<'_, '_> {
+    /// True when the outer rule ended in the newest set.
+    fn outer_end(&self) -> bool {
+        match self.frames.last() {
+            Some(&(id, _)) if id != UNKNOWN => self.dfa.sets[id as usize].1,
+            _ => self.inner.chart.outer_end(),
+        }
+    }
+
+    /// Opens outer set `id` on the chart, for an Earley step from it.
+    fn materialize(&mut self, id: u32) {
+        let (states, end) = &self.dfa.sets[id as usize];
+        self.inner.chart.push_relative(states.iter().map(|&s| (s, false)), *end);
+    }
+
+    /// The outer set id of the chart's newest set, or `UNKNOWN`.
+    fn id_of_top(&mut self) -> u32 {
         match self.inner.chart.outer_states() {
-            Some(states) => {
-                let next = self.configs.len() as u32;
-                let id = *self.configs.entry(states).or_insert(next);
-                if id == next {
-                    self.trans.extend(std::iter::repeat_n(UNKNOWN, 256));
-                }
-                id
-            }
+            Some(states) => self.dfa.intern(states, self.inner.chart.outer_end()),
             None => UNKNOWN,
         }
     }
 }
 
-impl Walker for MemoWalker<'_> {
+impl Walker for SetWalker<'_, '_> {
     fn push(&mut self, byte: u8) -> Result<bool, MatchError> {
-        let config = *self.stack.last().unwrap_or(&UNKNOWN);
-        if config != UNKNOWN {
-            match self.trans[config as usize * 256 + byte as usize] {
-                UNKNOWN => {}
-                DEAD => return Ok(false),
-                r => {
-                    let (items, end, next_config) = &self.results[r as usize];
-                    self.inner.chart.push_relative(items, *end);
-                    self.stack.push(*next_config);
-                    return Ok(true);
+        let from = self.frames.last().map_or(UNKNOWN, |f| f.0);
+        if from == UNKNOWN {
+            if !self.inner.push(byte)? {
+                return Ok(false);
+            }
+            let id = self.id_of_top();
+            self.frames.push((id, 1));
+            return Ok(true);
+        }
+        let slot = from as usize * 256 + byte as usize;
+        match self.dfa.trans[slot] {
+            DEAD => return Ok(false),
+            UNKNOWN => {}
+            to if to & OPEN == 0 => {
+                self.frames.push((to, 0));
+                return Ok(true);
+            }
+            to => {
+                self.materialize(from);
+                let (items, end) = &self.dfa.open[(to & !OPEN) as usize];
+                self.inner.chart.push_relative(items.iter().copied(), *end);
+                self.frames.push((UNKNOWN, 2));
+                return Ok(true);
+            }
+        }
+        // First time `byte` is taken from this set: one Earley step.
+        self.materialize(from);
+        match self.inner.push(byte) {
+            Ok(true) => {}
+            other => {
+                self.inner.chart.pop();
+                if let Ok(false) = other {
+                    self.dfa.trans[slot] = DEAD;
                 }
+                return other;
             }
         }
-        if !self.inner.push(byte)? {
-            if config != UNKNOWN {
-                self.trans[config as usize * 256 + byte as usize] = DEAD;
-            }
-            return Ok(false);
+        let to = self.id_of_top();
+        if to != UNKNOWN {
+            self.inner.chart.pop();
+            self.inner.chart.pop();
+            self.dfa.trans[slot] = to;
+            self.frames.push((to, 0));
+            return Ok(true);
         }
-        let next_config = self.config_of_top();
-        if config != UNKNOWN
-            && let Some((items, end)) = self.inner.chart.relative_set()
-        {
-            self.trans[config as usize * 256 + byte as usize] = self.results.len() as u32;
-            self.results.push((items, end, next_config));
+        if let Some((items, end)) = self.inner.chart.relative_set() {
+            self.dfa.trans[slot] = OPEN | self.dfa.open.len() as u32;
+            self.dfa.open.push((items.into_boxed_slice(), end));
         }
-        self.stack.push(next_config);
+        self.frames.push((UNKNOWN, 2));
         Ok(true)
     }
 
     fn pop(&mut self) {
-        self.stack.pop();
-        self.inner.pop();
+        if let Some((_, opened)) = self.frames.pop() {
+            for _ in 0..opened {
+                self.inner.chart.pop();
+            }
+        }
     }
 }

@@ -12,7 +12,8 @@ use std::sync::Arc;
 /// Regexes and, where given, an equivalent GBNF grammar; both are checked
 /// against the regex oracle. Chosen for token-boundary cases: a string end
 /// followed by a comma in one token, multi-byte UTF-8 split across tokens
-/// and byte-fallback tokens, long alternations, optional whitespace.
+/// and byte-fallback tokens, long alternations, optional whitespace, right
+/// recursion.
 const CASES: &[(&str, Option<&str>)] = &[
     (
         r#"\{"name": "[a-zé中 ]{1,12}", "age": [0-9]{1,3}\}"#,
@@ -32,6 +33,12 @@ const CASES: &[(&str, Option<&str>)] = &[
     (r"[ \n\t]*(yes|no)[ \n\t]*", Some("root ::= ws (\"yes\" | \"no\") ws\nws ::= [ \\n\\t]*")),
     (r#""([^"\\\x00-\x1f]|\\["\\/bfnrt])*""#, Some(r#"root ::= "\"" ( [^"\\\x00-\x1F] | "\\" ["\\/bfnrt] )* "\"""#)),
     (r"-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?", None),
+    // Right recursion: a list and a string body written as rules that call
+    // themselves last.
+    (
+        r#"\[("[a-zé中]*"(, "[a-zé中]*")*)?\]"#,
+        Some("root ::= \"[]\" | \"[\" items \"]\"\nitems ::= item \", \" items | item\nitem ::= \"\\\"\" chars \"\\\"\"\nchars ::= [a-z\\u00e9\\u4e2d] chars | \"\"\n"),
+    ),
 ];
 
 fn check_walks(name: &str, vocab: &Arc<Vocabulary>, c: &Constraint, oracle: &mut Oracle, seed: u64, walks: usize, steps: usize) {
