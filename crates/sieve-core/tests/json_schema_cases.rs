@@ -137,3 +137,66 @@ fn patterns_combine_with_lengths_and_property_regions() {
         assert_eq!(accepts(&c, s), ok, "{s}");
     }
 }
+
+fn table(schema: serde_json::Value, cases: &[(&str, bool)]) {
+    let c = compile(schema.clone(), &JsonSchemaOptions::default());
+    for (text, ok) in cases {
+        assert_eq!(accepts(&c, text), *ok, "{schema} on {text}");
+    }
+}
+
+#[test]
+fn negations_are_exact_per_kind_of_value() {
+    // `required` holds for every non-object, so its negation is an object.
+    table(json!({"not": {"required": ["a"]}}), &[(r#"{"b": 1}"#, true), (r#"{"a": 1}"#, false), (r#""s""#, false), ("3", false)]);
+    table(
+        json!({"not": {"type": "string", "minLength": 2}}),
+        &[(r#""a""#, true), (r#""ab""#, false), ("1", true), ("null", true)],
+    );
+    table(json!({"type": "string", "not": {"pattern": "^a"}}), &[(r#""ba""#, true), (r#""ab""#, false)]);
+    table(
+        json!({"type": "number", "not": {"enum": [1, 2.5]}}),
+        &[("0", true), ("1", false), ("1.0", false), ("2", true), ("2.5", false), ("3", true)],
+    );
+    table(
+        json!({"type": "object", "not": {"properties": {"k": {"const": "x"}}}}),
+        &[(r#"{"k": "x"}"#, false), (r#"{"k": "y"}"#, true), ("{}", false)],
+    );
+    table(json!({"not": {"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "integer"}}]}}), &[
+        (r#""s""#, false),
+        ("[1]", false),
+        ("[1, \"a\"]", true),
+        ("1", true),
+    ]);
+    table(json!({"$defs": {"t": {"type": "object", "properties": {"n": {"$ref": "#/$defs/t"}, "v": {"type": "integer"}}}},
+                 "not": {"$ref": "#/$defs/t"}}), &[
+        ("1", true),
+        (r#"{"v": 1}"#, false),
+        (r#"{"n": {"v": "x"}}"#, true),
+        (r#"{"n": {"n": {"v": 2}}}"#, false),
+    ]);
+}
+
+#[test]
+fn overlapping_one_of_excludes_the_overlap() {
+    let schema = json!({"type": "object", "properties": {"a": {}, "b": {}, "c": {}},
+                        "oneOf": [{"required": ["a"]}, {"required": ["b", "c"]}]});
+    table(schema, &[
+        (r#"{"a": 1}"#, true),
+        (r#"{"b": 1, "c": 2}"#, true),
+        (r#"{"a": 1, "b": 1}"#, true),
+        (r#"{"a": 1, "b": 1, "c": 2}"#, false),
+        (r#"{"b": 1}"#, false),
+    ]);
+    // Without `type`, every non-object matches both branches.
+    table(json!({"oneOf": [{"required": ["a"]}, {"required": ["b"]}]}), &[(r#"{"a": 1}"#, true), ("1", false), (r#"{"a": 1, "b": 2}"#, false)]);
+    table(json!({"oneOf": [{"type": "integer"}, {"minimum": 2}]}), &[("1", true), ("2", false), ("2.5", true), (r#""s""#, true), ("null", true)]);
+    let e = to_gbnf(&json!({"oneOf": [{"type": "array", "uniqueItems": true}, {"type": "array", "maxItems": 3}]}), &JsonSchemaOptions::default())
+        .unwrap_err();
+    assert_eq!(e.keyword, "oneOf");
+}
+
+#[test]
+fn all_of_keeps_every_pattern() {
+    table(json!({"allOf": [{"pattern": "^a"}, {"pattern": "b$"}], "type": "string"}), &[(r#""ab""#, true), (r#""a""#, false), (r#""b""#, false)]);
+}

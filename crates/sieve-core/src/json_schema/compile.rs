@@ -16,6 +16,12 @@ type Expr = Option<String>;
 
 /// Internal keyword: strings a `not` excluded (checked like `enum`'s complement).
 const NOT_STRINGS: &str = "x-sieve-not-strings";
+/// Internal keyword: patterns a string must not match (from `not`).
+const NOT_PATTERNS: &str = "x-sieve-not-patterns";
+/// Internal keyword: `true` when a number must not be an integer (from `not`).
+const FRACTION: &str = "x-sieve-fraction";
+/// Internal keyword: further patterns a string must match (from `allOf`).
+const PATTERNS: &str = "x-sieve-patterns";
 
 const TYPES: [&str; 7] = ["null", "boolean", "object", "array", "number", "integer", "string"];
 
@@ -49,6 +55,7 @@ pub struct Compiler<'a> {
     ws: String,
     chr: String,
     any: Option<String>,
+    negations: usize,
 }
 
 impl<'a> Compiler<'a> {
@@ -69,6 +76,7 @@ impl<'a> Compiler<'a> {
             ws: String::new(),
             chr: String::new(),
             any: None,
+            negations: 0,
         }
     }
 
@@ -131,6 +139,32 @@ impl<'a> Compiler<'a> {
     }
 
     fn object_schema(&mut self, m: &Map<String, Value>, ptr: &str) -> Res<Expr> {
+        // `not` of a reference is a rule of its own, so that negating a
+        // recursive schema gives a recursive rule.
+        if let Some(Value::Object(n)) = m.get("not")
+            && m.keys().all(|k| k == "not" || is_annotation(k))
+            && let Some(Value::String(r)) = n.get("$ref")
+            && n.keys().all(|k| k == "$ref" || is_annotation(k))
+        {
+            let key = format!("not {r}");
+            if let Some(name) = self.refs.get(&key) {
+                return Ok(Some(name.clone()));
+            }
+            let name = self.rules.reserve(&format!("not-{}", r.rsplit('/').next().unwrap_or("ref")));
+            self.refs.insert(key, name.clone());
+            let mut only = Map::new();
+            only.insert("not".into(), Value::Object(n.clone()));
+            return Ok(match self.compile_map(only, ptr)? {
+                Some(body) => {
+                    self.rules.define(&name, body);
+                    Some(name)
+                }
+                None => {
+                    self.rules.define(&name, "[^\\u0000-\\U0010FFFF]".to_string());
+                    None
+                }
+            });
+        }
         if let Some(r) = m.get("$ref") {
             let r = r.as_str().ok_or_else(|| invalid("$ref", ptr, "must be a string"))?;
             let has_siblings = m.keys().any(|k| k != "$ref" && !is_annotation(k));
@@ -308,6 +342,24 @@ impl<'a> Compiler<'a> {
                 continue;
             }
             let merged = match k.as_str() {
+                NOT_STRINGS | NOT_PATTERNS | PATTERNS => {
+                    let mut xa = va.as_array().cloned().unwrap_or_default();
+                    for x in vb.as_array().cloned().unwrap_or_default() {
+                        if !xa.contains(&x) {
+                            xa.push(x);
+                        }
+                    }
+                    Value::Array(xa)
+                }
+                "pattern" => {
+                    // Both patterns apply: the second joins the further ones.
+                    let mut more = a.get(PATTERNS).and_then(Value::as_array).cloned().unwrap_or_default();
+                    if !more.contains(&vb) {
+                        more.push(vb);
+                    }
+                    a.insert(PATTERNS.into(), Value::Array(more));
+                    continue;
+                }
                 "type" => {
                     let ta = type_list(&va);
                     let tb = type_list(&vb);
@@ -407,10 +459,22 @@ impl<'a> Compiler<'a> {
                 self.unsupported(kw, ptr, "keyword not translated")?;
             }
         }
-        if let Some(n) = m.remove("not")
-            && !self.apply_not(&mut m, &n, ptr)? {
+        // `not`: conjoined where exact (a negation may bring further `not`s);
+        // with enum/const, checked per value below.
+        let mut rounds = 0;
+        while let Some(n) = m.remove("not") {
+            if m.contains_key("enum") || m.contains_key("const") {
+                m.insert("not".into(), n);
+                break;
+            }
+            if !self.apply_not(&mut m, &n, ptr)? {
                 return Ok(None);
             }
+            rounds += 1;
+            if rounds > 64 {
+                return Err(err("not", ptr, SchemaErrorKind::Limit("nested negations (more than 64)")));
+            }
+        }
         // Branches: siblings go into each branch.
         for kw in ["anyOf", "oneOf"] {
             if let Some(branches) = m.remove(kw) {
@@ -503,7 +567,39 @@ impl<'a> Compiler<'a> {
             merged_all.push((m, None, bptr));
         }
         if kw == "oneOf" && !self.disjoint(&merged_all) {
-            self.unsupported("oneOf", ptr, "branches may overlap; treated as anyOf")?;
+            // Exact as: each branch and not every branch it may overlap.
+            let maps: Vec<Map<String, Value>> = merged_all.iter().map(|x| x.0.clone()).collect();
+            let mut why = None;
+            let mut rewritten = Vec::new();
+            for (i, mi) in maps.iter().enumerate() {
+                let others: Vec<&Map<String, Value>> =
+                    maps.iter().enumerate().filter(|(j, mj)| *j != i && !pair_disjoint(mi, mj)).map(|x| x.1).collect();
+                if others.is_empty() {
+                    continue;
+                }
+                for mj in &others {
+                    let apart = disjoint_kinds(mi, mj);
+                    let want: Vec<&'static str> = kinds(mi).into_iter().filter(|k| !apart.contains(k)).collect();
+                    if let Err(e) = negate(mj, &want, false, self.legacy) {
+                        why = Some(e);
+                    }
+                }
+                let nots: Vec<Value> = others.iter().map(|mj| Value::Object((*mj).clone())).collect();
+                let not = if nots.len() == 1 { nots[0].clone() } else { serde_json::json!({ "anyOf": nots }) };
+                let mut extra = Map::new();
+                extra.insert("not".into(), not);
+                rewritten.push((i, extra));
+            }
+            match why {
+                Some(e) => self.unsupported("oneOf", ptr, &format!("branches may overlap, and the overlap has no exact negation: {e}; treated as anyOf"))?,
+                None => {
+                    for (i, extra) in rewritten {
+                        let bptr = merged_all[i].2.clone();
+                        let mi = self.merge(maps[i].clone(), extra, &bptr)?;
+                        merged_all[i] = (mi, None, bptr);
+                    }
+                }
+            }
         }
         let mut alts = Vec::new();
         for (m, raw, bptr) in merged_all {
@@ -524,12 +620,13 @@ impl<'a> Compiler<'a> {
         Ok(if alts.is_empty() { None } else { Some(self.add(kw, alts.join(" | "))?) })
     }
 
-    /// Whether no value can match two branches (decided by types and by
-    /// const/enum values on a shared required property or on the value).
+    /// Whether no value can match two branches (decided per kind of value by
+    /// types, by const/enum values on the value or on a shared required
+    /// property, and by a property one side requires and the other forbids).
     fn disjoint(&self, branches: &[(Map<String, Value>, Option<Value>, String)]) -> bool {
         for i in 0..branches.len() {
             for j in i + 1..branches.len() {
-                if !self.pair_disjoint(&branches[i].0, &branches[j].0) {
+                if !pair_disjoint(&branches[i].0, &branches[j].0) {
                     return false;
                 }
             }
@@ -537,59 +634,16 @@ impl<'a> Compiler<'a> {
         true
     }
 
-    fn pair_disjoint(&self, a: &Map<String, Value>, b: &Map<String, Value>) -> bool {
-        let (ta, tb) = (effective_types(a), effective_types(b));
-        let overlap = ta.iter().any(|x| {
-            tb.iter().any(|y| x == y || (*x == "number" && *y == "integer") || (*x == "integer" && *y == "number"))
-        });
-        if !overlap {
-            return true;
-        }
-        let values = |m: &Map<String, Value>| -> Option<Vec<Value>> {
-            m.get("const").map(|c| vec![c.clone()]).or_else(|| m.get("enum").and_then(Value::as_array).cloned())
-        };
-        if let (Some(va), Some(vb)) = (values(a), values(b))
-            && !va.iter().any(|x| vb.iter().any(|y| json_eq(x, y))) {
-                return true;
-            }
-        let objects_only = |t: &[&str]| t == ["object"];
-        let req = |m: &Map<String, Value>| -> Vec<String> {
-            m.get("required").and_then(Value::as_array).map(|r| r.iter().filter_map(|x| x.as_str().map(String::from)).collect()).unwrap_or_default()
-        };
-        let (ra, rb) = (req(a), req(b));
-        if objects_only(&ta) || objects_only(&tb) {
-            // A property one side requires and the other forbids.
-            let forbids = |m: &Map<String, Value>, p: &str| -> bool {
-                let declared = m.get("properties").and_then(|x| x.get(p));
-                match declared {
-                    Some(v) => *v == Value::Bool(false),
-                    None => {
-                        m.get("additionalProperties") == Some(&Value::Bool(false))
-                            && !m.contains_key("patternProperties")
-                    }
-                }
-            };
-            if ra.iter().any(|p| forbids(b, p)) || rb.iter().any(|p| forbids(a, p)) {
-                return true;
-            }
-        }
-        // A property required on both sides with disjoint const/enum values.
-        if objects_only(&ta) || objects_only(&tb) {
-            for p in ra.iter().filter(|p| rb.contains(p)) {
-                let pa = a.get("properties").and_then(|x| x.get(p)).and_then(Value::as_object);
-                let pb = b.get("properties").and_then(|x| x.get(p)).and_then(Value::as_object);
-                if let (Some(pa), Some(pb)) = (pa, pb)
-                    && let (Some(va), Some(vb)) = (values(pa), values(pb))
-                        && !va.iter().any(|x| vb.iter().any(|y| json_eq(x, y))) {
-                            return true;
-                        }
-            }
-        }
-        false
-    }
-
-    /// Fold `not` into the map where exact; returns false when nothing matches.
+    /// Conjoin `not n` to `m` where exact; returns false when nothing matches.
+    ///
+    /// `not` of a flattened map is the union of its keywords' negations, each
+    /// restricted to the kind of value the keyword applies to; kinds of value
+    /// on which `m` and `n` are already disjoint need no negation.
     fn apply_not(&mut self, m: &mut Map<String, Value>, n: &Value, ptr: &str) -> Res<bool> {
+        self.negations += 1;
+        if self.negations > MAX_NEGATIONS {
+            return Err(err("not", ptr, SchemaErrorKind::Limit("negations (more than 4096)")));
+        }
         let nptr = child(ptr, "not");
         let nm = match n {
             Value::Bool(b) => return Ok(!b),
@@ -600,40 +654,6 @@ impl<'a> Compiler<'a> {
         if keys.is_empty() {
             return Ok(false);
         }
-        if m.contains_key("enum") || m.contains_key("const") {
-            // Checked per value in compile_map.
-            let mut inner = Map::new();
-            inner.insert("not".into(), Value::Object(nm));
-            *m = self.merge(m.clone(), inner, ptr)?;
-            return Ok(true);
-        }
-        if keys == ["type"] {
-            let remove = type_list(&nm["type"]);
-            let current: Vec<Value> = match m.get("type") {
-                Some(t) => type_list(t),
-                None => TYPES.iter().map(|t| Value::String(t.to_string())).collect(),
-            };
-            let mut keep = Vec::new();
-            for t in current {
-                let gone = remove.contains(&t) || (t == "integer" && remove.iter().any(|r| r == "number"));
-                if gone {
-                    continue;
-                }
-                if t == "number" && remove.iter().any(|r| r == "integer") {
-                    self.unsupported("not", ptr, "numbers that are not integers")?;
-                }
-                keep.push(t);
-            }
-            m.insert("type".into(), Value::Array(keep));
-            return Ok(true);
-        }
-        if keys == ["required"]
-            && let Some([Value::String(p)]) = nm["required"].as_array().map(Vec::as_slice) {
-                let mut props = m.get("properties").and_then(Value::as_object).cloned().unwrap_or_default();
-                props.insert(p.clone(), Value::Bool(false));
-                m.insert("properties".into(), Value::Object(props));
-                return Ok(true);
-            }
         if let Some(Value::Array(branches)) = nm.get("anyOf").filter(|_| keys == ["anyOf"]) {
             for b in branches.clone() {
                 if !self.apply_not(m, &b, ptr)? {
@@ -642,46 +662,63 @@ impl<'a> Compiler<'a> {
             }
             return Ok(true);
         }
-        if keys == ["enum"] || keys == ["const"] {
-            // Values excluded: strings leave the string language, literals
-            // of other types leave their type.
-            let vals = nm.get("enum").and_then(Value::as_array).cloned().unwrap_or_else(|| vec![nm["const"].clone()]);
-            let mut strings = m.get(NOT_STRINGS).and_then(Value::as_array).cloned().unwrap_or_default();
-            let mut types: Vec<Value> = match m.get("type") {
-                Some(t) => type_list(t),
-                None => TYPES.iter().map(|t| Value::String(t.to_string())).collect(),
+        let mine = kinds(m);
+        let apart = disjoint_kinds(m, &nm);
+        let want: Vec<&'static str> = mine.iter().copied().filter(|k| !apart.contains(k)).collect();
+        if want.is_empty() {
+            return Ok(true);
+        }
+        let types = effective_types(m);
+        let int_only = types.contains(&"integer") && !types.contains(&"number");
+        let mut alts = match negate(&nm, &want, int_only, self.legacy) {
+            Ok(a) => a,
+            Err(why) => {
+                self.unsupported("not", ptr, &why)?;
+                return Ok(true);
+            }
+        };
+        let keep: Vec<Value> = mine.iter().filter(|k| apart.contains(k)).map(|k| Value::String(k.to_string())).collect();
+        if !keep.is_empty() {
+            alts.push(serde_json::json!({ "type": keep }));
+        }
+        // Flatten, and drop the alternatives `m` already rules out.
+        let mut flat: Vec<Map<String, Value>> = Vec::new();
+        for a in alts {
+            let am = match a {
+                Value::Bool(true) => Map::new(),
+                Value::Bool(false) => continue,
+                Value::Object(o) => self.flatten(&o, &nptr)?,
+                _ => continue,
             };
-            let mut exact = true;
-            for v in vals {
-                match v {
-                    Value::String(_) => strings.push(v),
-                    Value::Null => types.retain(|t| t != "null"),
-                    _ => {
-                        let t = if v.is_boolean() { "boolean" } else if v.is_number() { "number" } else { "other" };
-                        if types.iter().any(|x| x == t || (t == "number" && x == "integer") || (t == "other" && (x == "object" || x == "array"))) {
-                            exact = false;
-                        }
-                    }
+            if pair_disjoint(m, &am) || flat.contains(&am) {
+                continue;
+            }
+            flat.push(am);
+        }
+        match flat.len() {
+            0 => Ok(false),
+            1 => {
+                let one = flat.remove(0);
+                *m = self.merge(std::mem::take(m), one, ptr)?;
+                Ok(true)
+            }
+            k => {
+                let before = m.get("anyOf").and_then(Value::as_array).map_or(1, Vec::len);
+                if before * k > 64 {
+                    self.unsupported("not", ptr, "the negation needs more than 64 alternatives")?;
+                    return Ok(true);
                 }
-            }
-            if exact {
-                m.insert("type".into(), Value::Array(types));
-                m.insert(NOT_STRINGS.into(), Value::Array(strings));
-                return Ok(true);
-            }
-        }
-        if keys == ["required"] {
-            // not (a and b and ...): some name absent.
-            if let Some(names) = nm["required"].as_array().filter(|n| n.len() > 1 && !m.contains_key("anyOf")) {
-                let branches: Vec<Value> = names.iter().filter_map(Value::as_str).map(|n| serde_json::json!({"properties": {n: false}})).collect();
-                let mut with = m.clone();
-                with.insert("anyOf".into(), Value::Array(branches));
-                *m = with;
-                return Ok(true);
+                let any = Value::Array(flat.into_iter().map(Value::Object).collect());
+                if m.contains_key("anyOf") {
+                    let mut extra = Map::new();
+                    extra.insert("anyOf".into(), any);
+                    *m = self.merge(std::mem::take(m), extra, ptr)?;
+                } else {
+                    m.insert("anyOf".into(), any);
+                }
+                Ok(true)
             }
         }
-        self.unsupported("not", ptr, "negation of this schema")?;
-        Ok(true)
     }
 
     /// Any JSON value.
@@ -760,6 +797,25 @@ impl<'a> Compiler<'a> {
                 hi = Some((d, true));
             }
         let mut integer = integer;
+        if m.get(FRACTION) == Some(&Value::Bool(true)) {
+            // Numbers that are not integers, in range, written without an exponent.
+            if integer || dec("multipleOf")?.is_some_and(|d| d.is_integer()) {
+                return Ok(None);
+            }
+            if m.contains_key("multipleOf") {
+                self.unsupported("multipleOf", ptr, "a fractional multipleOf on numbers that are not integers")?;
+            }
+            let Some(range) = number::range(lo.as_ref(), hi.as_ref(), false) else { return Ok(None) };
+            let frac = regex::parse_pattern("^-?(0|[1-9][0-9]*)\\.[0-9]*[1-9][0-9]*$").map_err(|e| invalid("type", ptr, &e.to_string()))?;
+            let max_states = self.opts.limits.max_dfa_states;
+            let built = Dfa::tagged(&[range, frac], max_states)
+                .and_then(|d| d.emit(&|t| t & 3 == 3, 0, None, &mut self.rules, max_states));
+            return match built {
+                Ok(Some(body)) => Ok(Some(self.add("number", body)?)),
+                Ok(None) => Ok(None),
+                Err(TooLarge) => Err(err("not", ptr, SchemaErrorKind::Limit("max_dfa_states"))),
+            };
+        }
         if let Some(mo) = dec("multipleOf")? {
             if mo.neg || (mo.int == "0" && mo.frac.is_empty()) {
                 return Err(invalid("multipleOf", ptr, "must be positive"));
@@ -832,7 +888,8 @@ impl<'a> Compiler<'a> {
                 self.unsupported("format", ptr, &format!("format {f:?} is not a regular language here"))?;
             }
         }
-        if let Some(p) = m.get("pattern") {
+        let more = m.get(PATTERNS).and_then(Value::as_array).cloned().unwrap_or_default();
+        for p in m.get("pattern").into_iter().chain(more.iter()) {
             let p = p.as_str().ok_or_else(|| invalid("pattern", ptr, "must be a string"))?;
             match regex::parse_pattern(p) {
                 Ok(re) => res.push((re, "pattern")),
@@ -840,13 +897,28 @@ impl<'a> Compiler<'a> {
                 Err(e) => return Err(invalid("pattern", ptr, &e.to_string())),
             }
         }
+        // Languages a `not` excluded: strings, and patterns.
+        let mut banned: Vec<Re> = Vec::new();
+        for p in m.get(NOT_PATTERNS).and_then(Value::as_array).into_iter().flatten() {
+            let p = p.as_str().ok_or_else(|| invalid("not", ptr, "pattern must be a string"))?;
+            match regex::parse_pattern(p) {
+                Ok(re) => banned.push(re),
+                Err(e @ regex::PatternError::Unsupported(_)) => {
+                    self.unsupported("not", ptr, &format!("negated pattern: {e}"))?
+                }
+                Err(e) => return Err(invalid("pattern", ptr, &e.to_string())),
+            }
+        }
         let excluded: Vec<&str> = m.get(NOT_STRINGS).and_then(Value::as_array).map(|v| v.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
-        if res.is_empty() && excluded.is_empty() {
+        if !excluded.is_empty() {
+            banned.push(Re::Alt(excluded.iter().map(|x| literal_re(x)).collect()));
+        }
+        if res.is_empty() && banned.is_empty() {
             let chr = self.chr.clone();
             let body = self.repeat(&chr, min_len, max_len)?;
             return Ok(Some(self.add("string", format!("\"\\\"\" {body} \"\\\"\""))?));
         }
-        if res.len() == 1 && excluded.is_empty()
+        if res.len() == 1 && banned.is_empty()
             && let Some(re) = with_length(res[0].0.clone(), min_len, max_len) {
                 return self.string_re(&re);
             }
@@ -858,9 +930,13 @@ impl<'a> Compiler<'a> {
         }
         let all = (1u64 << exprs.len()) - 1;
         let mut forbid = 0u64;
-        if !excluded.is_empty() {
-            exprs.push(Re::Alt(excluded.iter().map(|x| literal_re(x)).collect()));
-            forbid = 1 << (exprs.len() - 1);
+        for b in banned {
+            if exprs.len() >= 63 {
+                self.unsupported("pattern", ptr, "more than 63 patterns on one string")?;
+                break;
+            }
+            exprs.push(b);
+            forbid |= 1 << (exprs.len() - 1);
         }
         let max_states = self.opts.limits.max_dfa_states;
         let built = Dfa::tagged(&exprs, max_states)
@@ -1345,6 +1421,17 @@ impl<'a> Compiler<'a> {
             let r = match k.as_str() {
                 k if is_annotation(k) => Some(true),
                 NOT_STRINGS => Some(!kv.as_array()?.iter().any(|x| x == v)),
+                FRACTION => Some(!v.is_number() || !has_type(v, "integer") || *kv != Value::Bool(true)),
+                NOT_PATTERNS | PATTERNS => match v.as_str() {
+                    None => Some(true),
+                    Some(sv) => {
+                        let mut hit = Vec::new();
+                        for p in kv.as_array()? {
+                            hit.push(regex::parse_pattern(p.as_str()?).ok()?.matches(sv));
+                        }
+                        Some(if k == NOT_PATTERNS { !hit.contains(&true) } else { !hit.contains(&false) })
+                    }
+                },
                 "patternProperties" => match v.as_object() {
                     None => Some(true),
                     Some(o) => {
@@ -1507,6 +1594,366 @@ impl<'a> Compiler<'a> {
     }
 }
 
+/// Kinds of JSON value: the partition `not` and `oneOf` reason over
+/// (integers are numbers here).
+const KINDS: [&str; 6] = ["null", "boolean", "object", "array", "string", "number"];
+
+/// Most `not`s one translation may expand (each may add alternatives).
+const MAX_NEGATIONS: usize = 4096;
+
+fn kind_of(t: &str) -> &'static str {
+    match t {
+        "null" => "null",
+        "boolean" => "boolean",
+        "object" => "object",
+        "array" => "array",
+        "string" => "string",
+        _ => "number",
+    }
+}
+
+/// The kinds of value a flattened map can match.
+fn kinds(m: &Map<String, Value>) -> Vec<&'static str> {
+    let mut out: Vec<&'static str> = Vec::new();
+    for t in effective_types(m) {
+        let k = kind_of(t);
+        if !out.contains(&k) {
+            out.push(k);
+        }
+    }
+    out
+}
+
+/// The const/enum values of a flattened map.
+fn values_of(m: &Map<String, Value>) -> Option<Vec<Value>> {
+    m.get("const").map(|c| vec![c.clone()]).or_else(|| m.get("enum").and_then(Value::as_array).cloned())
+}
+
+/// The kinds of value on which no value can match both maps.
+fn disjoint_kinds(a: &Map<String, Value>, b: &Map<String, Value>) -> Vec<&'static str> {
+    let (ka, kb) = (kinds(a), kinds(b));
+    let (va, vb) = (values_of(a), values_of(b));
+    let mut out = Vec::new();
+    for k in KINDS {
+        if !ka.contains(&k) || !kb.contains(&k) {
+            out.push(k);
+            continue;
+        }
+        if let (Some(va), Some(vb)) = (&va, &vb)
+            && !va.iter().any(|x| kind_of_value(x) == k && vb.iter().any(|y| json_eq(x, y)))
+        {
+            out.push(k);
+            continue;
+        }
+        if k == "object" && objects_disjoint(a, b) {
+            out.push(k);
+        }
+        let int_only = |m: &Map<String, Value>| {
+            let t = effective_types(m);
+            t.contains(&"integer") && !t.contains(&"number")
+        };
+        let frac = |m: &Map<String, Value>| m.get(FRACTION) == Some(&Value::Bool(true));
+        if k == "number" && ((int_only(a) && frac(b)) || (frac(a) && int_only(b))) {
+            out.push(k);
+        }
+    }
+    out
+}
+
+fn kind_of_value(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Object(_) => "object",
+        Value::Array(_) => "array",
+        Value::String(_) => "string",
+        Value::Number(_) => "number",
+    }
+}
+
+/// Whether no value at all can match both maps.
+fn pair_disjoint(a: &Map<String, Value>, b: &Map<String, Value>) -> bool {
+    disjoint_kinds(a, b).len() == KINDS.len()
+}
+
+fn required_of(m: &Map<String, Value>) -> Vec<String> {
+    m.get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(|x| x.as_str().map(String::from)).collect())
+        .unwrap_or_default()
+}
+
+/// Whether no object can match both maps: a property one requires and the
+/// other forbids, or one both require with disjoint const/enum values.
+fn objects_disjoint(a: &Map<String, Value>, b: &Map<String, Value>) -> bool {
+    let (ra, rb) = (required_of(a), required_of(b));
+    let forbids = |m: &Map<String, Value>, p: &str| -> bool {
+        match m.get("properties").and_then(|x| x.get(p)) {
+            Some(v) => *v == Value::Bool(false),
+            None => m.get("additionalProperties") == Some(&Value::Bool(false)) && !m.contains_key("patternProperties"),
+        }
+    };
+    if ra.iter().any(|p| forbids(b, p)) || rb.iter().any(|p| forbids(a, p)) {
+        return true;
+    }
+    for p in ra.iter().filter(|p| rb.contains(p)) {
+        let pa = a.get("properties").and_then(|x| x.get(p)).and_then(Value::as_object);
+        let pb = b.get("properties").and_then(|x| x.get(p)).and_then(Value::as_object);
+        if let (Some(pa), Some(pb)) = (pa, pb)
+            && let (Some(va), Some(vb)) = (values_of(pa), values_of(pb))
+            && !va.iter().any(|x| vb.iter().any(|y| json_eq(x, y)))
+        {
+            return true;
+        }
+    }
+    false
+}
+
+/// The negation of a flattened map, as alternatives whose union is exactly
+/// the values of the kinds in `want` that fail it; `Err` says which keyword
+/// has no exact negation here.
+fn negate(nm: &Map<String, Value>, want: &[&'static str], int_only: bool, legacy: bool) -> Result<Vec<Value>, String> {
+    use serde_json::json;
+    let nm_types: Vec<&'static str> = match nm.get("type") {
+        Some(t) => TYPES.iter().copied().filter(|x| type_list(t).iter().any(|y| y == x)).collect(),
+        None => TYPES.to_vec(),
+    };
+    let has = |k: &str| nm_types.iter().any(|t| kind_of(t) == k) && want.contains(&kind_of(k));
+    let mut out: Vec<Value> = Vec::new();
+    // Kinds the type keyword excludes.
+    let mut other: Vec<Value> = Vec::new();
+    for k in want {
+        let ts: Vec<&&str> = nm_types.iter().filter(|t| kind_of(t) == *k).collect();
+        if ts.is_empty() {
+            other.push(Value::String(k.to_string()));
+        } else if *k == "number" && !int_only && !ts.iter().any(|t| **t == "number") {
+            out.push(json!({ "type": "number", FRACTION: true }));
+        }
+    }
+    if !other.is_empty() {
+        out.push(json!({ "type": other }));
+    }
+    let num = |v: &Value| v.as_number().and_then(|n| Dec::parse(&n.to_string()));
+    let count = |v: &Value| num(v).filter(|d| !d.neg && d.is_integer()).and_then(|d| d.int.parse::<u64>().ok());
+    for (k, v) in nm {
+        let k = k.as_str();
+        if is_annotation(k) {
+            continue;
+        }
+        let scope = match k {
+            "required" | "properties" | "additionalProperties" | "patternProperties" | "propertyNames"
+            | "minProperties" | "maxProperties" => "object",
+            "items" | "prefixItems" | "additionalItems" | "contains" | "minContains" | "maxContains" | "minItems"
+            | "maxItems" | "uniqueItems" => "array",
+            "minLength" | "maxLength" | "pattern" | "format" | NOT_STRINGS | NOT_PATTERNS | PATTERNS => "string",
+            "minimum" | "maximum" | "exclusiveMinimum" | "exclusiveMaximum" | "multipleOf" | FRACTION => "number",
+            "type" => continue,
+            _ => "",
+        };
+        if !scope.is_empty() && !has(scope) {
+            continue;
+        }
+        let bad = |why: &str| Err(format!("{why} (in {k})"));
+        match k {
+            "enum" | "const" => {
+                let vals = if k == "const" { vec![v.clone()] } else { v.as_array().cloned().ok_or("enum must be an array")? };
+                for kind in KINDS {
+                    if !has(kind) {
+                        continue;
+                    }
+                    let mine: Vec<&Value> = vals.iter().filter(|x| kind_of_value(x) == kind).collect();
+                    if mine.is_empty() {
+                        out.push(json!({ "type": kind }));
+                        continue;
+                    }
+                    match kind {
+                        "null" => {}
+                        "boolean" => {
+                            for b in [true, false] {
+                                if !mine.iter().any(|x| **x == Value::Bool(b)) {
+                                    out.push(json!({ "const": b }));
+                                }
+                            }
+                        }
+                        "string" => out.push(json!({ "type": "string", NOT_STRINGS: mine })),
+                        "number" => {
+                            let mut ds: Vec<(Dec, Value)> = mine.iter().filter_map(|x| num(x).map(|d| (d, (*x).clone()))).collect();
+                            ds.sort_by(|a, b| a.0.cmp_value(&b.0));
+                            ds.dedup_by(|a, b| a.0 == b.0);
+                            if ds.len() > 16 {
+                                return bad("more than 16 excluded numbers");
+                            }
+                            let mut lo: Option<Value> = None;
+                            for (_, x) in ds {
+                                let mut alt = json!({ "type": "number", "exclusiveMaximum": x });
+                                if let Some(l) = lo {
+                                    alt["exclusiveMinimum"] = l;
+                                }
+                                out.push(alt);
+                                lo = Some(x);
+                            }
+                            out.push(json!({ "type": "number", "exclusiveMinimum": lo }));
+                        }
+                        _ => return bad("objects or arrays as excluded values"),
+                    }
+                }
+            }
+            "required" => {
+                for r in v.as_array().ok_or("required must be an array")? {
+                    let r = r.as_str().ok_or("required must hold strings")?;
+                    out.push(json!({ "type": "object", "properties": { r: false } }));
+                }
+            }
+            "properties" => {
+                for (p, ps) in v.as_object().ok_or("properties must be an object")? {
+                    match ps {
+                        Value::Bool(true) => {}
+                        Value::Bool(false) => out.push(json!({ "type": "object", "required": [p] })),
+                        _ => out.push(json!({ "type": "object", "required": [p], "properties": { p: { "not": ps } } })),
+                    }
+                }
+            }
+            "additionalProperties" | "propertyNames" | "additionalItems" => {
+                if *v != Value::Bool(true) {
+                    return bad("keyword with no exact negation");
+                }
+            }
+            "patternProperties" => {
+                if v.as_object().is_some_and(|o| o.values().any(|x| *x != Value::Bool(true))) {
+                    return bad("keyword with no exact negation");
+                }
+            }
+            "minProperties" | "minItems" | "minLength" => {
+                let n = count(v).ok_or("must be a non-negative integer")?;
+                if n > 0 {
+                    let (t, kw) = match k {
+                        "minProperties" => ("object", "maxProperties"),
+                        "minItems" => ("array", "maxItems"),
+                        _ => ("string", "maxLength"),
+                    };
+                    out.push(json!({ "type": t, kw: n - 1 }));
+                }
+            }
+            "maxProperties" | "maxItems" | "maxLength" => {
+                let n = count(v).ok_or("must be a non-negative integer")?;
+                let (t, kw) = match k {
+                    "maxProperties" => ("object", "minProperties"),
+                    "maxItems" => ("array", "minItems"),
+                    _ => ("string", "minLength"),
+                };
+                out.push(json!({ "type": t, kw: n + 1 }));
+            }
+            "items" if v.is_array() => {
+                for (i, s) in v.as_array().into_iter().flatten().enumerate() {
+                    if *s == Value::Bool(true) {
+                        continue;
+                    }
+                    let mut pre = vec![Value::Bool(true); i];
+                    pre.push(json!({ "not": s }));
+                    let key = if legacy { "items" } else { "prefixItems" };
+                    out.push(json!({ "type": "array", "minItems": i + 1, key: pre }));
+                }
+                if nm.get("additionalItems").is_some_and(|x| *x != Value::Bool(true)) {
+                    return bad("additionalItems with no exact negation");
+                }
+            }
+            "prefixItems" => {
+                for (i, s) in v.as_array().ok_or("prefixItems must be an array")?.iter().enumerate() {
+                    if *s == Value::Bool(true) {
+                        continue;
+                    }
+                    let mut pre = vec![Value::Bool(true); i];
+                    pre.push(json!({ "not": s }));
+                    out.push(json!({ "type": "array", "minItems": i + 1, "prefixItems": pre }));
+                }
+            }
+            "items" => {
+                if *v == Value::Bool(true) {
+                    continue;
+                }
+                if nm.contains_key("prefixItems") {
+                    return bad("items after prefixItems");
+                }
+                out.push(json!({ "type": "array", "contains": { "not": v } }));
+            }
+            "contains" => {
+                let min = nm.get("minContains").map_or(Some(1), count);
+                if nm.contains_key("maxContains") || min.is_none_or(|n| n > 1) {
+                    return bad("minContains or maxContains");
+                }
+                if min == Some(1) {
+                    out.push(json!({ "type": "array", "items": { "not": v } }));
+                }
+            }
+            "minContains" | "maxContains" => {}
+            "uniqueItems" => {
+                if *v == Value::Bool(true) {
+                    return bad("arrays with duplicates");
+                }
+            }
+            "pattern" => out.push(json!({ "type": "string", NOT_PATTERNS: [v] })),
+            "format" => {
+                let f = v.as_str().unwrap_or("");
+                if let Some(p) = format::pattern(f) {
+                    out.push(json!({ "type": "string", NOT_PATTERNS: [p] }));
+                } else if format::UNSUPPORTED.contains(&f) {
+                    return bad("a format that is not a regular language here");
+                }
+            }
+            FRACTION => {
+                if *v == Value::Bool(true) {
+                    out.push(json!({ "type": "integer" }));
+                }
+            }
+            NOT_STRINGS => {
+                let strings = v.as_array().cloned().unwrap_or_default();
+                if !strings.is_empty() {
+                    out.push(json!({ "enum": strings }));
+                }
+            }
+            NOT_PATTERNS => {
+                for p in v.as_array().into_iter().flatten() {
+                    out.push(json!({ "type": "string", "pattern": p }));
+                }
+            }
+            PATTERNS => {
+                for p in v.as_array().into_iter().flatten() {
+                    out.push(json!({ "type": "string", NOT_PATTERNS: [p] }));
+                }
+            }
+            "minimum" | "maximum" | "exclusiveMinimum" | "exclusiveMaximum" => {
+                if v.is_boolean() {
+                    continue;
+                }
+                num(v).ok_or("bound must be a number")?;
+                let excl = |f: &str| nm.get(f).and_then(Value::as_bool).unwrap_or(false);
+                let (kw, inclusive) = match k {
+                    "minimum" => ("maximum", excl("exclusiveMinimum")),
+                    "maximum" => ("minimum", excl("exclusiveMaximum")),
+                    "exclusiveMinimum" => ("maximum", true),
+                    _ => ("minimum", true),
+                };
+                let kw = if inclusive { kw.to_string() } else { format!("exclusive{}{}", kw[..1].to_uppercase(), &kw[1..]) };
+                out.push(json!({ "type": "number", kw: v }));
+            }
+            "not" => out.push(v.clone()),
+            "anyOf" => {
+                let branches = v.as_array().ok_or("anyOf must be an array")?;
+                let all: Vec<Value> = branches.iter().map(|b| json!({ "not": b })).collect();
+                out.push(json!({ "allOf": all }));
+            }
+            "if" | "then" | "else" => {}
+            "multipleOf" | "oneOf" | "unevaluatedProperties" | "unevaluatedItems" | "dependentRequired"
+            | "dependentSchemas" | "dependencies" | "$dynamicRef" | "$recursiveRef" => {
+                return bad("keyword with no exact negation");
+            }
+            "$ref" => return bad("reference"),
+            _ => {}
+        }
+    }
+    Ok(out)
+}
+
 /// The fixed parts of an object's member sequence.
 struct MemberShape<'e> {
     entries: &'e [(String, Expr, bool)],
@@ -1647,7 +2094,7 @@ fn is_known_keyword(k: &str) -> bool {
             "type" | "enum" | "const" | "properties" | "required" | "additionalProperties" | "minProperties"
                 | "maxProperties" | "minLength" | "maxLength" | "pattern" | "format" | "minimum" | "maximum"
                 | "exclusiveMinimum" | "exclusiveMaximum" | "multipleOf" | "minItems" | "maxItems" | "uniqueItems"
-                | "allOf" | "anyOf" | "oneOf" | "not" | "$ref"
+                | "allOf" | "anyOf" | "oneOf" | "not" | "$ref" | NOT_STRINGS | NOT_PATTERNS | PATTERNS | FRACTION
         )
 }
 

@@ -16,8 +16,8 @@
 //!
 //! Pieces: `compile` walks the schema (references become rules, so recursive
 //! schemas become recursive rules; `allOf` merges into one keyword map;
-//! `anyOf`/`oneOf` become alternatives, `oneOf` only when its branches are
-//! provably disjoint), `regex` translates ECMA-262 patterns, `format` writes
+//! `anyOf`/`oneOf` become alternatives; a `oneOf` branch that may overlap
+//! another gets `not` of it), `regex` translates ECMA-262 patterns, `format` writes
 //! the regular formats as patterns, `dfa` intersects and splits string
 //! languages (patterns with lengths, `patternProperties` regions), `number`
 //! turns numeric bounds into digit-level expressions, `gbnf` writes the text.
@@ -29,10 +29,18 @@
 //! `contains`/`minContains` (without `maxContains`), `minLength`/`maxLength`
 //! with `pattern` and `format`, numeric bounds, integer `multipleOf` and
 //! powers of ten, `dependencies`/`dependentRequired`/`dependentSchemas`,
-//! local `$ref`/`$defs`/`definitions`/`$anchor`, boolean schemas, and `not` of
-//! types, literals and `required`. An error (strict) or a warning (lenient):
-//! `uniqueItems` on arrays that may hold two items, `if`/`then`/`else`,
-//! overlapping `oneOf`, other negations, `unevaluated*`, remote references.
+//! local `$ref`/`$defs`/`definitions`/`$anchor`, boolean schemas, `allOf`
+//! with several patterns, and `not`: the negation of a schema is the union of
+//! its keywords' negations, each on the kind of value the keyword applies to
+//! (types, literals, `required`, `properties`, lengths and counts, bounds,
+//! patterns and formats, `items`/`prefixItems`/`contains`, `anyOf`, `not`),
+//! kinds where the context already excludes the schema left out; `oneOf`
+//! branches that may overlap become "this branch and not the others".
+//! An error (strict) or a warning (lenient): `uniqueItems` on arrays that may
+//! hold two items, negations of `additionalProperties`, `patternProperties`,
+//! `propertyNames`, `multipleOf`, `uniqueItems`, `oneOf`, object or array
+//! literals (and so `oneOf` whose overlap needs them), `unevaluated*`, remote
+//! references.
 
 mod compile;
 mod dfa;
