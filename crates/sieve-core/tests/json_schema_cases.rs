@@ -200,3 +200,24 @@ fn overlapping_one_of_excludes_the_overlap() {
 fn all_of_keeps_every_pattern() {
     table(json!({"allOf": [{"pattern": "^a"}, {"pattern": "b$"}], "type": "string"}), &[(r#""ab""#, true), (r#""a""#, false), (r#""b""#, false)]);
 }
+
+#[test]
+fn undeclared_members_may_come_between_declared_ones() {
+    use sieve_core::json_schema::PropertyOrder;
+    let schema = json!({"type": "object", "properties": {"a": {"type": "integer"}, "b": {}, "c": {"type": "integer"}},
+                        "required": ["a", "c"], "additionalProperties": {"type": "string"}});
+    for order in [PropertyOrder::Schema, PropertyOrder::AnyUpTo(8)] {
+        let c = compile(schema.clone(), &JsonSchemaOptions { property_order: order, ..Default::default() });
+        let any = order != PropertyOrder::Schema;
+        for (text, ok) in [
+            (r#"{"x": "s", "a": 1, "y": "t", "c": 2, "z": "u"}"#, true),
+            (r#"{"a": 1, "c": 2}"#, true),
+            (r#"{"c": 2, "x": "s", "a": 1}"#, any),
+            (r#"{"a": 1, "x": 2, "c": 2}"#, false),
+            (r#"{"a": 1, "a": 2, "c": 2}"#, false),
+            (r#"{"a": 1, "x": "s"}"#, false),
+        ] {
+            assert_eq!(accepts(&c, text), ok, "{order:?} on {text}");
+        }
+    }
+}

@@ -117,6 +117,18 @@ impl<'a> Compiler<'a> {
         Ok(self.rules.add(hint, body))
     }
 
+    /// A rule the grammar compiler keeps out of line: a dead left-recursive
+    /// alternative makes it recursive, so it is called rather than copied
+    /// into every caller (the alternative itself matches nothing).
+    fn opaque(&mut self, hint: &str, body: String) -> Res<String> {
+        if self.rules.size() > self.opts.limits.max_grammar_bytes {
+            return Err(err("", "", SchemaErrorKind::Limit("max_grammar_bytes")));
+        }
+        let name = self.rules.reserve(hint);
+        self.rules.define(&name, format!("{body} | {name} [^\\u0000-\\U0010FFFF]"));
+        Ok(name)
+    }
+
     fn enter(&mut self, ptr: &str) -> Res<()> {
         self.depth += 1;
         if self.depth > self.opts.limits.max_depth {
@@ -1194,9 +1206,27 @@ impl<'a> Compiler<'a> {
     /// minProperties/maxProperties. Each reachable state (position, first,
     /// count) is a rule.
     fn members(&mut self, entries: &[(String, Expr, bool)], extra: Option<&str>, min_p: u64, max_p: Option<u64>) -> Res<Option<String>> {
-        let shape = MemberShape { entries, extra, min_p, max_p, cap: max_p.map_or(min_p, |m| m + 1) };
+        let lead_extras = match extra {
+            Some(x) if min_p == 0 && max_p.is_none() => {
+                let sep = format!("{ws} \",\" {ws}", ws = self.ws);
+                Some(self.add("extras", format!("({x} ({sep} {x})* {sep})?"))?)
+            }
+            _ => None,
+        };
+        let shape = MemberShape { entries, extra, min_p, max_p, cap: max_p.map_or(min_p, |m| m + 1), lead_extras };
         if let PropertyOrder::AnyUpTo(n) = self.opts.property_order
             && entries.len() <= usize::from(n.min(16)) && entries.len() > 1 {
+                // Each member and each set of members written is one rule,
+                // kept out of line so the grammar stays n * 2^n calls.
+                let mut named: Vec<(String, Expr, bool)> = Vec::new();
+                for (k, kv, req) in entries {
+                    let kv = match kv {
+                        Some(kv) => Some(self.opaque("member", kv.clone())?),
+                        None => None,
+                    };
+                    named.push((k.clone(), kv, *req));
+                }
+                let shape = MemberShape { entries: &named, ..shape };
                 let mut memo = HashMap::new();
                 return self.member_set(&shape, 0, &mut memo);
             }
@@ -1221,6 +1251,10 @@ impl<'a> Compiler<'a> {
                     continue;
                 }
                 if let Some(next) = self.member_set(sh, seen | 1 << i, memo)? {
+                    let kv = match &sh.lead_extras {
+                        Some(x) => format!("{x} {kv}"),
+                        None => kv.clone(),
+                    };
                     alts.push(if next == "\"\"" { format!("{lead}{kv}") } else { format!("{lead}{kv} {next}") });
                 }
             }
@@ -1236,7 +1270,7 @@ impl<'a> Compiler<'a> {
         let name = match alts.len() {
             0 => None,
             1 if alts[0] == "\"\"" => Some(alts.remove(0)),
-            _ => Some(self.add("members", alts.join(" | "))?),
+            _ => Some(self.opaque("members", alts.join(" | "))?),
         };
         memo.insert(seen, name.clone());
         Ok(name)
@@ -1277,6 +1311,10 @@ impl<'a> Compiler<'a> {
             let mut alts = Vec::new();
             if let Some(kv) = kv
                 && let Some(next) = self.member_state(sh, i + 1, false, next_cnt, memo)? {
+                    let kv = match &sh.lead_extras {
+                        Some(x) => format!("{x} {kv}"),
+                        None => kv.clone(),
+                    };
                     alts.push(if next == "\"\"" { format!("{lead}{kv}") } else { format!("{lead}{kv} {next}") });
                 }
             if !req
@@ -1961,6 +1999,9 @@ struct MemberShape<'e> {
     min_p: u64,
     max_p: Option<u64>,
     cap: u64,
+    /// `(extra (, extra)* ,)?`: undeclared members that may come before a
+    /// declared one (only when members are not counted).
+    lead_extras: Option<String>,
 }
 
 /// Fit a string language to length bounds without intersecting automata: a
