@@ -29,9 +29,13 @@ pub struct MaskbenchArgs {
     #[arg(long)]
     pub lenient: bool,
     /// Let objects declaring at most N properties take them in any order
-    /// (default: schema order).
-    #[arg(long, value_name = "N")]
-    pub any_order: Option<u8>,
+    /// (MaskBench instances list properties in any order; larger objects
+    /// keep schema order).
+    #[arg(long, value_name = "N", default_value_t = 8, conflicts_with = "schema_order")]
+    pub any_order: u8,
+    /// Declared properties in schema order only (the library's default).
+    #[arg(long)]
+    pub schema_order: bool,
     /// Commit tokens without computing masks: correctness columns only
     /// (fast coverage checks; the timing columns then measure commits alone).
     #[arg(long)]
@@ -73,7 +77,7 @@ pub fn run(a: &MaskbenchArgs) -> Result<i32, CliError> {
     let vocab = loaded.vocab.clone();
     let options = JsonSchemaOptions {
         mode: if a.lenient { Mode::Lenient } else { Mode::Strict },
-        property_order: a.any_order.map_or(PropertyOrder::Schema, PropertyOrder::AnyUpTo),
+        property_order: if a.schema_order { PropertyOrder::Schema } else { PropertyOrder::AnyUpTo(a.any_order) },
         ..Default::default()
     };
     let mut out = std::fs::File::create(&a.out).map_err(|e| CliError::new(format!("{}: {e}", a.out.display())))?;
