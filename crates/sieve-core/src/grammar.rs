@@ -62,6 +62,9 @@ pub(crate) struct Grammar {
     rules: Vec<RuleInfo>,
     names: Vec<String>,
     root: u32,
+    /// Byte classes: bytes with the same class are taken by the same
+    /// states, and each class is a run of consecutive bytes.
+    classes: [u8; 256],
 }
 
 /// Thompson automaton state before epsilon closure.
@@ -550,7 +553,26 @@ impl Grammar {
             .zip(&nullable)
             .map(|(l, &nullable)| RuleInfo { start: push_list(l, &mut succ), nullable })
             .collect();
-        Grammar { core, succ, ranges, rules, names, root }
+        // A class starts at every byte where some state's range starts or
+        // ends (256 such bytes at most, so classes fit a u8).
+        let mut starts = [false; 256];
+        let mut cut = |lo: u8, hi: u8| {
+            starts[lo as usize] = true;
+            if let Some(next) = starts.get_mut(hi as usize + 1) {
+                *next = true;
+            }
+        };
+        for c in &core {
+            if let Kind::Byte { lo, hi } = c.kind {
+                cut(lo, hi);
+            }
+        }
+        ranges.iter().for_each(|r| cut(r.lo, r.hi));
+        let mut classes = [0u8; 256];
+        for b in 1..256 {
+            classes[b] = classes[b - 1] + starts[b] as u8;
+        }
+        Grammar { core, succ, ranges, rules, names, root, classes }
     }
 
     /// True when the start rule derives no string at all.
@@ -566,6 +588,12 @@ impl Grammar {
             + self.ranges.len() * std::mem::size_of::<ByteRange>()
             + self.rules.len() * std::mem::size_of::<RuleInfo>()
             + self.names.iter().map(|n| n.len() + 24).sum::<usize>()
+    }
+
+    /// The class of `byte` (see `classes`).
+    #[inline]
+    pub fn class(&self, byte: u8) -> u8 {
+        self.classes[byte as usize]
     }
 
     #[inline]

@@ -17,7 +17,13 @@
 //! set depends on nothing else, so each of its byte transitions is computed
 //! by an Earley step once and looked up afterwards. Inside a string or a
 //! number nearly every set is an outer set, so a walk costs about one table
-//! lookup per trie node.
+//! lookup per trie node. Transitions are computed once per byte class.
+//!
+//! Inside a string body most of the vocabulary is allowed, and walking it
+//! all is what costs. When every string of JSON string characters keeps the
+//! group's set alive (checked on the DFA), the vocabulary's string slice
+//! (tokens made of such characters) is allowed as a block and only the other
+//! tokens are walked.
 
 use crate::error::MatchError;
 use crate::grammar::{Chart, ChartWalker, Grammar};
@@ -105,7 +111,6 @@ fn analyze(
     fuel: &mut usize,
     limit: usize,
 ) -> Result<Analysis, MatchError> {
-    let trie = vocab.trie();
     let mut allowed = vec![0u32; vocab.mask_words()].into_boxed_slice();
     let mut chart = Chart::local();
     let seed = dfa.intern(states.to_vec(), false);
@@ -113,6 +118,21 @@ fn analyze(
         inner: ChartWalker { g, chart: &mut chart, fuel: *fuel, limit },
         dfa,
         frames: vec![(seed, 0)],
+    };
+    // Where every string of the slice's characters keeps the seed set
+    // alive, the slice's tokens are allowed (none can die) and only the
+    // other tokens are walked.
+    let slice = vocab.string_slice();
+    let trie = match walker.keeps_alive(seed, slice.class) {
+        Ok(true) => {
+            allowed.iter_mut().zip(slice.mask.iter()).for_each(|(a, &m)| *a = m);
+            &slice.rest
+        }
+        Ok(false) => vocab.trie(),
+        Err(e) => {
+            *fuel = walker.inner.fuel;
+            return Err(e);
+        }
     };
     let mut ends: Vec<u32> = Vec::new(); // depths where the rule could end, on the current path
     let mut pending: Vec<(u32, u32)> = Vec::new(); // (token, depth of the end)
@@ -198,6 +218,52 @@ impl SetDfa {
             + self.sets.iter().map(|(s, _)| s.len() * 8 + 64).sum::<usize>()
             + self.open.iter().map(|(s, _)| s.len() * 8 + 32).sum::<usize>()
     }
+
+    /// Opens outer set `id` on the chart.
+    fn open_on(&self, chart: &mut Chart, id: u32) {
+        let (states, end) = &self.sets[id as usize];
+        chart.push_relative(states.iter().map(|&s| (s, false)), *end);
+    }
+
+    /// The transition of outer set `from` on `byte` (`DEAD`, an outer set or
+    /// `OPEN | i`), computed by one Earley step on `w`'s chart the first
+    /// time a byte of its class is taken. The chart is left as it was.
+    fn next(&mut self, w: &mut ChartWalker, from: u32, byte: u8) -> Result<u32, MatchError> {
+        let slot = from as usize * 256 + byte as usize;
+        if self.trans[slot] != UNKNOWN {
+            return Ok(self.trans[slot]);
+        }
+        self.open_on(w.chart, from);
+        let to = match w.push(byte) {
+            Ok(true) => {
+                let to = match (w.chart.outer_states(), w.chart.relative_set()) {
+                    (Some(states), _) => Ok(self.intern(states, w.chart.outer_end())),
+                    (None, Some((items, end))) => {
+                        self.open.push((items.into_boxed_slice(), end));
+                        Ok(OPEN | (self.open.len() as u32 - 1))
+                    }
+                    // A step from an outer set only adds items of rules
+                    // called from outside or in the new set.
+                    (None, None) => Err(MatchError::Limit { what: "token cache: unexpected Earley set", limit: 0 }),
+                };
+                w.chart.pop();
+                to
+            }
+            Ok(false) => Ok(DEAD),
+            Err(e) => Err(e),
+        };
+        w.chart.pop();
+        let to = to?;
+        // Every byte of the class goes the same way.
+        let class = w.g.class(byte);
+        let row = from as usize * 256;
+        for b in 0..=255u8 {
+            if w.g.class(b) == class {
+                self.trans[row + b as usize] = to;
+            }
+        }
+        Ok(to)
+    }
 }
 
 /// A trie walker that follows the DFA while it stays on outer sets and
@@ -219,20 +285,53 @@ impl SetWalker<'_, '_> {
         }
     }
 
-    /// Opens outer set `id` on the chart, for an Earley step from it.
-    fn materialize(&mut self, id: u32) {
-        let (states, end) = &self.dfa.sets[id as usize];
-        self.inner.chart.push_relative(states.iter().map(|&s| (s, false)), *end);
-    }
-
-    /// The outer set id of the chart's newest set, or `UNKNOWN`.
-    fn id_of_top(&mut self) -> u32 {
-        match self.inner.chart.outer_states() {
-            Some(states) => self.dfa.intern(states, self.inner.chart.outer_end()),
-            None => UNKNOWN,
+    /// True when every string of `class` characters, and every prefix of
+    /// one, keeps outer set `id` alive: the outer sets such strings reach
+    /// (at most `MAX_REACHED`) all take every character, through outer sets.
+    fn keeps_alive(&mut self, id: u32, class: &[(char, char)]) -> Result<bool, MatchError> {
+        let mut reached = vec![id];
+        let mut i = 0;
+        while let Some(&from) = reached.get(i) {
+            i += 1;
+            for &(lo, hi) in class {
+                for seq in regex_syntax::utf8::Utf8Sequences::new(lo, hi) {
+                    let mut at = vec![from];
+                    for r in seq.as_slice() {
+                        let mut next = Vec::new();
+                        for &s in &at {
+                            for b in r.start..=r.end {
+                                if b > r.start && self.inner.g.class(b) == self.inner.g.class(b - 1) {
+                                    continue;
+                                }
+                                let to = self.dfa.next(&mut self.inner, s, b)?;
+                                if to == DEAD || to & OPEN != 0 {
+                                    return Ok(false);
+                                }
+                                if !next.contains(&to) {
+                                    next.push(to);
+                                }
+                            }
+                        }
+                        at = next;
+                    }
+                    for to in at {
+                        if !reached.contains(&to) {
+                            if reached.len() == MAX_REACHED {
+                                return Ok(false);
+                            }
+                            reached.push(to);
+                        }
+                    }
+                }
+            }
         }
+        Ok(true)
     }
 }
+
+/// Most outer sets [`SetWalker::keeps_alive`] explores before it gives up
+/// (and the walk takes the whole trie).
+const MAX_REACHED: usize = 64;
 
 impl Walker for SetWalker<'_, '_> {
     fn push(&mut self, byte: u8) -> Result<bool, MatchError> {
@@ -241,52 +340,27 @@ impl Walker for SetWalker<'_, '_> {
             if !self.inner.push(byte)? {
                 return Ok(false);
             }
-            let id = self.id_of_top();
+            let id = match self.inner.chart.outer_states() {
+                Some(states) => self.dfa.intern(states, self.inner.chart.outer_end()),
+                None => UNKNOWN,
+            };
             self.frames.push((id, 1));
             return Ok(true);
         }
-        let slot = from as usize * 256 + byte as usize;
-        match self.dfa.trans[slot] {
-            DEAD => return Ok(false),
-            UNKNOWN => {}
+        match self.dfa.next(&mut self.inner, from, byte)? {
+            DEAD => Ok(false),
             to if to & OPEN == 0 => {
                 self.frames.push((to, 0));
-                return Ok(true);
+                Ok(true)
             }
             to => {
-                self.materialize(from);
+                self.dfa.open_on(self.inner.chart, from);
                 let (items, end) = &self.dfa.open[(to & !OPEN) as usize];
                 self.inner.chart.push_relative(items.iter().copied(), *end);
                 self.frames.push((UNKNOWN, 2));
-                return Ok(true);
+                Ok(true)
             }
         }
-        // First time `byte` is taken from this set: one Earley step.
-        self.materialize(from);
-        match self.inner.push(byte) {
-            Ok(true) => {}
-            other => {
-                self.inner.chart.pop();
-                if let Ok(false) = other {
-                    self.dfa.trans[slot] = DEAD;
-                }
-                return other;
-            }
-        }
-        let to = self.id_of_top();
-        if to != UNKNOWN {
-            self.inner.chart.pop();
-            self.inner.chart.pop();
-            self.dfa.trans[slot] = to;
-            self.frames.push((to, 0));
-            return Ok(true);
-        }
-        if let Some((items, end)) = self.inner.chart.relative_set() {
-            self.dfa.trans[slot] = OPEN | self.dfa.open.len() as u32;
-            self.dfa.open.push((items.into_boxed_slice(), end));
-        }
-        self.frames.push((UNKNOWN, 2));
-        Ok(true)
     }
 
     fn pop(&mut self) {
@@ -295,5 +369,36 @@ impl Walker for SetWalker<'_, '_> {
                 self.inner.chart.pop();
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Whether the group after the first byte of `text` keeps alive on
+    /// every string of JSON string characters.
+    fn keeps_alive_after(src: &str, text: &[u8]) -> bool {
+        let g = Grammar::new(src, 10_000).unwrap();
+        let mut chart = Chart::new(&g);
+        let mut fuel = usize::MAX;
+        for &b in text {
+            assert!(chart.push(&g, b, &mut fuel).unwrap());
+        }
+        let states: Vec<u32> = chart.byte_items(&g).map(|x| x.2).collect();
+        let mut dfa = SetDfa::default();
+        let mut local = Chart::local();
+        let seed = dfa.intern(states, false);
+        let mut w = SetWalker { inner: ChartWalker { g: &g, chart: &mut local, fuel, limit: fuel }, dfa: &mut dfa, frames: vec![] };
+        w.keeps_alive(seed, &[(' ', '!'), ('#', '['), (']', char::MAX)]).unwrap()
+    }
+
+    #[test]
+    fn string_bodies_keep_alive() {
+        let body = r#"[^"\\\x00-\x1F]"#;
+        assert!(keeps_alive_after(&format!(r#"root ::= "\"" {body}* "\"""#), b"\""));
+        assert!(keeps_alive_after(&format!(r#"root ::= "\"" {body}* "ab" {body}* "\"""#), b"\"x"));
+        assert!(!keeps_alive_after(&format!(r#"root ::= "\"" {body}{{0,30}} "\"""#), b"\""));
+        assert!(!keeps_alive_after(r#"root ::= "\"" [a-z]* "\"""#, b"\""));
     }
 }

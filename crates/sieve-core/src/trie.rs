@@ -20,6 +20,50 @@ pub(crate) struct TokenTrie {
     pub tokens: Vec<u32>,
 }
 
+/// A block of tokens decided together (llguidance's slices): the tokens
+/// whose bytes are all characters of one class, as a mask, and a trie of
+/// every other token. Where a grammar position takes any string of the
+/// class, the block is allowed at once and only the rest is walked.
+#[derive(Debug)]
+pub(crate) struct Slice {
+    /// The characters, as `char` ranges.
+    pub class: &'static [(char, char)],
+    /// Tokens whose bytes are a prefix of a string of `class` characters
+    /// (`ceil(tokens / 32)` words).
+    pub mask: Box<[u32]>,
+    /// The other tokens.
+    pub rest: TokenTrie,
+}
+
+impl Slice {
+    /// The characters a JSON string holds unescaped: all but `"`, `\` and
+    /// U+0000 to U+001F.
+    pub fn string_body(tokens: &[Option<Box<[u8]>>]) -> Slice {
+        const CLASS: &[(char, char)] = &[(' ', '!'), ('#', '['), (']', char::MAX)];
+        let in_class = |b: &[u8]| {
+            // A valid prefix of UTF-8 text (a cut last character is fine)
+            // whose ASCII bytes are in the class; every non-ASCII character is.
+            let whole = match std::str::from_utf8(b) {
+                Ok(_) => true,
+                Err(e) => e.error_len().is_none(),
+            };
+            whole && b.iter().all(|&c| c >= 0x80 || (c >= b' ' && c != b'"' && c != b'\\'))
+        };
+        let mut mask = vec![0u32; tokens.len().div_ceil(32)].into_boxed_slice();
+        let mut rest: Vec<(&[u8], u32)> = Vec::new();
+        for (i, t) in tokens.iter().enumerate() {
+            let Some(b) = t.as_deref().filter(|b| !b.is_empty()) else { continue };
+            if in_class(b) {
+                mask[i / 32] |= 1 << (i % 32);
+            } else {
+                rest.push((b, i as u32));
+            }
+        }
+        rest.sort_unstable();
+        Slice { class: CLASS, mask, rest: TokenTrie::from_sorted(rest.into_iter().map(|(b, i)| (i, b))) }
+    }
+}
+
 /// One step of a byte-level automaton that a trie walk drives.
 pub(crate) trait Walker {
     /// Advances by `byte` from the current state; on success pushes the new
@@ -44,7 +88,7 @@ impl TokenTrie {
     /// Builds a trie from `(token, bytes)` pairs sorted by bytes; the token
     /// list is filled in the same order.
     pub fn from_sorted<'a>(sorted: impl Iterator<Item = (u32, &'a [u8])>) -> TokenTrie {
-        let mut trie = TokenTrie { nodes: Vec::with_capacity(1 << 16), tokens: Vec::with_capacity(1 << 16) };
+        let mut trie = TokenTrie::default();
         let mut path: Vec<usize> = Vec::new();
         let mut prev: &[u8] = &[];
         for (tok, b) in sorted {
@@ -114,5 +158,26 @@ mod tests {
             t.nodes.iter().map(|n| (n.byte, n.depth, n.end, (n.tok_end - n.tok_start) as usize)).collect();
         assert_eq!(shape, vec![(b'a', 1, 3, 1), (b'b', 2, 3, 2), (b'c', 3, 3, 1), (b'b', 1, 4, 1)]);
         assert_eq!(t.tokens, vec![1, 0, 4, 3, 2]);
+    }
+
+    #[test]
+    fn string_body_slice() {
+        let toks: Vec<&[u8]> = vec![
+            b"ab c!",          // 0 in
+            "é中".as_bytes(),   // 1 in
+            b"\xe4\xb8",       // 2 in: a cut character
+            b"a\"",            // 3 out: quote
+            b"\\n",            // 4 out: backslash
+            b"\n",             // 5 out: control
+            b"\xb8",           // 6 out: starts inside a character
+            b"\xed\xa0",       // 7 out: a surrogate's start
+            b"",               // 8 no bytes
+        ];
+        let toks: Vec<Option<Box<[u8]>>> = toks.into_iter().map(|b| Some(b.into())).collect();
+        let s = Slice::string_body(&toks);
+        assert_eq!(s.mask[0], 0b111);
+        let mut rest = s.rest.tokens.clone();
+        rest.sort_unstable();
+        assert_eq!(rest, vec![3, 4, 5, 6, 7]);
     }
 }

@@ -2,9 +2,10 @@
 //! mask walks.
 
 use crate::error::VocabError;
-use crate::trie::TokenTrie;
+use crate::trie::{Slice, TokenTrie};
 use serde::Deserialize;
 use std::borrow::Cow;
+use std::sync::OnceLock;
 
 /// Token names that are taken as end-of-sequence when the caller does not
 /// choose (see [`Vocabulary::with_eos_ids`]).
@@ -23,6 +24,8 @@ pub struct Vocabulary {
     eos: Vec<u32>,
     width: usize,
     trie: TokenTrie,
+    /// Built on first use by a grammar mask.
+    string_slice: OnceLock<Slice>,
 }
 
 /// How vocabulary strings encode bytes.
@@ -99,7 +102,7 @@ impl Vocabulary {
         eos.dedup();
         let trie = TokenTrie::new(&tokens);
         let width = tokens.len();
-        Vocabulary { tokens, eos, width, trie }
+        Vocabulary { tokens, eos, width, trie, string_slice: OnceLock::new() }
     }
 
     /// Sets the end-of-sequence ids (one or several; may be empty).
@@ -164,6 +167,12 @@ impl Vocabulary {
 
     pub(crate) fn trie(&self) -> &TokenTrie {
         &self.trie
+    }
+
+    /// The tokens that stay inside a JSON string body, split from the rest
+    /// (see [`Slice::string_body`]).
+    pub(crate) fn string_slice(&self) -> &Slice {
+        self.string_slice.get_or_init(|| Slice::string_body(&self.tokens))
     }
 }
 
