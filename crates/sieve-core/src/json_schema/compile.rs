@@ -56,6 +56,8 @@ pub struct Compiler<'a> {
     chr: String,
     any: Option<String>,
     negations: usize,
+    opaque_of: HashMap<String, String>,
+    order_states: usize,
 }
 
 impl<'a> Compiler<'a> {
@@ -77,6 +79,8 @@ impl<'a> Compiler<'a> {
             chr: String::new(),
             any: None,
             negations: 0,
+            opaque_of: HashMap::new(),
+            order_states: 0,
         }
     }
 
@@ -127,6 +131,16 @@ impl<'a> Compiler<'a> {
         let name = self.rules.reserve(hint);
         self.rules.define(&name, format!("{body} | {name} [^\\u0000-\\U0010FFFF]"));
         Ok(name)
+    }
+
+    /// [`Compiler::opaque`] for a rule reference, once per referenced rule.
+    fn opaque_once(&mut self, rule: &str) -> Res<String> {
+        if let Some(n) = self.opaque_of.get(rule) {
+            return Ok(n.clone());
+        }
+        let n = self.opaque("tail", rule.to_string())?;
+        self.opaque_of.insert(rule.to_string(), n.clone());
+        Ok(n)
     }
 
     fn enter(&mut self, ptr: &str) -> Res<()> {
@@ -1215,7 +1229,9 @@ impl<'a> Compiler<'a> {
         };
         let shape = MemberShape { entries, extra, min_p, max_p, cap: max_p.map_or(min_p, |m| m + 1), lead_extras };
         if let PropertyOrder::AnyUpTo(n) = self.opts.property_order
-            && entries.len() <= usize::from(n.min(16)) && entries.len() > 1 {
+            && entries.len() <= usize::from(n.min(16)) && entries.len() > 1
+            && self.order_states + (1 << entries.len()) <= self.opts.limits.max_order_states {
+                self.order_states += 1 << entries.len();
                 // Each member and each set of members written is one rule,
                 // kept out of line so the grammar stays n * 2^n calls.
                 let mut named: Vec<(String, Expr, bool)> = Vec::new();
@@ -1226,7 +1242,11 @@ impl<'a> Compiler<'a> {
                     };
                     named.push((k.clone(), kv, *req));
                 }
-                let shape = MemberShape { entries: &named, ..shape };
+                let lead_extras = match shape.lead_extras {
+                    Some(x) => Some(self.opaque("extras", x)?),
+                    None => None,
+                };
+                let shape = MemberShape { entries: &named, lead_extras, ..shape };
                 let mut memo = HashMap::new();
                 return self.member_set(&shape, 0, &mut memo);
             }
@@ -1264,6 +1284,7 @@ impl<'a> Compiler<'a> {
             // The tail after the declared members: extras, counted.
             let mut tail_memo: HashMap<(usize, bool, u64), Option<String>> = HashMap::new();
             if let Some(t) = self.member_state(sh, sh.entries.len(), first, cnt.min(sh.cap), &mut tail_memo)? {
+                let t = if t == "\"\"" { t } else { self.opaque_once(&t)? };
                 alts.push(t);
             }
         }

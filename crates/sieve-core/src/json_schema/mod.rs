@@ -2,9 +2,9 @@
 //!
 //! [`to_gbnf`] translates a schema (draft 2020-12, and the draft-07/04 forms
 //! found in the wild) into a GBNF grammar whose language is exactly the set of
-//! JSON texts that validate, in the spelling this module writes: properties in
-//! schema order (additional properties after the declared ones; see
-//! [`PropertyOrder`] for any order), numbers without exponents when bounded,
+//! JSON texts that validate, in the spelling this module writes: declared
+//! properties in schema order (undeclared ones before any of them or at the
+//! end; see [`PropertyOrder`] for any order), numbers without exponents when bounded,
 //! strings with only the escapes JSON requires.
 //! Every valid value keeps at least one accepted spelling; no invalid one is
 //! accepted.
@@ -72,9 +72,11 @@ pub enum PropertyOrder {
     #[default]
     Schema,
     /// Declared properties in any order (each at most once) when an object
-    /// declares at most this many; schema order above it. Additional
-    /// properties still come after the declared ones. The grammar grows as
-    /// 2^n, so keep n small (6 is 64 states).
+    /// declares at most this many (16 at most), and while the schema's
+    /// objects in any order together stay within
+    /// [`Limits::max_order_states`] sets of members (2^n for n properties);
+    /// schema order otherwise. Undeclared members may come between declared
+    /// ones unless `minProperties`/`maxProperties` count them.
     AnyUpTo(u8),
 }
 
@@ -99,11 +101,14 @@ pub struct Limits {
     /// Most automaton states (times length counts) for one string language
     /// built from patterns, formats and length bounds together (default 20000).
     pub max_dfa_states: usize,
+    /// Most sets of members, over all objects, that [`PropertyOrder::AnyUpTo`]
+    /// may track (default 4096); objects beyond it keep schema order.
+    pub max_order_states: usize,
 }
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits { max_grammar_bytes: 4 << 20, max_depth: 128, max_dfa_states: 20_000 }
+        Limits { max_grammar_bytes: 4 << 20, max_depth: 128, max_dfa_states: 20_000, max_order_states: 8192 }
     }
 }
 
