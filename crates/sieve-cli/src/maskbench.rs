@@ -31,7 +31,7 @@ pub struct MaskbenchArgs {
     /// Let objects declaring at most N properties take them in any order
     /// (MaskBench instances list properties in any order; larger objects
     /// keep schema order).
-    #[arg(long, value_name = "N", default_value_t = 8, conflicts_with = "schema_order")]
+    #[arg(long, value_name = "N", default_value_t = 12, conflicts_with = "schema_order")]
     pub any_order: u8,
     /// Declared properties in schema order only (the library's default).
     #[arg(long)]
