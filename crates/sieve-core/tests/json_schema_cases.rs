@@ -221,3 +221,22 @@ fn undeclared_members_may_come_between_declared_ones() {
         }
     }
 }
+
+#[test]
+fn unique_items_over_few_values_in_any_order() {
+    table(json!({"type": "array", "uniqueItems": true, "items": {"enum": ["a", "b", 1, 1.0]}, "minItems": 1}), &[
+        ("[]", false),
+        (r#"["a"]"#, true),
+        (r#"["b", 1, "a"]"#, true),
+        (r#"[1, 1.0]"#, false),
+        (r#"["a", "b", "a"]"#, false),
+        (r#"["c"]"#, false),
+    ]);
+    table(json!({"type": "array", "uniqueItems": true, "items": {"type": "boolean"}}), &[
+        ("[true, false]", true),
+        ("[false]", true),
+        ("[true, true]", false),
+    ]);
+    let e = to_gbnf(&json!({"type": "array", "uniqueItems": true, "items": {"type": "string"}}), &JsonSchemaOptions::default()).unwrap_err();
+    assert_eq!(e.keyword, "uniqueItems");
+}

@@ -1043,7 +1043,12 @@ impl<'a> Compiler<'a> {
         let prefix_kw = if m.contains_key("prefixItems") { "prefixItems" } else { "items" };
         let rest_kw = if m.contains_key("prefixItems") || !m.get("items").is_some_and(Value::is_array) { "items" } else { "additionalItems" };
         if m.get("uniqueItems").and_then(Value::as_bool).unwrap_or(false) && max.is_none_or(|x| x > 1) {
-            self.unsupported("uniqueItems", ptr, "uniqueItems on arrays that may hold two or more items")?;
+            if prefix.is_empty() && !m.contains_key("contains")
+                && let Some(values) = self.finite_values(&rest, &child(ptr, "items"))?
+            {
+                return self.distinct_items(&values, min, max);
+            }
+            self.unsupported("uniqueItems", ptr, "uniqueItems on arrays that may hold two or more items of a schema with more than 10 values")?;
         }
         let ws = self.ws.clone();
         let sep = format!("{ws} \",\" {ws}");
@@ -1131,6 +1136,90 @@ impl<'a> Compiler<'a> {
         }
         let body = if body.is_empty() { format!("\"[\" {ws} \"]\"") } else { format!("\"[\" {ws} {body} {ws} \"]\"") };
         Ok(Some(self.add("array", body)?))
+    }
+
+    /// The values of a schema that allows at most 10 (enum, const, booleans,
+    /// null), each checked against the rest of the schema; `None` otherwise.
+    fn finite_values(&mut self, s: &Value, ptr: &str) -> Res<Option<Vec<Value>>> {
+        let m = match s {
+            Value::Object(o) if !o.contains_key("$ref") || !self.legacy => self.flatten(o, ptr)?,
+            Value::Bool(false) => return Ok(Some(Vec::new())),
+            _ => return Ok(None),
+        };
+        let candidates = match values_of(&m) {
+            Some(v) => v,
+            None => {
+                let only_type = m.keys().all(|k| k == "type" || is_annotation(k));
+                match kinds(&m).as_slice() {
+                    ["null"] if only_type => vec![Value::Null],
+                    ["boolean"] if only_type => vec![Value::Bool(true), Value::Bool(false)],
+                    ["null", "boolean"] | ["boolean", "null"] if only_type => {
+                        vec![Value::Null, Value::Bool(true), Value::Bool(false)]
+                    }
+                    _ => return Ok(None),
+                }
+            }
+        };
+        let mut out: Vec<Value> = Vec::new();
+        for v in candidates {
+            match self.check(&Value::Object(m.clone()), &v, 0) {
+                Some(true) if !out.iter().any(|x| json_eq(x, &v)) => out.push(v),
+                Some(_) => {}
+                None => return Ok(None),
+            }
+        }
+        Ok(if out.len() <= 10 { Some(out) } else { None })
+    }
+
+    /// Arrays of distinct values from `values` in any order, `min..=max` of
+    /// them: one rule per set of values already written.
+    fn distinct_items(&mut self, values: &[Value], min: u64, max: Option<u64>) -> Res<Expr> {
+        let lits: Vec<String> = values.iter().map(|v| self.literal_value(v)).collect();
+        let mut lit_rules = Vec::new();
+        for l in lits {
+            lit_rules.push(self.opaque("item", l)?);
+        }
+        let mut memo: HashMap<u32, Option<String>> = HashMap::new();
+        let Some(body) = self.distinct_from(&lit_rules, 0, min, max, &mut memo)? else { return Ok(None) };
+        let ws = self.ws.clone();
+        let body = if body == "\"\"" { format!("\"[\" {ws} \"]\"") } else { format!("\"[\" {ws} {body} {ws} \"]\"") };
+        Ok(Some(self.add("array", body)?))
+    }
+
+    fn distinct_from(
+        &mut self,
+        items: &[String],
+        seen: u32,
+        min: u64,
+        max: Option<u64>,
+        memo: &mut HashMap<u32, Option<String>>,
+    ) -> Res<Option<String>> {
+        if let Some(done) = memo.get(&seen) {
+            return Ok(done.clone());
+        }
+        let cnt = u64::from(seen.count_ones());
+        let lead = if seen == 0 { String::new() } else { format!("{ws} \",\" {ws} ", ws = self.ws) };
+        let mut alts = Vec::new();
+        if cnt >= min {
+            alts.push("\"\"".to_string());
+        }
+        if max.is_none_or(|m| cnt < m) {
+            for (i, it) in items.iter().enumerate() {
+                if seen >> i & 1 == 1 {
+                    continue;
+                }
+                if let Some(next) = self.distinct_from(items, seen | 1 << i, min, max, memo)? {
+                    alts.push(if next == "\"\"" { format!("{lead}{it}") } else { format!("{lead}{it} {next}") });
+                }
+            }
+        }
+        let name = match alts.len() {
+            0 => None,
+            1 if alts[0] == "\"\"" => Some(alts.remove(0)),
+            _ => Some(self.opaque("distinct", alts.join(" | "))?),
+        };
+        memo.insert(seen, name.clone());
+        Ok(name)
     }
 
     fn object(&mut self, m: &Map<String, Value>, ptr: &str) -> Res<Expr> {
