@@ -198,9 +198,12 @@ struct SetDfa {
     /// 256 per outer set: `UNKNOWN`, `DEAD`, an outer set, or `OPEN | i`.
     trans: Vec<u32>,
     /// Sets reached from an outer set that have items of rules called in the
-    /// set itself: items as `(state, origin is the set itself)`, end flag.
-    open: Vec<(Box<[(u32, bool)]>, bool)>,
+    /// set itself.
+    open: Vec<OpenSet>,
 }
+
+/// A set's items as `(state, origin is the set itself)`, and its end flag.
+type OpenSet = (Box<[(u32, bool)]>, bool);
 
 impl SetDfa {
     fn intern(&mut self, states: Vec<u32>, end: bool) -> u32 {
