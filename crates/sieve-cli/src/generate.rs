@@ -132,7 +132,7 @@ pub fn run(args: &GenerateArgs) -> Result<i32, CliError> {
     let model = Llama::from_gguf(&gguf, LlamaConfig::from_gguf(&gguf, MAX_CONTEXT)?, &device)?;
     drop(bytes);
     let prompt = match args.chat {
-        true => chat_prompt(None, &args.prompt),
+        true => chat_prompt(&[("user", args.prompt.as_str())]),
         false => args.prompt.clone(),
     };
     let prompt = tokenizer.encode(&prompt)?;

@@ -143,6 +143,18 @@ pub enum StopReason {
     ConstraintTerminated,
     /// `max_tokens` were generated.
     MaxTokens,
+    /// The caller's observer asked to stop.
+    Cancelled,
+}
+
+/// New output text of one step, for streaming: the bytes the step appended that complete UTF-8
+/// characters. Jump-forward may back off and re-tokenize generated tokens, but it never changes
+/// bytes already produced, so the deltas of a generation concatenate to its text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Delta<'a> {
+    pub text: &'a str,
+    /// Whether the text was forced by the constraint (jump-forward) rather than sampled.
+    pub forced: bool,
 }
 
 /// Counters and timings of one generation.
@@ -197,7 +209,22 @@ pub async fn generate(
     config: &GenerateConfig,
     clock: &dyn Fn() -> f64,
 ) -> Result<Generation, ModelError> {
+    generate_streaming(model, tokenizer, constraint, prompt, config, clock, &mut |_| true).await
+}
+
+/// [`generate`], calling `on_delta` with each step's new text as it is produced; when it returns
+/// false the generation stops with [`StopReason::Cancelled`].
+pub async fn generate_streaming(
+    model: &Llama,
+    tokenizer: &Tokenizer,
+    constraint: &mut dyn TokenConstraint,
+    prompt: &[u32],
+    config: &GenerateConfig,
+    clock: &dyn Fn() -> f64,
+    on_delta: &mut dyn FnMut(Delta<'_>) -> bool,
+) -> Result<Generation, ModelError> {
     let start = clock();
+    let mut stream = TextStream::default();
     let vocab = model.config().vocab;
     let mut cache = KvCache::new(model);
     let mut tokens = prompt.to_vec();
@@ -228,6 +255,9 @@ pub async fn generate(
                     tokens.push(id);
                 }
                 stats.forced_tokens += ids.len().min(room).saturating_sub(backoff);
+                if !stream.emit(tokenizer, &tokens[prompt.len()..], true, on_delta) {
+                    break StopReason::Cancelled;
+                }
                 continue;
             }
         }
@@ -246,13 +276,77 @@ pub async fn generate(
         if token == tokenizer.eos() {
             break StopReason::EndOfSequence;
         }
+        if !stream.emit(tokenizer, &tokens[prompt.len()..], false, on_delta) {
+            break StopReason::Cancelled;
+        }
     };
+    if stop != StopReason::Cancelled {
+        stream.finish(tokenizer, &tokens[prompt.len()..], on_delta);
+    }
     let completion = tokens.split_off(prompt.len());
     stats.completion_tokens = completion.len();
     let text_ids: Vec<u32> = completion.iter().copied().filter(|&t| t != tokenizer.eos()).collect();
     let text = tokenizer.decode(&text_ids)?;
     stats.elapsed_ms = clock() - start;
     Ok(Generation { tokens: completion, text, stop, stats })
+}
+
+/// The streamed part of a completion: how many of its bytes were already sent as text.
+#[derive(Debug, Default)]
+struct TextStream {
+    sent: usize,
+}
+
+impl TextStream {
+    /// Sends what is left, an incomplete last character included (as U+FFFD).
+    fn finish(&mut self, tokenizer: &Tokenizer, completion: &[u32], on_delta: &mut dyn FnMut(Delta<'_>) -> bool) {
+        self.send(tokenizer, completion, false, true, on_delta);
+    }
+
+    /// Sends the complete UTF-8 characters (invalid bytes as U+FFFD) of `completion`'s bytes (end of sequence left out)
+    /// past those already sent; returns `on_delta`'s verdict (true when nothing was new).
+    fn emit(&mut self, tokenizer: &Tokenizer, completion: &[u32], forced: bool, on_delta: &mut dyn FnMut(Delta<'_>) -> bool) -> bool {
+        self.send(tokenizer, completion, forced, false, on_delta)
+    }
+
+    fn send(
+        &mut self,
+        tokenizer: &Tokenizer,
+        completion: &[u32],
+        forced: bool,
+        last: bool,
+        on_delta: &mut dyn FnMut(Delta<'_>) -> bool,
+    ) -> bool {
+        let bytes: Vec<u8> = completion
+            .iter()
+            .filter(|&&t| t != tokenizer.eos())
+            .flat_map(|&t| tokenizer.token_bytes(t).iter().copied())
+            .collect();
+        let new = bytes.get(self.sent..).unwrap_or_default();
+        let complete = if last { new } else { &new[..new.len() - incomplete_tail(new)] };
+        if complete.is_empty() {
+            return true;
+        }
+        self.sent += complete.len();
+        let text = String::from_utf8_lossy(complete);
+        on_delta(Delta { text: &text, forced })
+    }
+}
+
+/// How many bytes at the end of `bytes` start a UTF-8 character that is not complete yet.
+fn incomplete_tail(bytes: &[u8]) -> usize {
+    for back in 1..=bytes.len().min(3) {
+        let b = bytes[bytes.len() - back];
+        let len = match b {
+            0xC0..=0xDF => 2,
+            0xE0..=0xEF => 3,
+            0xF0..=0xF7 => 4,
+            0x80..=0xBF => continue,
+            _ => return 0,
+        };
+        return if len > back { back } else { 0 };
+    }
+    0
 }
 
 /// Canonical tokens for the last one or two `generated` tokens followed by `forced`: returns how

@@ -236,6 +236,17 @@ fn random_weights(state: &mut u64, n: usize, scale: f32) -> Vec<f32> {
 impl Llama {
     /// Loads the weights of a llama GGUF onto `device`, dequantized to f32.
     pub fn from_gguf(gguf: &Gguf<'_>, config: LlamaConfig, device: &Device) -> Result<Self, ModelError> {
+        Self::from_gguf_with_progress(gguf, config, device, &mut |_| {})
+    }
+
+    /// [`Llama::from_gguf`], calling `on_progress` with the fraction (0 to 1) of the weights
+    /// dequantized so far, once per layer.
+    pub fn from_gguf_with_progress(
+        gguf: &Gguf<'_>,
+        config: LlamaConfig,
+        device: &Device,
+        on_progress: &mut dyn FnMut(f64),
+    ) -> Result<Self, ModelError> {
         config.validate()?;
         let (d, hd, f) = (config.hidden, config.head_dim(), config.ffn);
         let (qd, kd) = (config.heads * hd, config.kv_heads * hd);
@@ -253,6 +264,7 @@ impl Llama {
                 w_gate_up: stack_transposed(&gate_up, d).0,
                 w_down: transpose(&get(&p("ffn_down"), &[d, f])?, d, f),
             });
+            on_progress((i + 1) as f64 / (config.layers + 1) as f64);
         }
         let embed = get("token_embd.weight", &[config.vocab, d])?;
         let head = match gguf.tensors.contains_key("output.weight") {
@@ -260,7 +272,9 @@ impl Llama {
             false => None,
         };
         let norm = get("output_norm.weight", &[d])?;
-        Ok(Self::from_data(config, embed, head, layers, norm, device))
+        let model = Self::from_data(config, embed, head, layers, norm, device);
+        on_progress(1.0);
+        Ok(model)
     }
 
     /// A model with deterministic random weights drawn from `seed`, for tests.

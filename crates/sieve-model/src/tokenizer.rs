@@ -203,9 +203,20 @@ impl Tokenizer {
     }
 }
 
-/// The SmolLM2 chat prompt (ChatML) for one user message, ending where the assistant's reply begins.
-/// Without a `system` message the model's default one is used, as its chat template does.
-pub fn chat_prompt(system: Option<&str>, user: &str) -> String {
-    let system = system.unwrap_or("You are a helpful AI assistant named SmolLM, trained by Hugging Face");
-    format!("<|im_start|>system\n{system}<|im_end|>\n<|im_start|>user\n{user}<|im_end|>\n<|im_start|>assistant\n")
+/// The default system message of SmolLM2's chat template.
+pub const DEFAULT_SYSTEM: &str = "You are a helpful AI assistant named SmolLM, trained by Hugging Face";
+
+/// The SmolLM2 chat prompt (ChatML) for `(role, content)` messages, ending where the assistant's
+/// reply begins. Without a leading `system` message the model's default one is used, as its chat
+/// template does.
+pub fn chat_prompt<S: AsRef<str>>(messages: &[(S, S)]) -> String {
+    let mut prompt = String::new();
+    if messages.first().is_none_or(|(role, _)| role.as_ref() != "system") {
+        prompt.push_str(&format!("<|im_start|>system\n{DEFAULT_SYSTEM}<|im_end|>\n"));
+    }
+    for (role, content) in messages {
+        prompt.push_str(&format!("<|im_start|>{}\n{}<|im_end|>\n", role.as_ref(), content.as_ref()));
+    }
+    prompt.push_str("<|im_start|>assistant\n");
+    prompt
 }

@@ -12,7 +12,7 @@ use std::time::Instant;
 
 use common::Choices;
 use futures_lite::future::block_on;
-use sieve_model::decode::{GenerateConfig, Picker, StopReason, Unconstrained, generate};
+use sieve_model::decode::{GenerateConfig, Picker, StopReason, Unconstrained, generate, generate_streaming};
 use sieve_model::sampling::Sampling;
 use sieve_model::{Gguf, KvCache, Llama, LlamaConfig, ModelError, Tokenizer};
 
@@ -133,6 +133,43 @@ fn jump_forward_saves_forward_passes() {
     assert!(on.stats.forward_passes * 2 < off.stats.forward_passes, "{} vs {}", on.stats.forward_passes, off.stats.forward_passes);
     // The forced tokens are the canonical tokenization of the forced text.
     assert_eq!(on.tokens[..tok.encode("{\"name\": \"Alice\", \"city\": \"").unwrap().len()], tok.encode("{\"name\": \"Alice\", \"city\": \"").unwrap()[..]);
+}
+
+#[test]
+fn streamed_deltas_add_up_to_the_text_and_mark_forced_text() {
+    let model = tiny();
+    let tok = tokenizer();
+    let options = ["{\"name\": \"Zoë\", \"city\": \"Paris\"}", "{\"name\": \"Zoë\", \"city\": \"Rome\"}"];
+    let prompt = tok.encode("JSON:").unwrap();
+    for jump_forward in [false, true] {
+        let mut deltas = Vec::new();
+        let out = block_on(generate_streaming(
+            &model,
+            tok,
+            &mut Choices::new(&options, tok),
+            &prompt,
+            &config(jump_forward, Sampling::GREEDY),
+            &clock,
+            &mut |d| {
+                deltas.push((d.text.to_string(), d.forced));
+                true
+            },
+        ))
+        .unwrap();
+        let streamed: String = deltas.iter().map(|(t, _)| t.as_str()).collect();
+        assert_eq!(streamed, out.text);
+        assert!(deltas.iter().all(|(t, _)| !t.is_empty()));
+        assert_eq!(deltas.iter().any(|&(_, forced)| forced), jump_forward, "{deltas:?}");
+    }
+    // Returning false stops the generation at once.
+    let mut calls = 0;
+    let out = block_on(generate_streaming(&model, tok, &mut Unconstrained::new(49152), &prompt, &config(false, Sampling::GREEDY), &clock, &mut |_| {
+        calls += 1;
+        calls < 3
+    }))
+    .unwrap();
+    assert_eq!(out.stop, StopReason::Cancelled);
+    assert_eq!(calls, 3);
 }
 
 #[test]
