@@ -8,7 +8,8 @@
 #   - rustup target wasm32-unknown-unknown
 #   - cargo: wasm-pack and wasm-bindgen-cli at the versions pinned below (wasm-bindgen-cli must
 #     equal the wasm-bindgen crate pinned in Cargo.toml)
-#   - npm: the test and demo tooling in tests/e2e (package-lock.json)
+#   - npm: the test tooling in tests/e2e and the benchmark page's web-xgrammar in web/bench
+#     (package-lock.json each)
 #   - model and tokenizers: scripts/fetch-assets.sh (sha256-checked, cached)
 set -euo pipefail
 
@@ -58,9 +59,11 @@ if [ "$(version_of wasm-bindgen)" != "$WASM_BINDGEN_VERSION" ]; then
   cargo install --force "wasm-bindgen-cli@$WASM_BINDGEN_VERSION"
 fi
 
-if [ ! -d "$ROOT/tests/e2e/node_modules" ] || [ "$ROOT/tests/e2e/package-lock.json" -nt "$ROOT/tests/e2e/node_modules/.package-lock.json" ]; then
-  say "npm ci (tests/e2e)"
-  (cd "$ROOT/tests/e2e" && npm ci --no-audit --no-fund --loglevel=error)
-fi
+for dir in tests/e2e web/bench; do
+  if [ ! -d "$ROOT/$dir/node_modules" ] || [ "$ROOT/$dir/package-lock.json" -nt "$ROOT/$dir/node_modules/.package-lock.json" ]; then
+    say "npm ci ($dir)"
+    (cd "$ROOT/$dir" && npm ci --no-audit --no-fund --loglevel=error)
+  fi
+done
 
 bash "$ROOT/scripts/fetch-assets.sh"

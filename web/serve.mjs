@@ -41,6 +41,9 @@ async function handle(req, res) {
       "Content-Type": TYPES[extname(file)] ?? "application/octet-stream",
       "Content-Length": info.size,
       "Cache-Control": "no-cache",
+      // Cross-origin isolation: performance.now() at 5 µs instead of 100 µs, for the benchmarks.
+      "Cross-Origin-Opener-Policy": "same-origin",
+      "Cross-Origin-Embedder-Policy": "require-corp",
     });
     createReadStream(file).pipe(res);
   } catch {

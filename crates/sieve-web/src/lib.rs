@@ -1,12 +1,34 @@
 //! sieve-web: sieve's JavaScript API, compiled to WebAssembly.
 //!
-//! wasm-pack builds this crate into the npm package (`scripts/build-web.sh`
-//! puts it in `web/pkg`). It binds the constraint engine (`sieve-core`) and the
-//! model (`sieve-model`) for pages and workers. Every exported function returns
-//! a JS `Error` on failure; none may panic, since a panic aborts the module and
-//! the loaded model with it.
+//! wasm-pack builds this crate, and `scripts/build-web.sh` adds the JavaScript engine from
+//! `js/` to make the npm package (in `web/pkg`). Two layers:
+//!
+//! - [`constraint`]: the low-level API for any model: [`constraint::Vocabulary`],
+//!   [`constraint::Constraint`] and [`constraint::Matcher`], which fills token bitmasks.
+//! - [`model`]: SmolLM2 on WebGPU with the constrained decode loop ([`model::Model`]), which the
+//!   JavaScript engine (`js/engine.js`) drives from a Web Worker.
+//!
+//! Every export returns a JS `Error` on failure; none may panic, since a panic aborts the
+//! module and the loaded model with it.
+
+pub mod constraint;
+pub mod model;
+mod request;
 
 use wasm_bindgen::prelude::*;
+
+/// Runs when the module is instantiated: a panic (a bug: every failure is meant to be an
+/// `Error`) is logged with its message before the module aborts.
+#[wasm_bindgen(start)]
+fn start() {
+    std::panic::set_hook(Box::new(|info| {
+        let console = js_sys::Reflect::get(&js_sys::global(), &JsValue::from_str("console")).ok();
+        let error = console.as_ref().and_then(|c| js_sys::Reflect::get(c, &JsValue::from_str("error")).ok());
+        if let (Some(console), Some(error)) = (console, error.and_then(|e| e.dyn_into::<js_sys::Function>().ok())) {
+            let _ = error.call1(&console, &JsValue::from_str(&format!("sieve: internal error (a bug): {info}")));
+        }
+    }));
+}
 
 /// Initialises WebGPU for sieve, once per page or worker; later calls reuse it.
 ///
@@ -14,8 +36,25 @@ use wasm_bindgen::prelude::*;
 /// offers no adapter.
 #[wasm_bindgen(js_name = initGpu)]
 pub async fn init_gpu() -> Result<(), JsError> {
-    sieve_model::gpu::wgpu_device()
-        .await
-        .map(|_| ())
-        .map_err(|e| JsError::new(&format!("WebGPU is not available in this browser: {e}")))
+    sieve_model::gpu::wgpu_device().await.map(|_| ()).map_err(no_webgpu)
+}
+
+/// The error for a browser without a usable WebGPU adapter.
+fn no_webgpu(e: impl std::fmt::Display) -> JsError {
+    JsError::new(&format!("WebGPU is not available in this browser: {e}"))
+}
+
+/// A JS error carrying `e`'s message.
+fn js_error(e: impl std::fmt::Display) -> JsError {
+    JsError::new(&e.to_string())
+}
+
+/// Milliseconds from the page's or worker's time origin (`performance.now()`).
+fn now_ms() -> f64 {
+    let performance = js_sys::Reflect::get(&js_sys::global(), &JsValue::from_str("performance")).ok();
+    let now = performance.as_ref().and_then(|p| js_sys::Reflect::get(p, &JsValue::from_str("now")).ok());
+    match (performance, now.and_then(|f| f.dyn_into::<js_sys::Function>().ok())) {
+        (Some(p), Some(now)) => now.call0(&p).ok().and_then(|v| v.as_f64()).unwrap_or(0.0),
+        _ => js_sys::Date::now(),
+    }
 }

@@ -1,0 +1,132 @@
+// Types of the sieve-web package: the engine (engine.js) and the low-level API (sieve_web.js).
+export { default as init, Vocabulary, Constraint, Matcher, initGpu } from "./sieve_web.js";
+
+/** Where loading the model stands. */
+export interface LoadProgress {
+  /** `download` (from the network), `cache` (from the Cache API), `weights` (dequantizing and
+   * uploading to the GPU), `ready`. */
+  stage: "download" | "cache" | "weights" | "ready";
+  /** 0 to 1, or null when the size is unknown. */
+  fraction: number | null;
+  /** Bytes read so far (download and cache stages). */
+  loaded?: number;
+  /** Bytes in all (download and cache stages; 0 when the server does not say). */
+  total?: number;
+}
+
+export interface EngineOptions {
+  /** The GGUF model (SmolLM2-135M-Instruct Q4_1): a URL, or its bytes. */
+  model: string | URL | ArrayBuffer | Uint8Array;
+  /** Called while the model downloads and while its weights load onto the GPU. */
+  onProgress?: (progress: LoadProgress) => void;
+  /** Run the model in a Web Worker (default true) so the page never freezes. */
+  worker?: boolean;
+  /** Keep downloaded model bytes in the Cache API (default true). */
+  cache?: boolean;
+}
+
+export type ResponseFormat =
+  | { type: "text" }
+  | { type: "json_object" }
+  | { type: "json_schema"; json_schema: { name?: string; schema: object | boolean; strict?: boolean } }
+  | { type: "regex"; pattern: string }
+  | { type: "grammar"; grammar: string };
+
+export interface SamplingOptions {
+  response_format?: ResponseFormat;
+  /** Most completion tokens (default 256). */
+  max_tokens?: number;
+  /** 0 (default) is greedy. */
+  temperature?: number;
+  top_p?: number;
+  top_k?: number;
+  /** The same seed gives the same output. */
+  seed?: number;
+  /** Prefill text the constraint forces in one pass instead of sampling it (default true). */
+  jump_forward?: boolean;
+  /** Stream chunks instead of returning one completion. */
+  stream?: boolean;
+  /** Stops the generation; the request rejects with an AbortError and the engine stays usable. */
+  signal?: AbortSignal;
+}
+
+export interface ChatMessage {
+  role: "system" | "user" | "assistant";
+  content: string;
+}
+
+export type FinishReason = "stop" | "length";
+
+export interface Timings {
+  compile_ms: number;
+  /** Time to the first output text. */
+  ttft_ms: number | null;
+  total_ms: number;
+  decode_ms: number;
+  forward_passes: number;
+  tokens_per_s: number;
+  mask_us_p50: number;
+  mask_us_p99: number;
+}
+
+export interface Usage {
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens: number;
+  /** Completion tokens forced by the constraint (jump-forward) rather than sampled. */
+  forced_tokens: number;
+  timings: Timings;
+  /** Keywords a non-strict JSON Schema left out. */
+  warnings?: string[];
+}
+
+export interface ChatCompletion {
+  id: string;
+  object: "chat.completion";
+  created: number;
+  model: string;
+  choices: { index: 0; message: { role: "assistant"; content: string }; finish_reason: FinishReason }[];
+  usage: Usage;
+}
+
+export interface ChatCompletionChunk {
+  id: string;
+  object: "chat.completion.chunk";
+  created: number;
+  model: string;
+  choices: { index: 0; delta: { role?: "assistant"; content?: string }; finish_reason: FinishReason | null }[];
+  /** On the last chunk. */
+  usage?: Usage;
+  /** Whether this chunk's text was forced by the constraint. */
+  sieve?: { forced: boolean };
+}
+
+export interface Completion {
+  id: string;
+  object: "text_completion";
+  created: number;
+  model: string;
+  choices: { index: 0; text: string; finish_reason: FinishReason | null }[];
+  usage?: Usage;
+  sieve?: { forced: boolean };
+}
+
+export interface Engine {
+  readonly info: { vocab: number; layers: number; hidden: number; maxContext: number } | null;
+  chat: {
+    completions: {
+      create(body: SamplingOptions & { messages: ChatMessage[]; stream?: false }): Promise<ChatCompletion>;
+      create(body: SamplingOptions & { messages: ChatMessage[]; stream: true }): Promise<AsyncIterable<ChatCompletionChunk>>;
+    };
+  };
+  completions: {
+    create(body: SamplingOptions & { prompt: string; stream?: false }): Promise<Completion>;
+    create(body: SamplingOptions & { prompt: string; stream: true }): Promise<AsyncIterable<Completion>>;
+  };
+  /** Stops the worker and frees the model. */
+  unload(): void;
+}
+
+/** Loads the model and returns the engine. Rejects when WebGPU is unavailable or the model
+ * cannot be fetched or read. */
+export function createEngine(options: EngineOptions): Promise<Engine>;

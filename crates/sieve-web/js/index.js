@@ -1,0 +1,7 @@
+// sieve: structured output from a language model in the browser.
+//
+// - `createEngine` (engine.js): SmolLM2 on WebGPU in a Web Worker, with an OpenAI-shaped API.
+// - `Vocabulary`, `Constraint`, `Matcher` (the wasm module): token bitmasks for any model.
+//   Call `await init()` once before using them.
+export { createEngine } from "./engine.js";
+export { default as init, Vocabulary, Constraint, Matcher, initGpu } from "./sieve_web.js";

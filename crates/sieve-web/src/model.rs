@@ -1,0 +1,161 @@
+//! SmolLM2 on WebGPU with the constrained decode loop, for the JavaScript engine.
+
+use std::cell::Cell;
+use std::rc::Rc;
+use std::sync::Arc;
+
+use serde_json::json;
+use sieve_core::{ConstraintCache, Limits, Matcher};
+use sieve_model::decode::{Delta, GenerateConfig, Picker, StopReason, TokenConstraint, Unconstrained, generate_streaming};
+use sieve_model::sampling::Sampling;
+use sieve_model::tokenizer::chat_prompt;
+use sieve_model::{Gguf, Llama, LlamaConfig, Tokenizer};
+use wasm_bindgen::prelude::*;
+
+use crate::constraint::{Vocabulary, from_js, to_js};
+use crate::request::Request;
+use crate::{js_error, no_webgpu, now_ms};
+
+/// Longest context (prompt plus completion) a model is loaded for.
+const MAX_CONTEXT: usize = 2048;
+/// Completion tokens when a request names no `max_tokens`.
+const DEFAULT_MAX_TOKENS: usize = 256;
+/// Compiled constraints kept by source text, so a repeated schema is free.
+const CONSTRAINT_CACHE: usize = 32;
+
+/// A loaded model, its tokenizer and the compiled constraints of past requests.
+#[wasm_bindgen]
+pub struct Model {
+    inner: Rc<Loaded>,
+}
+
+struct Loaded {
+    model: Llama,
+    tokenizer: Tokenizer,
+    vocab: Arc<sieve_core::Vocabulary>,
+    constraints: ConstraintCache,
+}
+
+#[wasm_bindgen]
+impl Model {
+    /// Loads a llama-architecture GGUF (SmolLM2-135M-Instruct) from its bytes onto WebGPU.
+    /// `onProgress(fraction)` is called as the weights are dequantized and uploaded.
+    pub async fn load(bytes: Vec<u8>, on_progress: Option<js_sys::Function>) -> Result<Model, JsError> {
+        let device = sieve_model::gpu::wgpu_device().await.map_err(no_webgpu)?;
+        let gguf = Gguf::parse(&bytes).map_err(js_error)?;
+        let tokenizer = Tokenizer::from_gguf(&gguf).map_err(js_error)?;
+        let config = LlamaConfig::from_gguf(&gguf, MAX_CONTEXT).map_err(js_error)?;
+        let mut report = |fraction: f64| {
+            if let Some(f) = &on_progress {
+                let _ = f.call1(&JsValue::NULL, &JsValue::from_f64(fraction));
+            }
+        };
+        let model = Llama::from_gguf_with_progress(&gguf, config, &device, &mut report).map_err(js_error)?;
+        let vocab = sieve_core::Vocabulary::from_tokenizer_json(tokenizer.json())
+            .and_then(|v| v.with_eos_ids(&[tokenizer.eos()]))
+            .and_then(|v| v.with_width(model.config().vocab))
+            .map_err(js_error)?;
+        let constraints = ConstraintCache::new(Limits::default(), CONSTRAINT_CACHE);
+        Ok(Model { inner: Rc::new(Loaded { model, tokenizer, vocab: Arc::new(vocab), constraints }) })
+    }
+
+    /// The model's vocabulary, for the low-level API.
+    #[wasm_bindgen(getter)]
+    pub fn vocabulary(&self) -> Vocabulary {
+        Vocabulary::new(self.inner.vocab.clone())
+    }
+
+    /// `{vocab, layers, hidden, maxContext}`.
+    #[wasm_bindgen(getter)]
+    pub fn info(&self) -> Result<JsValue, JsError> {
+        let c = self.inner.model.config();
+        to_js(&json!({"vocab": c.vocab, "layers": c.layers, "hidden": c.hidden, "maxContext": c.max_seq}))
+    }
+
+    /// Runs one completion request (OpenAI-shaped: `messages` or `prompt`, `response_format`,
+    /// `max_tokens`, `temperature`, `top_p`, `top_k`, `seed`, `jump_forward`). Calls
+    /// `onDelta(text, forced)` with each step's new text; returning `false` from it stops the
+    /// generation (`finish_reason: "abort"`). Resolves to `{text, finish_reason, warnings,
+    /// usage, timings}`; rejects on a bad request with an error that says what is wrong.
+    pub fn generate(&self, request: JsValue, on_delta: Option<js_sys::Function>) -> js_sys::Promise {
+        let loaded = self.inner.clone();
+        wasm_bindgen_futures::future_to_promise(async move {
+            let request: Request = from_js(&request).map_err(|e| JsError::new(&format!("bad request: {e}")))?;
+            run(&loaded, &request, on_delta.as_ref()).await.map_err(JsValue::from)
+        })
+    }
+}
+
+async fn run(loaded: &Loaded, request: &Request, on_delta: Option<&js_sys::Function>) -> Result<JsValue, JsError> {
+    let start = now_ms();
+    let compiled = match &request.response_format {
+        Some(format) => format.compile(&loaded.constraints).map_err(|e| JsError::new(&e))?,
+        None => crate::request::Compiled { constraint: None, warnings: Vec::new() },
+    };
+    let compile_ms = now_ms() - start;
+    let prompt = match (&request.messages, &request.prompt) {
+        (Some(messages), None) => {
+            chat_prompt(&messages.iter().map(|m| (m.role.as_str(), m.content.as_str())).collect::<Vec<_>>())
+        }
+        (None, Some(prompt)) => prompt.clone(),
+        _ => return Err(JsError::new("bad request: give exactly one of `messages` and `prompt`")),
+    };
+    let prompt = loaded.tokenizer.encode(&prompt).map_err(js_error)?;
+    let room = loaded.model.config().max_seq.saturating_sub(prompt.len());
+    if room == 0 {
+        return Err(JsError::new(&format!("the prompt has {} tokens; the context holds {MAX_CONTEXT}", prompt.len())));
+    }
+    let max_tokens = request.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS).min(room);
+    let sampling = Sampling {
+        temperature: request.temperature.unwrap_or(0.0),
+        top_k: request.top_k.unwrap_or(0),
+        top_p: request.top_p.unwrap_or(1.0),
+        seed: request.seed.unwrap_or(0),
+    };
+    let config = GenerateConfig { max_tokens, sampling, jump_forward: request.jump_forward.unwrap_or(true), picker: Picker::Gpu };
+    let mut constraint: Box<dyn TokenConstraint> = match &compiled.constraint {
+        Some(c) => Box::new(Matcher::new(c, &loaded.vocab)),
+        None => Box::new(Unconstrained::new(loaded.model.config().vocab)),
+    };
+    let first_text = Cell::new(None::<f64>);
+    let mut forward = |delta: Delta<'_>| {
+        if first_text.get().is_none() {
+            first_text.set(Some(now_ms() - start));
+        }
+        let Some(f) = on_delta else { return true };
+        match f.call2(&JsValue::NULL, &JsValue::from_str(delta.text), &JsValue::from_bool(delta.forced)) {
+            Ok(keep) => keep.as_bool() != Some(false),
+            Err(_) => false,
+        }
+    };
+    let out = generate_streaming(&loaded.model, &loaded.tokenizer, constraint.as_mut(), &prompt, &config, &now_ms, &mut forward)
+        .await
+        .map_err(js_error)?;
+    let s = &out.stats;
+    let finish_reason = match out.stop {
+        StopReason::EndOfSequence | StopReason::ConstraintTerminated => "stop",
+        StopReason::MaxTokens => "length",
+        StopReason::Cancelled => "abort",
+    };
+    to_js(&json!({
+        "text": out.text,
+        "finish_reason": finish_reason,
+        "warnings": compiled.warnings,
+        "usage": {
+            "prompt_tokens": s.prompt_tokens,
+            "completion_tokens": s.completion_tokens,
+            "total_tokens": s.prompt_tokens + s.completion_tokens,
+            "forced_tokens": s.forced_tokens,
+        },
+        "timings": {
+            "compile_ms": compile_ms,
+            "ttft_ms": first_text.get(),
+            "total_ms": now_ms() - start,
+            "decode_ms": s.elapsed_ms,
+            "forward_passes": s.forward_passes,
+            "tokens_per_s": s.tokens_per_s(),
+            "mask_us_p50": s.mask_us_quantile(0.5),
+            "mask_us_p99": s.mask_us_quantile(0.99),
+        },
+    }))
+}

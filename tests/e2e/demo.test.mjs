@@ -1,0 +1,79 @@
+// The demo page in a real headless Chromium (WebGPU through SwiftShader) with the real SmolLM2
+// model: a JSON-schema preset streams output that parses and validates against the schema
+// (checked here with Ajv, independently of sieve); a bad schema shows an error next to the
+// editor and the next run works.
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { mkdir } from "node:fs/promises";
+import Ajv2020 from "ajv/dist/2020.js";
+import addFormats from "ajv-formats";
+import { start } from "./browser.mjs";
+import { PRESETS } from "../../web/presets.js";
+
+// SwiftShader runs the model on the CPU: a forward pass takes seconds on a small machine.
+const RUN_TIMEOUT = 15 * 60_000;
+
+let ctx;
+before(async () => {
+  ctx = await start();
+});
+after(async () => {
+  await ctx?.close();
+});
+
+async function screenshot(page, name) {
+  await mkdir(new URL("./out/", import.meta.url), { recursive: true });
+  await page.screenshot({ path: new URL(`./out/${name}.png`, import.meta.url).pathname, fullPage: true });
+}
+
+/** Clicks Generate and waits for the run to end; returns the output text and its state. */
+async function generate(page) {
+  await page.click("#run");
+  await page.waitForFunction(() => ["done", "error"].includes(document.getElementById("output").dataset.state), null, {
+    timeout: RUN_TIMEOUT,
+  });
+  return {
+    state: await page.getAttribute("#output", "data-state"),
+    text: await page.textContent("#output"),
+    error: (await page.isVisible("#constraint-error")) ? await page.textContent("#constraint-error") : null,
+  };
+}
+
+test("the demo page generates schema-valid JSON with the real model, and recovers from a bad schema", { timeout: 4 * RUN_TIMEOUT }, async () => {
+  const { page, url, errors } = ctx;
+  await page.goto(url);
+  await page.waitForFunction(() => document.body.dataset.engine !== "loading", null, { timeout: RUN_TIMEOUT });
+  const status = await page.textContent("#load-status");
+  assert.equal(await page.getAttribute("body", "data-engine"), "ready", `the model did not load: ${status}`);
+
+  // A JSON-schema preset: the output parses and Ajv accepts it.
+  const preset = PRESETS.find((p) => p.id === "form");
+  await page.selectOption("#preset", preset.id);
+  const first = await generate(page);
+  assert.equal(first.state, "done", `the run failed: ${first.error}`);
+  const value = JSON.parse(first.text);
+  const ajv = new Ajv2020({ strict: false });
+  addFormats(ajv);
+  assert.ok(ajv.validate(preset.source, value), `${first.text} does not match the schema: ${ajv.errorsText()}`);
+  assert.ok(await page.locator("#output .sampled").count(), "no sampled text was shown");
+  assert.ok(await page.locator("#output .forced").count(), "no forced text was shown");
+  assert.notEqual(await page.textContent("#fig-tps"), "–");
+  await screenshot(page, "demo");
+
+  // A schema with a typo: the error names the keyword and its place, next to the editor.
+  await page.fill("#constraint", JSON.stringify({ type: "object", properties: { age: { type: "integr" } } }));
+  const bad = await generate(page);
+  assert.equal(bad.state, "error");
+  assert.match(bad.error ?? "", /type/);
+  assert.match(bad.error ?? "", /properties\/age/);
+  await screenshot(page, "demo-error");
+
+  // The engine is still usable: a short regex run.
+  await page.selectOption("#kind", "regex");
+  await page.fill("#constraint", "(yes|no)");
+  await page.fill("#prompt", "Is Paris the capital of France? Answer yes or no.");
+  const next = await generate(page);
+  assert.equal(next.state, "done", `the run after the error failed: ${next.error}`);
+  assert.match(next.text, /^(yes|no)$/);
+  assert.deepEqual(errors, []);
+});

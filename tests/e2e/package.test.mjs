@@ -1,0 +1,73 @@
+// The packed npm tarball in a plain page (no bundler): `npm pack web/pkg`, install the tarball,
+// and import it from an HTML page. The low-level API masks tokens for a tokenizer.json, and the
+// engine runs one constrained completion with the real model.
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { mkdir, rm, writeFile } from "node:fs/promises";
+import { fileURLToPath } from "node:url";
+import { start } from "./browser.mjs";
+
+const ROOT = fileURLToPath(new URL("../../", import.meta.url));
+const APP = new URL("./out/package-app/", import.meta.url);
+
+const PAGE = `<!doctype html>
+<meta charset="utf-8">
+<title>sieve-web from its tarball</title>
+<script type="module">
+  import { init, createEngine, Vocabulary, Constraint, Matcher } from "./node_modules/sieve-web/index.js";
+  window.lowLevel = async () => {
+    await init();
+    const vocab = Vocabulary.fromTokenizerJson(await (await fetch("/assets/tokenizers/llama3.json")).text());
+    const constraint = Constraint.jsonSchema({ type: "object", properties: { ok: { type: "boolean" } }, required: ["ok"] }, { whitespace: "compact" });
+    const matcher = new Matcher(constraint, vocab);
+    const mask = new Uint32Array(vocab.maskWords);
+    matcher.fillNextTokenBitmask(mask);
+    const allowed = [];
+    mask.forEach((word, w) => { for (let b = 0; b < 32; b++) if (word & (1 << b)) allowed.push(w * 32 + b); });
+    const text = (id) => new TextDecoder().decode(vocab.tokenBytes(id));
+    return { size: vocab.size, allowed: allowed.map(text), jump: matcher.jumpForward() };
+  };
+  window.complete = async () => {
+    const engine = await createEngine({ model: "/assets/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf" });
+    const r = await engine.completions.create({
+      prompt: "Q: Is water wet? Answer yes or no.\\nA:",
+      response_format: { type: "regex", pattern: " (yes|no)" },
+      max_tokens: 4,
+    });
+    engine.unload();
+    return r;
+  };
+</script>`;
+
+let ctx;
+before(async () => {
+  await rm(APP, { recursive: true, force: true });
+  await mkdir(APP, { recursive: true });
+  const out = execFileSync("npm", ["pack", "--json", "--pack-destination", fileURLToPath(APP), `${ROOT}web/pkg`], { encoding: "utf8" });
+  const [{ filename }] = JSON.parse(out);
+  execFileSync("npm", ["install", "--no-save", "--no-package-lock", "--offline", `./${filename}`], { cwd: APP, stdio: "ignore" });
+  await writeFile(new URL("index.html", APP), PAGE);
+  ctx = await start();
+});
+after(async () => {
+  await ctx?.close();
+});
+
+test("a plain page imports the packed tarball and runs a constrained completion", { timeout: 20 * 60_000 }, async () => {
+  const { page, url, errors } = ctx;
+  await page.goto(`${url}tests/e2e/out/package-app/index.html`);
+  await page.waitForFunction(() => typeof window.complete === "function");
+
+  const low = await page.evaluate(() => window.lowLevel());
+  assert.ok(low.size > 100_000, `the Llama-3 vocabulary has ${low.size} tokens`);
+  assert.ok(low.allowed.length > 0 && low.allowed.every((t) => '{"ok'.startsWith(t) || t.startsWith("{")), JSON.stringify(low.allowed.slice(0, 20)));
+  assert.equal(low.jump.text, '{"ok":');
+
+  const r = await page.evaluate(() => window.complete());
+  assert.equal(r.object, "text_completion");
+  assert.match(r.choices[0].text, /^ (yes|no)$/);
+  assert.equal(r.choices[0].finish_reason, "stop");
+  assert.ok(r.usage.completion_tokens >= 1);
+  assert.deepEqual(errors, []);
+});

@@ -1,0 +1,175 @@
+// The browser benchmark: the MaskBench protocol in wasm for sieve and for web-xgrammar in the
+// same page (instances.json comes from bench/browser_instances.py), and decode tokens/s of the
+// model with and without a constraint. Results land in the table and in `window.benchResults`.
+import { init, Vocabulary, Constraint, Matcher, createEngine } from "../pkg/index.js";
+
+// web-xgrammar ships a UMD bundle: index.html loads it as a classic script, which sets `xgrammar`.
+const { GrammarCompiler, GrammarMatcher, TokenizerInfo } = globalThis.xgrammar;
+
+const $ = (id) => document.getElementById(id);
+const TOKENIZER_URL = new URL("../../assets/tokenizers/llama3.json", import.meta.url);
+const MODEL_URL = new URL("../../assets/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf", import.meta.url);
+
+function quantile(sorted, q) {
+  return sorted.length ? sorted[Math.min(sorted.length - 1, Math.round((sorted.length - 1) * q))] : NaN;
+}
+
+/** Summary of one engine's run. */
+function summarise(engine, run) {
+  const mask = [...run.maskUs].sort((a, b) => a - b);
+  const compile = [...run.compileUs].sort((a, b) => a - b);
+  return {
+    engine,
+    schemas: run.schemas,
+    compileErrors: run.compileErrors,
+    rejectedTests: run.rejectedTests,
+    tokens: mask.length,
+    maskUs: { p50: quantile(mask, 0.5), p90: quantile(mask, 0.9), p99: quantile(mask, 0.99), max: mask.at(-1), mean: mask.reduce((a, b) => a + b, 0) / mask.length },
+    compileUs: { p50: quantile(compile, 0.5), p99: quantile(compile, 0.99) },
+  };
+}
+
+/** Runs the protocol: `compile(schema)` gives a matcher factory; a matcher's `step(token)`
+ * computes the full mask and commits the token, returning false when the token is refused. */
+async function protocol(instances, compile) {
+  const run = { schemas: 0, compileErrors: 0, rejectedTests: 0, maskUs: [], compileUs: [] };
+  for (const inst of instances) {
+    run.schemas += 1;
+    let factory;
+    const t0 = performance.now();
+    try {
+      factory = await compile(inst.schema);
+    } catch {
+      run.compileErrors += 1;
+      continue;
+    }
+    run.compileUs.push((performance.now() - t0) * 1000);
+    for (const tokens of inst.tokens) {
+      const matcher = await factory();
+      for (const token of tokens) {
+        const t = performance.now();
+        const ok = await matcher.step(token);
+        run.maskUs.push((performance.now() - t) * 1000);
+        if (!ok) {
+          run.rejectedTests += 1;
+          break;
+        }
+      }
+      matcher.free?.();
+    }
+  }
+  return run;
+}
+
+async function sieveRun(instances, tokenizerJson) {
+  await init();
+  const vocab = Vocabulary.fromTokenizerJson(tokenizerJson);
+  const mask = new Uint32Array(vocab.maskWords);
+  return protocol(instances, (schema) => {
+    const constraint = Constraint.jsonSchema(schema, { mode: "lenient" });
+    return () => {
+      const m = new Matcher(constraint, vocab);
+      return {
+        step(token) {
+          m.fillNextTokenBitmask(mask);
+          if (!(mask[token >>> 5] & (1 << (token & 31)))) return false;
+          m.acceptToken(token);
+          return true;
+        },
+        free: () => m.free(),
+      };
+    };
+  });
+}
+
+async function xgrammarRun(instances, tokenizerJson) {
+  const tok = JSON.parse(tokenizerJson);
+  const encoded = [];
+  for (const [piece, id] of Object.entries(tok.model.vocab)) encoded[id] = piece;
+  for (const added of tok.added_tokens ?? []) encoded[added.id] = added.content;
+  for (let i = 0; i < encoded.length; i++) encoded[i] ??= "";
+  const info = await TokenizerInfo.createTokenizerInfo(encoded, "byte_level", false);
+  const compiler = await GrammarCompiler.createGrammarCompiler(info);
+  const run = await protocol(instances, async (schema) => {
+    const compiled = await compiler.compileJSONSchema(JSON.stringify(schema), true, undefined, undefined, false);
+    return async () => {
+      const m = await GrammarMatcher.createGrammarMatcher(compiled);
+      return {
+        async step(token) {
+          const mask = await m.getNextTokenBitmask();
+          if (!(mask[token >>> 5] & (1 << (token & 31)))) return false;
+          return m.acceptToken(token);
+        },
+        free: () => m.dispose(),
+      };
+    };
+  });
+  compiler.dispose();
+  info.dispose();
+  return run;
+}
+
+function showMaskResults(rows) {
+  const us = (x) => (Number.isFinite(x) ? x.toFixed(1) : "–");
+  $("results").innerHTML =
+    "<tr><th>engine</th><th>schemas</th><th>compile errors</th><th>valid rejected</th><th>tokens</th>" +
+    "<th>mask p50 µs</th><th>p90</th><th>p99</th><th>max</th><th>mean</th><th>compile p50 µs</th><th>p99</th></tr>" +
+    rows
+      .map(
+        (r) =>
+          `<tr><td>${r.engine}</td><td>${r.schemas}</td><td>${r.compileErrors}</td><td>${r.rejectedTests}</td><td>${r.tokens}</td>` +
+          `<td>${us(r.maskUs.p50)}</td><td>${us(r.maskUs.p90)}</td><td>${us(r.maskUs.p99)}</td><td>${us(r.maskUs.max)}</td>` +
+          `<td>${us(r.maskUs.mean)}</td><td>${us(r.compileUs.p50)}</td><td>${us(r.compileUs.p99)}</td></tr>`,
+      )
+      .join("");
+}
+
+async function runMasks() {
+  document.body.dataset.state = "running";
+  $("status").textContent = "Loading the instances and the tokenizer…";
+  const [{ instances }, tokenizerJson] = await Promise.all([
+    fetch(new URL("./instances.json", import.meta.url)).then((r) => {
+      if (!r.ok) throw new Error("web/bench/instances.json is missing: make it with bench/browser_instances.py (see its help)");
+      return r.json();
+    }),
+    fetch(TOKENIZER_URL).then((r) => r.text()),
+  ]);
+  const rows = [];
+  for (const [name, run] of [["sieve", sieveRun], ["web-xgrammar", xgrammarRun]]) {
+    $("status").textContent = `Running ${name} on ${instances.length} schemas…`;
+    rows.push(summarise(name, await run(instances, tokenizerJson)));
+    showMaskResults(rows);
+  }
+  window.benchResults = { ...window.benchResults, masks: rows };
+  $("status").textContent = "Done.";
+  document.body.dataset.state = "done";
+}
+
+async function runDecode() {
+  document.body.dataset.state = "running";
+  $("status").textContent = "Loading the model…";
+  const engine = await createEngine({ model: MODEL_URL.href });
+  const messages = [{ role: "user", content: "List three colours as a JSON array." }];
+  const tokens = 16;
+  const out = {};
+  for (const [name, format] of [["unconstrained", { type: "text" }], ["constrained", { type: "json_object" }]]) {
+    $("status").textContent = `Decoding ${tokens} tokens ${name}…`;
+    const r = await engine.chat.completions.create({ messages, response_format: format, max_tokens: tokens, jump_forward: false });
+    out[name] = { tokens: r.usage.completion_tokens, tokens_per_s: r.usage.timings.tokens_per_s, mask_us_p50: r.usage.timings.mask_us_p50 };
+  }
+  engine.unload();
+  window.benchResults = { ...window.benchResults, decode: out };
+  $("status").textContent = `Decode: ${JSON.stringify(out)}`;
+  document.body.dataset.state = "done";
+}
+
+function guard(fn) {
+  return () =>
+    fn().catch((err) => {
+      $("status").textContent = `Error: ${err?.message ?? err}`;
+      document.body.dataset.state = "error";
+    });
+}
+
+$("run-masks").addEventListener("click", guard(runMasks));
+$("run-decode").addEventListener("click", guard(runDecode));
