@@ -1961,15 +1961,11 @@ fn negate(nm: &Map<String, Value>, want: &[&'static str], int_only: bool, legacy
                     }
                 }
             }
-            "additionalProperties" | "propertyNames" | "additionalItems" => {
-                if *v != Value::Bool(true) {
-                    return bad("keyword with no exact negation");
-                }
+            "additionalProperties" | "propertyNames" | "additionalItems" if *v != Value::Bool(true) => {
+                return bad("keyword with no exact negation");
             }
-            "patternProperties" => {
-                if v.as_object().is_some_and(|o| o.values().any(|x| *x != Value::Bool(true))) {
-                    return bad("keyword with no exact negation");
-                }
+            "patternProperties" if v.as_object().is_some_and(|o| o.values().any(|x| *x != Value::Bool(true))) => {
+                return bad("keyword with no exact negation");
             }
             "minProperties" | "minItems" | "minLength" => {
                 let n = count(v).ok_or("must be a non-negative integer")?;
@@ -2034,11 +2030,7 @@ fn negate(nm: &Map<String, Value>, want: &[&'static str], int_only: bool, legacy
                 }
             }
             "minContains" | "maxContains" => {}
-            "uniqueItems" => {
-                if *v == Value::Bool(true) {
-                    return bad("arrays with duplicates");
-                }
-            }
+            "uniqueItems" if *v == Value::Bool(true) => return bad("arrays with duplicates"),
             "pattern" => out.push(json!({ "type": "string", NOT_PATTERNS: [v] })),
             "format" => {
                 let f = v.as_str().unwrap_or("");
@@ -2048,11 +2040,7 @@ fn negate(nm: &Map<String, Value>, want: &[&'static str], int_only: bool, legacy
                     return bad("a format that is not a regular language here");
                 }
             }
-            FRACTION => {
-                if *v == Value::Bool(true) {
-                    out.push(json!({ "type": "integer" }));
-                }
-            }
+            FRACTION if *v == Value::Bool(true) => out.push(json!({ "type": "integer" })),
             NOT_STRINGS => {
                 let strings = v.as_array().cloned().unwrap_or_default();
                 if !strings.is_empty() {
