@@ -357,7 +357,11 @@ impl<'a> Compiler<'a> {
             ));
         }
         for (k, vb) in b {
-            if is_annotation(&k) {
+            // Annotations and unknown keywords (`x-...`) constrain nothing.
+            if is_annotation(&k) || (!is_known_keyword(&k) && !matches!(k.as_str(), "discriminator" | "format")) {
+                if !a.contains_key(&k) {
+                    a.insert(k, vb);
+                }
                 continue;
             }
             let Some(va) = a.get(&k).cloned() else {
