@@ -50,16 +50,13 @@ async function fetchModel(url, useCache, onProgress) {
 export class Backend {
   #model = null;
 
-  /** Loads `source` (a URL string or the GGUF bytes). */
+  /** Loads `source`: a URL string, or the GGUF bytes as an ArrayBuffer (engine.js normalises). */
   async load(source, { cache = true, onProgress = () => {} } = {}) {
     if (typeof navigator === "undefined" || !navigator.gpu) {
       throw new Error("WebGPU is not available in this browser (navigator.gpu is missing); sieve needs it to run the model");
     }
     await init();
-    const bytes =
-      typeof source === "string" || source instanceof URL
-        ? await fetchModel(String(source), cache, onProgress)
-        : new Uint8Array(source instanceof ArrayBuffer ? source : source.buffer.slice(source.byteOffset, source.byteOffset + source.byteLength));
+    const bytes = typeof source === "string" ? await fetchModel(source, cache, onProgress) : new Uint8Array(source);
     onProgress({ stage: "weights", fraction: 0 });
     this.#model = await Model.load(bytes, (fraction) => onProgress({ stage: "weights", fraction }));
     onProgress({ stage: "ready", fraction: 1 });

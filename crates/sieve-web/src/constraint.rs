@@ -138,7 +138,7 @@ impl Constraint {
         };
         let options = options.to_options().map_err(|e| JsError::new(&format!("options: {e}")))?;
         let (inner, warnings) = sieve_core::Constraint::json_schema(&schema, &options).map_err(js_error)?;
-        let warnings = warnings.iter().map(|w| format!("{} at {:?}: {}", w.keyword, w.pointer, w.message)).collect();
+        let warnings = warnings.iter().map(ToString::to_string).collect();
         Ok(Constraint { inner, warnings })
     }
 
@@ -192,12 +192,7 @@ impl Matcher {
     /// Writes the allowed next tokens into `mask` (`vocabulary.maskWords` words).
     #[wasm_bindgen(js_name = fillNextTokenBitmask)]
     pub fn fill_next_token_bitmask(&mut self, mask: &mut [u32]) -> Result<(), JsError> {
-        let words = self.inner.vocabulary().mask_words();
-        if mask.len() < words {
-            return Err(JsError::new(&format!("mask has {} words; the vocabulary needs {words}", mask.len())));
-        }
-        mask.fill(0);
-        self.inner.fill_next_token_bitmask(&mut mask[..words]).map_err(js_error)
+        self.inner.fill_next_token_bitmask(mask).map_err(js_error)
     }
 
     /// Advances past `token`; a token the mask forbids is an error and changes nothing.

@@ -88,10 +88,7 @@ impl Model {
 
 async fn run(loaded: &Loaded, request: &Request, on_delta: Option<&js_sys::Function>) -> Result<JsValue, JsError> {
     let start = now_ms();
-    let compiled = match &request.response_format {
-        Some(format) => format.compile(&loaded.constraints).map_err(|e| JsError::new(&e))?,
-        None => crate::request::Compiled { constraint: None, warnings: Vec::new() },
-    };
+    let compiled = request.compile(&loaded.constraints).map_err(|e| JsError::new(&e))?;
     let compile_ms = now_ms() - start;
     let prompt = match (&request.messages, &request.prompt) {
         (Some(messages), None) => {

@@ -57,22 +57,24 @@ pub struct JsonSchemaFormat {
     pub strict: Option<bool>,
 }
 
-/// A compiled output constraint and the keywords it left out (lenient schemas only).
+/// A compiled output constraint (none for text) and the keywords it left out (lenient schemas
+/// only).
+#[derive(Default)]
 pub struct Compiled {
     pub constraint: Option<Constraint>,
     pub warnings: Vec<String>,
 }
 
-impl ResponseFormat {
-    /// Compiles the format; text needs no constraint. Schemas become compact JSON (no
-    /// whitespace between tokens), which a small model cannot pad with endless spaces.
+impl Request {
+    /// Compiles `response_format`; text (or none) needs no constraint. Schemas become compact
+    /// JSON (no whitespace between tokens), which a small model cannot pad with endless spaces.
     pub fn compile(&self, cache: &ConstraintCache) -> Result<Compiled, String> {
-        let source = match self {
-            ResponseFormat::Text => return Ok(Compiled { constraint: None, warnings: Vec::new() }),
-            ResponseFormat::JsonObject => ConstraintSource::AnyJson,
-            ResponseFormat::Regex { pattern } => ConstraintSource::Regex(pattern.clone()),
-            ResponseFormat::Grammar { grammar } => ConstraintSource::Gbnf(grammar.clone()),
-            ResponseFormat::JsonSchema { json_schema } => {
+        let source = match &self.response_format {
+            None | Some(ResponseFormat::Text) => return Ok(Compiled::default()),
+            Some(ResponseFormat::JsonObject) => ConstraintSource::AnyJson,
+            Some(ResponseFormat::Regex { pattern }) => ConstraintSource::Regex(pattern.clone()),
+            Some(ResponseFormat::Grammar { grammar }) => ConstraintSource::Gbnf(grammar.clone()),
+            Some(ResponseFormat::JsonSchema { json_schema }) => {
                 let options = JsonSchemaOptions {
                     whitespace: Whitespace::Compact,
                     mode: if json_schema.strict == Some(false) { Mode::Lenient } else { Mode::Strict },
@@ -80,7 +82,7 @@ impl ResponseFormat {
                 };
                 let g = sieve_core::json_schema::to_gbnf(&json_schema.schema, &options)
                     .map_err(|e| format!("response_format.json_schema: {e}"))?;
-                let warnings = g.warnings.iter().map(|w| format!("{} at {:?}: {}", w.keyword, w.pointer, w.message)).collect();
+                let warnings = g.warnings.iter().map(ToString::to_string).collect();
                 let constraint = cache.get(&ConstraintSource::Gbnf(g.gbnf)).map_err(|e| format!("schema grammar: {e}"))?;
                 return Ok(Compiled { constraint: Some(constraint), warnings });
             }
