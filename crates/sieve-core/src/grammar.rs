@@ -79,12 +79,25 @@ enum N {
 
 struct Builder<'a> {
     src: &'a str,
-    n: Vec<N>,
-    /// The rule each state belongs to.
-    owner: Vec<u32>,
-    /// The rule being compiled.
-    rule: u32,
+    rules: &'a [gbnf::Rule],
     ids: HashMap<&'a str, u32>,
+    /// Per source rule: references to it are compiled inline (see [`plan`]).
+    inline: Vec<bool>,
+    n: Vec<N>,
+    /// The compiled rule each state belongs to.
+    owner: Vec<u32>,
+    /// The compiled rule being built.
+    rule: u32,
+    /// Compiled rule index per source rule that is called.
+    called: HashMap<u32, u32>,
+    /// Source rules to compile as rules, in compiled order (root first).
+    order: Vec<u32>,
+    /// Entry of source rule `q`'s body continuing at state `next`, inside
+    /// the compiled rule being built: one copy per continuation, so tail
+    /// references share it and right-linear recursion becomes a loop.
+    memo: HashMap<(u32, u32), u32>,
+    /// Inlined bodies still to build: `(source rule, next, placeholder)`.
+    pending: Vec<(u32, u32, u32)>,
     max_states: usize,
 }
 
@@ -99,6 +112,32 @@ impl<'a> Builder<'a> {
         self.n.push(s);
         self.owner.push(self.rule);
         Ok(self.n.len() as u32 - 1)
+    }
+
+    /// The entry of source rule `q`'s body continuing at `next`: a
+    /// placeholder filled by [`Builder::rule`] (no recursion per reference).
+    fn inlined(&mut self, q: u32, next: u32) -> Result<u32, CompileError> {
+        if let Some(&p) = self.memo.get(&(q, next)) {
+            return Ok(p);
+        }
+        let p = self.add(N::Eps(Vec::new()))?;
+        self.memo.insert((q, next), p);
+        self.pending.push((q, next, p));
+        Ok(p)
+    }
+
+    /// Compiles source rule `q` as compiled rule `k`; returns its entry.
+    fn rule(&mut self, k: u32, q: u32) -> Result<u32, CompileError> {
+        self.rule = k;
+        self.memo.clear();
+        let accept = self.add(N::Accept { rule: k })?;
+        let start = self.inlined(q, accept)?;
+        while let Some((q, next, p)) = self.pending.pop() {
+            let rules = self.rules;
+            let e = self.expr(&rules[q as usize].body, next)?;
+            self.n[p as usize] = N::Eps(vec![e]);
+        }
+        Ok(start)
     }
 
     /// Compiles `e` so that it continues at `next`; returns its entry state.
@@ -149,7 +188,19 @@ impl<'a> Builder<'a> {
                 }
             }
             Expr::Ref { name, offset } => match self.ids.get(name.as_str()) {
-                Some(&rule) => self.add(N::Call { rule, next })?,
+                Some(&q) if self.inline[q as usize] => self.inlined(q, next)?,
+                Some(&q) => {
+                    let k = match self.called.get(&q) {
+                        Some(&k) => k,
+                        None => {
+                            let k = self.order.len() as u32;
+                            self.called.insert(q, k);
+                            self.order.push(q);
+                            k
+                        }
+                    };
+                    self.add(N::Call { rule: k, next })?
+                }
                 None => {
                     return Err(CompileError::at(
                         CompileErrorKind::UndefinedRule,
@@ -184,22 +235,6 @@ impl<'a> Builder<'a> {
     }
 }
 
-/// Largest expanded body (in expression nodes) of a rule that is inlined
-/// into its callers. Inlining non-recursive rules keeps lexical structure
-/// (strings, numbers, whitespace) inside one rule automaton, which is what
-/// lets the token cache decide most tokens without context.
-const INLINE_MAX: usize = 400;
-
-fn size(e: &Expr) -> usize {
-    match e {
-        Expr::Seq(v) | Expr::Alt(v) => 1 + v.iter().map(size).sum::<usize>(),
-        Expr::Repeat { expr, min, max } => 1 + size(expr) * (*min.max(&max.unwrap_or(1))).max(1) as usize,
-        Expr::Literal(s) => 1 + s.len() / 8,
-        Expr::Class(r) => 1 + r.len(),
-        Expr::Ref { .. } => 1,
-    }
-}
-
 fn refs<'e>(e: &'e Expr, out: &mut Vec<(&'e str, usize)>) {
     match e {
         Expr::Seq(v) | Expr::Alt(v) => v.iter().for_each(|e| refs(e, out)),
@@ -209,49 +244,46 @@ fn refs<'e>(e: &'e Expr, out: &mut Vec<(&'e str, usize)>) {
     }
 }
 
-fn mentions(e: &Expr, rule: &str) -> bool {
-    let mut out = Vec::new();
-    refs(e, &mut out);
-    out.iter().any(|&(name, _)| name == rule)
-}
+/// Largest estimated automaton size (in states) of a rule compiled inline
+/// at each of its references. Inlining keeps lexical structure (strings,
+/// numbers, whitespace, pattern automata written as rules) inside one rule
+/// automaton, which is what lets the token cache decide most tokens without
+/// context.
+const INLINE_MAX: usize = 1000;
 
-/// Rewrites a rule whose only references to itself end its alternatives
-/// (`a ::= x a | y`) as the loop it is (`a ::= x* y`): the same language,
-/// without the new Earley origin per repetition that right recursion costs
-/// (and which keeps the token cache's walks off its DFA).
-fn tail_recursion_to_loop(r: &mut gbnf::Rule) {
-    let alts = match &r.body {
-        Expr::Alt(v) => v.as_slice(),
-        e => std::slice::from_ref(e),
-    };
-    let (mut heads, mut bases) = (Vec::new(), Vec::new());
-    for a in alts {
-        let (prefix, last) = match a {
-            Expr::Seq(items) => match items.split_last() {
-                Some((last, prefix)) => (prefix, Some(last)),
-                None => (&[][..], None),
-            },
-            e => (&[][..], Some(e)),
-        };
-        let tail_call = last.is_some_and(|e| matches!(e, Expr::Ref { name, .. } if *name == r.name));
-        if tail_call && !prefix.iter().any(|e| mentions(e, &r.name)) {
-            heads.push(Expr::Seq(prefix.to_vec()));
-        } else if !mentions(a, &r.name) {
-            bases.push(a.clone());
-        } else {
-            return;
+/// Estimated automaton states of `e` (as [`Builder::expr`] compiles it),
+/// with `r(name, tail)` the cost of a reference; `tail` is true when the
+/// reference continues where `e` does (it ends its rule's body).
+fn cost(e: &Expr, tail: bool, r: &mut dyn FnMut(&str, bool) -> usize) -> usize {
+    match e {
+        Expr::Seq(v) => {
+            let last = v.len().saturating_sub(1);
+            v.iter().enumerate().fold(0, |s, (i, e)| s.saturating_add(cost(e, tail && i == last, r)))
         }
-    }
-    if !heads.is_empty() {
-        r.body = Expr::Seq(vec![Expr::Repeat { expr: Box::new(Expr::Alt(heads)), min: 0, max: None }, Expr::Alt(bases)]);
+        Expr::Alt(v) => v.iter().fold(1, |s, e| s.saturating_add(cost(e, tail, r))),
+        Expr::Repeat { expr, min, max } => match *max {
+            // A loop state, the loop body and `min` copies before it.
+            None => cost(expr, false, r).saturating_mul(*min as usize + 1).saturating_add(1),
+            Some(0) => 0,
+            // One copy continues where the repetition does; the others do not.
+            Some(max) => {
+                let others = cost(expr, false, r).saturating_mul(max as usize - 1);
+                cost(expr, tail, r).saturating_add(others).saturating_add((max - min.min(&max)) as usize)
+            }
+        },
+        Expr::Literal(s) => s.len(),
+        Expr::Class(ranges) => 1 + 4 * ranges.len(),
+        Expr::Ref { name, .. } => r(name, tail),
     }
 }
 
-/// Rules that take part in a cycle of the call graph (Tarjan's SCC).
-fn recursive_rules(edges: &[Vec<u32>]) -> Vec<bool> {
+/// Strongly connected components of the call graph (Tarjan), numbered in
+/// the order they complete: a component only calls components numbered
+/// before it, or itself.
+fn components(edges: &[Vec<u32>]) -> (Vec<usize>, usize) {
     let n = edges.len();
     let (mut index, mut low, mut on) = (vec![u32::MAX; n], vec![0u32; n], vec![false; n]);
-    let (mut stack, mut rec, mut next) = (Vec::new(), vec![false; n], 0u32);
+    let (mut stack, mut comp, mut next, mut ncomp) = (Vec::new(), vec![0usize; n], 0u32, 0usize);
     for root in 0..n {
         if index[root] != u32::MAX {
             continue;
@@ -268,9 +300,6 @@ fn recursive_rules(edges: &[Vec<u32>]) -> Vec<bool> {
             if let Some(&w) = edges[v].get(*ei) {
                 *ei += 1;
                 let w = w as usize;
-                if w == v {
-                    rec[v] = true;
-                }
                 if index[w] == u32::MAX {
                     work.push((w, 0));
                 } else if on[w] {
@@ -283,71 +312,75 @@ fn recursive_rules(edges: &[Vec<u32>]) -> Vec<bool> {
                 low[u] = low[u].min(low[v]);
             }
             if low[v] == index[v] {
-                let mut comp = Vec::new();
                 while let Some(w) = stack.pop() {
                     on[w] = false;
-                    comp.push(w);
+                    comp[w] = ncomp;
                     if w == v {
                         break;
                     }
                 }
-                if comp.len() > 1 {
-                    comp.iter().for_each(|&w| rec[w] = true);
-                }
+                ncomp += 1;
             }
         }
     }
-    rec
+    (comp, ncomp)
 }
 
-/// Replaces references to small non-recursive rules by their bodies.
-struct Inliner<'a> {
-    rules: &'a [gbnf::Rule],
-    ids: &'a HashMap<&'a str, u32>,
-    inline: Vec<bool>,
-    done: Vec<Option<Expr>>,
-}
-
-impl Inliner<'_> {
-    fn expand(&mut self, r: usize, depth: usize) -> Expr {
-        if let Some(e) = &self.done[r] {
-            return e.clone();
-        }
-        let e = self.subst(&self.rules[r].body, depth);
-        if self.inline[r] && size(&e) > INLINE_MAX {
-            self.inline[r] = false;
-        }
-        self.done[r] = Some(e.clone());
-        e
+/// Decides which source rules are compiled inline at their references:
+/// those whose recursion, if any, is right-linear (inside their strongly
+/// connected component every reference ends its rule's body, so the inlined
+/// copies close into loops through [`Builder::memo`]) and whose inlined copy
+/// is estimated at most [`INLINE_MAX`] states. A copy holds, once each, the
+/// rules reached through tail references (they share one continuation) and
+/// a copy of each rule referenced elsewhere.
+fn plan(rules: &[gbnf::Rule], ids: &HashMap<&str, u32>, edges: &[Vec<u32>]) -> Vec<bool> {
+    let (comp, ncomp) = components(edges);
+    let mut members: Vec<Vec<u32>> = vec![Vec::new(); ncomp];
+    for (q, &c) in comp.iter().enumerate() {
+        members[c].push(q as u32);
     }
-
-    fn subst(&mut self, e: &Expr, depth: usize) -> Expr {
-        match e {
-            Expr::Seq(v) => Expr::Seq(v.iter().map(|e| self.subst(e, depth)).collect()),
-            Expr::Alt(v) => Expr::Alt(v.iter().map(|e| self.subst(e, depth)).collect()),
-            Expr::Repeat { expr, min, max } => {
-                Expr::Repeat { expr: Box::new(self.subst(expr, depth)), min: *min, max: *max }
-            }
-            Expr::Ref { name, .. } => {
-                let q = self.ids.get(name.as_str()).map_or(0, |&q| q as usize);
-                if self.inline[q] && depth < 64 {
-                    let body = self.expand(q, depth + 1);
-                    if self.inline[q] {
-                        return body;
-                    }
+    let mut inline = vec![false; rules.len()];
+    // Per inlined component: the rules one copy holds once, with their own cost.
+    let mut shared: Vec<Vec<(u32, usize)>> = vec![Vec::new(); ncomp];
+    for c in 0..ncomp {
+        let cyclic = members[c].len() > 1 || members[c].iter().any(|&q| edges[q as usize].contains(&q));
+        let (mut linear, mut tails) = (true, Vec::new());
+        let mut held: Vec<(u32, usize)> = Vec::new();
+        for &q in &members[c] {
+            let own = cost(&rules[q as usize].body, true, &mut |name, tail| {
+                let r = ids.get(name).map_or(0, |&r| r as usize);
+                if comp[r] == c {
+                    linear &= tail;
+                    0
+                } else if !inline[r] {
+                    1
+                } else if tail {
+                    tails.push(comp[r]);
+                    0
+                } else {
+                    shared[comp[r]].iter().fold(0usize, |s, x| s.saturating_add(x.1))
                 }
-                e.clone()
-            }
-            Expr::Literal(_) | Expr::Class(_) => e.clone(),
+            });
+            held.push((q, own));
+        }
+        for t in tails {
+            held.extend_from_slice(&shared[t]);
+        }
+        held.sort_unstable();
+        held.dedup_by_key(|x| x.0);
+        let size = held.iter().fold(0usize, |s, x| s.saturating_add(x.1));
+        if (!cyclic || linear) && size <= INLINE_MAX {
+            members[c].iter().for_each(|&q| inline[q as usize] = true);
+            shared[c] = held;
         }
     }
+    inline
 }
 
 impl Grammar {
     /// Compiles GBNF text whose start rule is `root`.
     pub fn new(src: &str, max_states: usize) -> Result<Grammar, CompileError> {
-        let mut rules = gbnf::parse(src)?;
-        rules.iter_mut().for_each(tail_recursion_to_loop);
+        let rules = gbnf::parse(src)?;
         let mut ids: HashMap<&str, u32> = HashMap::new();
         for (i, r) in rules.iter().enumerate() {
             if ids.insert(r.name.as_str(), i as u32).is_some() {
@@ -378,38 +411,28 @@ impl Grammar {
             }
             edges.push(e);
         }
-        let rec = recursive_rules(&edges);
-        let inline = rec.iter().enumerate().map(|(i, &r)| !r && i != root as usize).collect();
-        let mut inl = Inliner { rules: &rules, ids: &ids, inline, done: vec![None; rules.len()] };
-        // Compile the rules still called after inlining, root first.
-        let mut order = vec![root as usize];
-        let mut index: HashMap<usize, u32> = HashMap::from([(root as usize, 0)]);
-        let mut bodies = Vec::new();
-        let mut i = 0;
-        while let Some(&r) = order.get(i) {
-            i += 1;
-            let body = inl.expand(r, 0);
-            let mut out = Vec::new();
-            refs(&body, &mut out);
-            for (name, _) in out {
-                let q = ids.get(name).map_or(0, |&q| q as usize);
-                if let std::collections::hash_map::Entry::Vacant(e) = index.entry(q) {
-                    e.insert(order.len() as u32);
-                    order.push(q);
-                }
-            }
-            bodies.push(body);
+        let inline = plan(&rules, &ids, &edges);
+        let mut b = Builder {
+            src,
+            rules: &rules,
+            ids,
+            inline,
+            n: Vec::new(),
+            owner: Vec::new(),
+            rule: 0,
+            called: HashMap::from([(root, 0)]),
+            order: vec![root],
+            memo: HashMap::new(),
+            pending: Vec::new(),
+            max_states,
+        };
+        // Compile the rules that are called, root first (the list grows
+        // as references to them are met).
+        let mut starts = Vec::new();
+        while let Some(&q) = b.order.get(starts.len()) {
+            starts.push(b.rule(starts.len() as u32, q)?);
         }
-        let compiled_ids: HashMap<&str, u32> =
-            order.iter().enumerate().map(|(k, &r)| (rules[r].name.as_str(), k as u32)).collect();
-        let mut b = Builder { src, n: Vec::new(), owner: Vec::new(), rule: 0, ids: compiled_ids, max_states };
-        let mut starts = Vec::with_capacity(order.len());
-        for (k, body) in bodies.iter().enumerate() {
-            b.rule = k as u32;
-            let accept = b.add(N::Accept { rule: k as u32 })?;
-            starts.push(b.expr(body, accept)?);
-        }
-        let names = order.iter().map(|&r| rules[r].name.clone()).collect();
+        let names = b.order.iter().map(|&q| rules[q as usize].name.clone()).collect();
         Ok(Self::close(b.n, b.owner, starts, names, 0))
     }
 
@@ -891,16 +914,117 @@ impl Walker for ChartWalker<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     #[test]
     fn tail_recursion_becomes_a_loop() {
         // `items` and `chars` call themselves last: both become loops, so
-        // nothing is recursive and everything is inlined into `root`.
+        // nothing is called and everything is inlined into `root`.
         let src = "root ::= \"[\" items \"]\"\nitems ::= item \",\" items | item\nitem ::= \"'\" chars \"'\"\nchars ::= [a-z] chars | \"\"\n";
+        let g = Grammar::new(src, 1000).unwrap();
+        assert_eq!(g.names, ["root"]);
+        // So do rules that call each other last (`even` and `odd`).
+        let src = "root ::= \"<\" even \">\"\neven ::= \"\" | \"a\" odd\nodd ::= \"a\" even\n";
         let g = Grammar::new(src, 1000).unwrap();
         assert_eq!(g.names, ["root"]);
         // A self-reference elsewhere than at the end stays a call.
         let g = Grammar::new("root ::= \"(\" root \")\" | \"x\"", 1000).unwrap();
         assert!(g.core.iter().any(|c| c.kind == Kind::Call { rule: 0 }));
+    }
+
+    /// An automaton over `a b c` written as rules, one per state, each
+    /// alternative ending in a reference to the next state (how the JSON
+    /// Schema compiler writes pattern automata), plus `"d"` from every state.
+    fn automaton_rules(edges: &[(u8, u8, u8)], accepting: &[bool]) -> String {
+        let mut src = String::from("root ::= s0 | \"<\" s0 \">\" s0\n");
+        for s in 0..accepting.len() as u8 {
+            let mut alts = vec!["\"d\"".to_string()];
+            alts.extend(edges.iter().filter(|e| e.0 == s).map(|e| format!("\"{}\" s{}", (b'a' + e.1) as char, e.2)));
+            if accepting[s as usize] {
+                alts.push("\"\"".into());
+            }
+            src += &format!("s{s} ::= {}\n", alts.join(" | "));
+        }
+        src
+    }
+
+    /// Whether the automaton accepts `w` from state 0 (simulated on state sets).
+    fn automaton_accepts(edges: &[(u8, u8, u8)], accepting: &[bool], w: &[u8]) -> bool {
+        let mut at = vec![0u8];
+        for (i, &b) in w.iter().enumerate() {
+            if b == b'd' {
+                return i + 1 == w.len() && !at.is_empty();
+            }
+            at = edges.iter().filter(|e| at.contains(&e.0) && b'a' + e.1 == b).map(|e| e.2).collect();
+        }
+        at.iter().any(|&s| accepting[s as usize])
+    }
+
+    fn chart_accepts(g: &Grammar, w: &[u8]) -> bool {
+        let mut chart = Chart::new(g);
+        let mut fuel = usize::MAX;
+        w.iter().all(|&b| chart.push(g, b, &mut fuel).unwrap()) && chart.is_accepting(g)
+    }
+
+    proptest! {
+        /// Right-linear rules (tail references, mutual recursion included)
+        /// are inlined into loops and keep their language, whether their
+        /// reference ends the caller's body or not.
+        #[test]
+        fn right_linear_rules_keep_their_language(
+            edges in prop::collection::vec((0..4u8, 0..3u8, 0..4u8), 0..10),
+            accepting in prop::collection::vec(any::<bool>(), 4),
+            words in prop::collection::vec(prop::collection::vec(prop::sample::select(b"abcd".to_vec()), 0..8), 1..8),
+        ) {
+            let g = Grammar::new(&automaton_rules(&edges, &accepting), 100_000).unwrap();
+            prop_assert_eq!(&g.names, &["root"]);
+            for (i, w) in words.iter().enumerate() {
+                let ok = automaton_accepts(&edges, &accepting, w);
+                prop_assert_eq!(chart_accepts(&g, w), ok);
+                let v = &words[(i + 1) % words.len()];
+                let wrapped = [&b"<"[..], w, b">", v].concat();
+                prop_assert_eq!(chart_accepts(&g, &wrapped), ok && automaton_accepts(&edges, &accepting, v));
+            }
+        }
+
+        /// Masks over inlined right-linear rules equal taking each token on
+        /// the parser, along random walks.
+        #[test]
+        fn right_linear_masks_equal_the_parser(
+            edges in prop::collection::vec((0..4u8, 0..3u8, 0..4u8), 0..10),
+            accepting in prop::collection::vec(any::<bool>(), 4),
+            picks in prop::collection::vec(any::<prop::sample::Index>(), 1..10),
+        ) {
+            use crate::{Constraint, Matcher, Vocabulary};
+            let alphabet = b"abcd<>";
+            let mut tokens: Vec<Option<Vec<u8>>> = Vec::new();
+            for a in alphabet {
+                tokens.push(Some(vec![*a]));
+                for b in alphabet {
+                    tokens.push(Some(vec![*a, *b]));
+                    tokens.extend(alphabet.iter().map(|c| Some(vec![*a, *b, *c])));
+                }
+            }
+            let vocab = std::sync::Arc::new(Vocabulary::from_token_bytes(tokens));
+            let c = Constraint::gbnf(&automaton_rules(&edges, &accepting)).unwrap();
+            let mut m = Matcher::new(&c, &vocab);
+            let mut mask = vec![0u32; vocab.mask_words()];
+            for pick in picks {
+                m.fill_next_token_bitmask(&mut mask).unwrap();
+                let mut allowed = Vec::new();
+                for t in 0..vocab.len() as u32 {
+                    let ok = m.accept_token(t).is_ok();
+                    if ok {
+                        m.rollback(1).unwrap();
+                        allowed.push(t);
+                    }
+                    prop_assert_eq!(mask[t as usize / 32] >> (t % 32) & 1 == 1, ok, "token {}", t);
+                }
+                if allowed.is_empty() {
+                    break;
+                }
+                m.accept_token(allowed[pick.index(allowed.len())]).unwrap();
+            }
+        }
     }
 }

@@ -23,8 +23,9 @@
 //!     walked by our own lazy DFA (states built on demand, never evicted),
 //!     with one cached mask per DFA state.
 //!   - GBNF (`gbnf.rs` parses llama.cpp's format, `grammar.rs` compiles
-//!     it): per-rule byte automata with call edges, small non-recursive
-//!     rules inlined, parsed by a byte-level Earley parser (left recursion,
+//!     it): per-rule byte automata with call edges, small rules inlined
+//!     (right-linear recursion, such as an automaton written as rules,
+//!     becomes loops), parsed by a byte-level Earley parser (left recursion,
 //!     ambiguity and empty rules work).
 //!   - Grammar masks (`tokencache.rs`): per group of Earley items, the
 //!     tokens decided without context are computed once; at mask time only
