@@ -19,7 +19,11 @@ cargo test --workspace
 step "browser: wasm-pack test --headless --chrome"
 # The runner's default 20 s is too short for shader compiles on SwiftShader.
 export WASM_BINDGEN_TEST_TIMEOUT="${WASM_BINDGEN_TEST_TIMEOUT:-900}"
-# Only the test targets written for the browser (the others read files from disk).
+# The engine's exactness tests, the same code as natively: the brute-force oracle, the matcher,
+# grammars, JSON Schema cases, properties and the official suite (tokenizers and suite embedded).
+wasm-pack test --headless --chrome crates/sieve-core --test oracle --test matcher --test grammar --test gbnf \
+  --test json_schema_cases --test json_schema_props --test json_schema_suite
+# The model crate's browser targets: GPU kernels against CPU references.
 wasm-pack test --headless --chrome crates/sieve-model --test gpu_kernels
 
 step "pages: end-to-end tests in Chromium"

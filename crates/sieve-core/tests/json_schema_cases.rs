@@ -1,6 +1,12 @@
 //! JSON Schema translation: options, errors, recursion, and numeric bounds
 //! checked against a brute-force oracle.
 
+// The same tests run compiled to wasm32 in headless Chromium (wasm-pack test, scripts/test.sh).
+#[cfg(target_family = "wasm")]
+use wasm_bindgen_test::wasm_bindgen_test as test;
+#[cfg(target_family = "wasm")]
+wasm_bindgen_test::wasm_bindgen_test_configure!(run_in_browser);
+
 use serde_json::json;
 use sieve_core::Constraint;
 use sieve_core::json_schema::{JsonSchemaOptions, Mode, SchemaErrorKind, Whitespace, to_gbnf};

@@ -7,11 +7,17 @@
 //! leaves out) are counted against a baseline that may only go down. Run with
 //! `--nocapture` for the per-keyword table of schemas that compile.
 
+// The same tests run compiled to wasm32 in headless Chromium (wasm-pack test, scripts/test.sh).
+#[cfg(target_family = "wasm")]
+use wasm_bindgen_test::wasm_bindgen_test as test;
+#[cfg(target_family = "wasm")]
+wasm_bindgen_test::wasm_bindgen_test_configure!(run_in_browser);
+
 use serde_json::Value;
 use sieve_core::Constraint;
 use sieve_core::json_schema::{JsonSchemaOptions, PropertyOrder, to_gbnf, to_spaced_json};
+use include_dir::{Dir, include_dir};
 use std::collections::BTreeMap;
-use std::path::Path;
 
 
 /// Valid instances (times two spellings) the grammars reject today.
@@ -26,23 +32,26 @@ struct Tally {
     cases: usize,
 }
 
+/// The suite, embedded: the browser run has no file system.
+static SUITE: Dir<'static> = include_dir!("$CARGO_MANIFEST_DIR/testdata/json-schema-test-suite/tests");
+
 fn run_dir(
-    dir: &Path,
+    dir: &Dir<'static>,
     legacy: bool,
     options: &JsonSchemaOptions,
     tally: &mut BTreeMap<String, Tally>,
     failures: &mut Vec<String>,
     rejects: &mut Vec<String>,
 ) {
-    let mut files: Vec<_> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
-    files.sort();
+    let mut files: Vec<_> = dir.files().collect();
+    files.sort_by_key(|f| f.path());
     for file in files {
-        if file.extension().is_none_or(|e| e != "json") {
+        if file.path().extension().is_none_or(|e| e != "json") {
             continue;
         }
-        let keyword = file.file_stem().unwrap().to_string_lossy().to_string();
-        let groups: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
-        let label = format!("{}/{keyword}", dir.file_name().unwrap().to_string_lossy());
+        let keyword = file.path().file_stem().unwrap().to_string_lossy().to_string();
+        let groups: Value = serde_json::from_str(file.contents_utf8().unwrap()).unwrap();
+        let label = format!("{}/{keyword}", dir.path().file_name().unwrap().to_string_lossy());
         for group in groups.as_array().unwrap() {
             let mut schema = group["schema"].clone();
             if legacy {
@@ -79,13 +88,14 @@ fn run_dir(
 }
 
 fn run_all(options: &JsonSchemaOptions) -> (BTreeMap<String, Tally>, Vec<String>, Vec<String>) {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/json-schema-test-suite/tests");
     let mut tally = BTreeMap::new();
     let mut failures = Vec::new();
     let mut rejects = Vec::new();
     for (dir, legacy) in [("draft2020-12", false), ("draft2020-12/optional/format", false), ("draft7", true), ("draft7/optional/format", true)] {
-        run_dir(&root.join(dir), legacy, options, &mut tally, &mut failures, &mut rejects);
+        let dir = SUITE.get_dir(dir).unwrap_or_else(|| panic!("{dir} is in the suite"));
+        run_dir(dir, legacy, options, &mut tally, &mut failures, &mut rejects);
     }
+    assert!(tally.len() > 100, "only {} keyword files found", tally.len());
     (tally, failures, rejects)
 }
 

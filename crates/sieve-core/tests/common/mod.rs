@@ -8,6 +8,7 @@ use regex_automata::util::primitives::StateID;
 use regex_automata::{Anchored, MatchKind, util::start};
 use sieve_core::Vocabulary;
 use std::collections::HashMap;
+#[cfg(not(target_family = "wasm"))]
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -26,6 +27,7 @@ impl Rng {
     }
 }
 
+#[cfg(not(target_family = "wasm"))]
 fn repo_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
@@ -49,18 +51,32 @@ pub fn toy() -> Arc<Vocabulary> {
     Arc::new(Vocabulary::from_token_bytes(toks).with_eos_ids(&[eos]).unwrap().with_width(n + 37).unwrap())
 }
 
+/// SmolLM2's tokenizer, committed as a fixture (embedded: the browser has no file system).
 pub fn smollm2() -> Arc<Vocabulary> {
-    let text = std::fs::read_to_string(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/smollm2.json"))
-        .expect("committed fixture");
-    Arc::new(Vocabulary::from_tokenizer_json(&text).expect("smollm2 parses"))
+    let text = include_str!("../fixtures/smollm2.json");
+    Arc::new(Vocabulary::from_tokenizer_json(text).expect("smollm2 parses"))
 }
 
 /// A real tokenizer from assets/ (fetched by scripts/fetch-assets.sh).
+#[cfg(not(target_family = "wasm"))]
 pub fn asset(name: &str) -> Arc<Vocabulary> {
     let path = repo_root().join(format!("assets/tokenizers/{name}.json"));
     let text = std::fs::read_to_string(&path)
         .unwrap_or_else(|e| panic!("{}: {e}; run `bash scripts/fetch-assets.sh` first", path.display()));
     Arc::new(Vocabulary::from_tokenizer_json(&text).expect("tokenizer parses"))
+}
+
+/// A real tokenizer from assets/, embedded in the test binary: the browser has no file system,
+/// so building the wasm tests needs `bash scripts/fetch-assets.sh` first.
+#[cfg(target_family = "wasm")]
+pub fn asset(name: &str) -> Arc<Vocabulary> {
+    let text = match name {
+        "llama2" => include_str!("../../../../assets/tokenizers/llama2.json"),
+        "llama3" => include_str!("../../../../assets/tokenizers/llama3.json"),
+        "qwen3" => include_str!("../../../../assets/tokenizers/qwen3.json"),
+        other => panic!("no embedded tokenizer {other}"),
+    };
+    Arc::new(Vocabulary::from_tokenizer_json(text).expect("tokenizer parses"))
 }
 
 /// Every vocabulary the oracle tests run over.
