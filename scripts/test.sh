@@ -23,8 +23,9 @@ export WASM_BINDGEN_TEST_TIMEOUT="${WASM_BINDGEN_TEST_TIMEOUT:-900}"
 # grammars, JSON Schema cases, properties and the official suite (tokenizers and suite embedded).
 wasm-pack test --headless --chrome crates/sieve-core --test oracle --test matcher --test grammar --test gbnf \
   --test json_schema_cases --test json_schema_props --test json_schema_suite
-# The model crate's browser targets: GPU kernels against CPU references.
-wasm-pack test --headless --chrome crates/sieve-model --test gpu_kernels
+# The model crate's browser targets: GPU kernels against CPU references, and a constrained
+# generation with the tiny random-weight model on WebGPU (greedy, equal to burn's CPU backend).
+wasm-pack test --headless --chrome crates/sieve-model --test gpu_kernels --test tiny_gpu
 
 step "pages: end-to-end tests in Chromium"
 bash "$ROOT/scripts/build-web.sh" --dev

@@ -2,7 +2,8 @@
 //! prefill equals step-by-step decoding, the KV cache truncates, constrained output is always
 //! valid, jump-forward saves forward passes, sampling is reproducible, limits hold.
 // Native only: wasm-pack compiles every test target for the browser, and this one needs
-// the file system, proptest or synchronous device setup. The browser runs gpu_kernels.rs.
+// the file system, proptest or synchronous device setup. The browser runs gpu_kernels.rs and
+// tiny_gpu.rs (a constrained generation with this model on WebGPU).
 #![cfg(not(target_family = "wasm"))]
 
 mod common;
