@@ -8,8 +8,8 @@
 #   - rustup target wasm32-unknown-unknown
 #   - cargo: wasm-pack and wasm-bindgen-cli at the versions pinned below (wasm-bindgen-cli must
 #     equal the wasm-bindgen crate pinned in Cargo.toml)
-#   - npm: the test tooling in tests/e2e and the benchmark page's web-xgrammar in web/bench
-#     (package-lock.json each)
+#   - npm: the test tooling in tests/e2e (playwright-core, Ajv, Vite for the bundler test) and
+#     the benchmark page's web-xgrammar in web/bench (package-lock.json each)
 #   - model and tokenizers: scripts/fetch-assets.sh (sha256-checked, cached)
 set -euo pipefail
 

@@ -3,12 +3,10 @@
 // engine runs one constrained completion with the real model.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
-import { mkdir, rm, writeFile } from "node:fs/promises";
-import { fileURLToPath } from "node:url";
+import { writeFile } from "node:fs/promises";
 import { start } from "./browser.mjs";
+import { installTarball } from "./pack.mjs";
 
-const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const APP = new URL("./out/package-app/", import.meta.url);
 
 const PAGE = `<!doctype html>
@@ -42,13 +40,7 @@ const PAGE = `<!doctype html>
 
 let ctx;
 before(async () => {
-  await rm(APP, { recursive: true, force: true });
-  await mkdir(APP, { recursive: true });
-  const out = execFileSync("npm", ["pack", "--json", "--pack-destination", fileURLToPath(APP), `${ROOT}web/pkg`], { encoding: "utf8" });
-  const [{ filename }] = JSON.parse(out);
-  // Its own package.json, or npm would install into the nearest parent project.
-  await writeFile(new URL("package.json", APP), JSON.stringify({ name: "package-app", private: true }));
-  execFileSync("npm", ["install", "--no-save", "--no-package-lock", "--offline", `./${filename}`], { cwd: APP, stdio: "ignore" });
+  await installTarball(APP, "package-app");
   await writeFile(new URL("index.html", APP), PAGE);
   ctx = await start();
 });
