@@ -613,6 +613,83 @@ impl Grammar {
             + self.names.iter().map(|n| n.len() + 24).sum::<usize>()
     }
 
+    /// The bytes a string derived from `list` may start with, and whether
+    /// `list` may reach its rule's end without a byte; `first` holds each
+    /// rule's first bytes.
+    fn first_of(&self, list: (u32, u32), first: &[[u64; 4]]) -> ([u64; 4], bool) {
+        let (mut set, mut end) = ([0u64; 4], false);
+        let (mut todo, mut seen) = (vec![list], Vec::new());
+        while let Some(list) = todo.pop() {
+            for &s in self.list(list) {
+                if seen.contains(&s) {
+                    continue;
+                }
+                seen.push(s);
+                let c = &self.core[s as usize];
+                match c.kind {
+                    Kind::Byte { lo, hi } => mark(&mut set, lo, hi),
+                    Kind::Ranges { first: a, end: b } => self.ranges[a as usize..b as usize]
+                        .iter()
+                        .filter(|r| r.next.0 != r.next.1)
+                        .for_each(|r| mark(&mut set, r.lo, r.hi)),
+                    Kind::Call { rule } => {
+                        or(&mut set, &first[rule as usize]);
+                        if self.rules[rule as usize].nullable {
+                            todo.push(c.next);
+                        }
+                    }
+                    Kind::Accept { .. } => end = true,
+                }
+            }
+        }
+        (set, end)
+    }
+
+    /// Per rule: the bytes that may come right after it ends, in any
+    /// context (FOLLOW sets over bytes, by fixpoint).
+    pub fn follow_sets(&self) -> Vec<[u64; 4]> {
+        let n = self.rules.len();
+        let mut first = vec![[0u64; 4]; n];
+        let mut changed = true;
+        while changed {
+            changed = false;
+            for r in 0..n {
+                let (set, _) = self.first_of(self.rules[r].start, &first);
+                changed |= set != first[r];
+                first[r] = set;
+            }
+        }
+        // Per call: the rule called, the caller, what follows the call and
+        // whether the caller may end right after it.
+        let calls: Vec<(usize, usize, [u64; 4], bool)> = self
+            .core
+            .iter()
+            .filter_map(|c| match c.kind {
+                Kind::Call { rule } => {
+                    let (set, end) = self.first_of(c.next, &first);
+                    Some((rule as usize, c.rule as usize, set, end))
+                }
+                _ => None,
+            })
+            .collect();
+        let mut follow = vec![[0u64; 4]; n];
+        let mut changed = true;
+        while changed {
+            changed = false;
+            for &(rule, caller, set, end) in &calls {
+                let mut f = follow[rule];
+                or(&mut f, &set);
+                if end {
+                    let g = follow[caller];
+                    or(&mut f, &g);
+                }
+                changed |= f != follow[rule];
+                follow[rule] = f;
+            }
+        }
+        follow
+    }
+
     /// The class of `byte` (see `classes`).
     #[inline]
     pub fn class(&self, byte: u8) -> u8 {
@@ -623,6 +700,17 @@ impl Grammar {
     fn list(&self, r: (u32, u32)) -> &[u32] {
         &self.succ[r.0 as usize..r.1 as usize]
     }
+}
+
+/// Adds bytes `lo..=hi` to a 256-bit set.
+fn mark(set: &mut [u64; 4], lo: u8, hi: u8) {
+    for b in lo..=hi {
+        set[(b / 64) as usize] |= 1 << (b % 64);
+    }
+}
+
+fn or(set: &mut [u64; 4], other: &[u64; 4]) {
+    set.iter_mut().zip(other).for_each(|(a, b)| *a |= b);
 }
 
 /// An Earley item: an automaton state and the set where its rule started.
@@ -871,16 +959,12 @@ impl Chart {
     pub fn next_bytes(&self, g: &Grammar) -> [u64; 4] {
         let mut set = [0u64; 4];
         for it in &self.items[self.current()..] {
-            let mut mark = |lo: u8, hi: u8| {
-                for b in lo..=hi {
-                    set[(b / 64) as usize] |= 1 << (b % 64);
-                }
-            };
             match g.core[it.state as usize].kind {
-                Kind::Byte { lo, hi } => mark(lo, hi),
-                Kind::Ranges { first, end } => {
-                    g.ranges[first as usize..end as usize].iter().filter(|r| r.next.0 != r.next.1).for_each(|r| mark(r.lo, r.hi))
-                }
+                Kind::Byte { lo, hi } => mark(&mut set, lo, hi),
+                Kind::Ranges { first, end } => g.ranges[first as usize..end as usize]
+                    .iter()
+                    .filter(|r| r.next.0 != r.next.1)
+                    .for_each(|r| mark(&mut set, r.lo, r.hi)),
                 _ => {}
             }
         }
@@ -930,6 +1014,18 @@ mod tests {
         // A self-reference elsewhere than at the end stays a call.
         let g = Grammar::new("root ::= \"(\" root \")\" | \"x\"", 1000).unwrap();
         assert!(g.core.iter().any(|c| c.kind == Kind::Call { rule: 0 }));
+    }
+
+    #[test]
+    fn follow_sets() {
+        // `e` is recursive (so called); `t` ends `e` and may be empty.
+        let src = "root ::= e \";\" | \"[\" e t \"]\"\ne ::= \"(\" e \")\" | \"x\"\nt ::= \"!\"?\n";
+        let g = Grammar::new(src, 1000).unwrap();
+        let e = g.names.iter().position(|n| n == "e").unwrap();
+        let follow = g.follow_sets();
+        let bytes: Vec<u8> = (0..=255u8).filter(|&b| follow[e][(b / 64) as usize] >> (b % 64) & 1 == 1).collect();
+        assert_eq!(bytes, b"!);]");
+        assert_eq!(follow[0], [0; 4]);
     }
 
     /// An automaton over `a b c` written as rules, one per state, each

@@ -23,11 +23,17 @@
 //! all is what costs. When every string of JSON string characters keeps the
 //! group's set alive (checked on the DFA), the vocabulary's string slice
 //! (tokens made of such characters) is allowed as a block and only the other
-//! tokens are walked.
+//! tokens are walked; when only strings up to some length surely do (a
+//! string of bounded length), the slice's short tokens are.
+//!
+//! A token that dies after its rule could have ended is kept for the
+//! mask-time walk only when the byte after that end may follow the rule
+//! somewhere in the grammar (its FOLLOW set): inside a string, only the
+//! closing quote can end it, not every character before.
 
 use crate::error::MatchError;
 use crate::grammar::{Chart, ChartWalker, Grammar};
-use crate::trie::{TokenTrie, Walker};
+use crate::trie::{Slice, TokenTrie, Walker};
 use crate::vocab::Vocabulary;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -48,6 +54,8 @@ pub(crate) struct Analysis {
 pub(crate) struct TokenCache {
     groups: HashMap<Box<[u32]>, Arc<Analysis>>,
     dfa: SetDfa,
+    /// Per rule, the bytes that may follow its end (computed on first use).
+    follow: Vec<[u64; 4]>,
     bytes: usize,
 }
 
@@ -79,7 +87,11 @@ impl TokenCache {
             let a = match self.groups.get(states.as_slice()) {
                 Some(a) => a.clone(),
                 None => {
-                    let a = Arc::new(analyze(g, vocab, &mut self.dfa, &states, fuel, limit)?);
+                    if self.follow.is_empty() {
+                        self.follow = g.follow_sets();
+                    }
+                    let follow = self.follow.get(rule as usize).copied().unwrap_or([!0; 4]);
+                    let a = Arc::new(analyze(g, vocab, &mut self.dfa, &states, &follow, fuel, limit)?);
                     self.bytes += a.allowed.len() * 4 + a.suffixes.nodes.len() * 20 + a.suffixes.tokens.len() * 4 + 64;
                     self.groups.insert(states.into_boxed_slice(), a.clone());
                     a
@@ -102,12 +114,14 @@ impl TokenCache {
 
 /// Walks every token from the set of `states` (one rule, caller outside).
 /// Tokens alive at their end are allowed; tokens that die after the rule
-/// could have ended at depth `k` get the suffix `bytes[k..]`.
+/// could have ended at depth `k` get the suffix `bytes[k..]` when its first
+/// byte is in `follow` (the bytes that may come after the rule's end).
 fn analyze(
     g: &Grammar,
     vocab: &Vocabulary,
     dfa: &mut SetDfa,
     states: &[u32],
+    follow: &[u64; 4],
     fuel: &mut usize,
     limit: usize,
 ) -> Result<Analysis, MatchError> {
@@ -121,21 +135,28 @@ fn analyze(
     };
     // Where every string of the slice's characters keeps the seed set
     // alive, the slice's tokens are allowed (none can die) and only the
-    // other tokens are walked.
+    // other tokens are walked; where only the short ones surely do, those.
     let slice = vocab.string_slice();
-    let trie = match walker.keeps_alive(seed, slice.class) {
-        Ok(true) => {
+    let trie = match walker.alive_depth(seed, slice.class, slice.max_len) {
+        Ok(d) if d >= slice.max_len => {
             allowed.iter_mut().zip(slice.mask.iter()).for_each(|(a, &m)| *a = m);
             &slice.rest
         }
-        Ok(false) => vocab.trie(),
+        Ok(d) if d >= Slice::SHORT => {
+            allowed.iter_mut().zip(slice.short.iter()).for_each(|(a, &m)| *a = m);
+            &slice.long_rest
+        }
+        Ok(_) => vocab.trie(),
         Err(e) => {
             *fuel = walker.inner.fuel;
             return Err(e);
         }
     };
     let mut ends: Vec<u32> = Vec::new(); // depths where the rule could end, on the current path
+    let mut path: Vec<u8> = Vec::new(); // the bytes of the current path
+    let follows = |b: u8| follow[(b / 64) as usize] >> (b % 64) & 1 == 1;
     let mut pending: Vec<(u32, u32)> = Vec::new(); // (token, depth of the end)
+    let mut kept: Vec<u32> = Vec::new();
     let mut depth = 0u32;
     let mut i = 0usize;
     let result = loop {
@@ -147,9 +168,11 @@ fn analyze(
         while ends.last().is_some_and(|&d| d > depth) {
             ends.pop();
         }
+        path.truncate(depth as usize);
         match walker.push(node.byte) {
             Ok(true) => {
                 depth += 1;
+                path.push(node.byte);
                 for &t in &trie.tokens[node.tok_start as usize..node.tok_end as usize] {
                     allowed[(t / 32) as usize] |= 1 << (t % 32);
                 }
@@ -159,10 +182,14 @@ fn analyze(
                 i += 1;
             }
             Ok(false) => {
-                if !ends.is_empty() {
+                // Ends whose next byte (on the path, or this node's) may follow the rule.
+                let next = |k: u32| path.get(k as usize).copied().unwrap_or(node.byte);
+                kept.clear();
+                kept.extend(ends.iter().copied().filter(|&k| follows(next(k))));
+                if !kept.is_empty() {
                     let last = trie.nodes[node.end as usize - 1].tok_end;
                     for &t in &trie.tokens[node.tok_start as usize..last as usize] {
-                        pending.extend(ends.iter().map(|&k| (t, k)));
+                        pending.extend(kept.iter().map(|&k| (t, k)));
                     }
                 }
                 i = node.end as usize;
@@ -195,12 +222,18 @@ struct SetDfa {
     ids: HashMap<Box<[u32]>, u32>,
     /// Per outer set: its states and whether the outer rule ended there.
     sets: Vec<(Box<[u32]>, bool)>,
-    /// 256 per outer set: `UNKNOWN`, `DEAD`, an outer set, or `OPEN | i`.
-    trans: Vec<u32>,
+    /// Per outer set, per byte: `UNKNOWN`, `DEAD`, an outer set, or
+    /// `OPEN | i`; in blocks of `ROWS` sets, so growing never copies them.
+    trans: Vec<Box<[[u32; 256]]>>,
     /// Sets reached from an outer set that have items of rules called in the
     /// set itself.
     open: Vec<OpenSet>,
+    /// Approximate heap bytes held.
+    bytes: usize,
 }
+
+/// Outer sets per block of transitions.
+const ROWS: usize = 64;
 
 /// A set's items as `(state, origin is the set itself)`, and its end flag.
 type OpenSet = (Box<[(u32, bool)]>, bool);
@@ -210,16 +243,22 @@ impl SetDfa {
         let next = self.sets.len() as u32;
         let id = *self.ids.entry(states.clone().into_boxed_slice()).or_insert(next);
         if id == next {
+            self.bytes += 256 * 4 + states.len() * 8 + 64;
             self.sets.push((states.into_boxed_slice(), end));
-            self.trans.extend(std::iter::repeat_n(UNKNOWN, 256));
+            if (next as usize).is_multiple_of(ROWS) {
+                self.trans.push(vec![[UNKNOWN; 256]; ROWS].into_boxed_slice());
+            }
         }
         id
     }
 
     fn memory(&self) -> usize {
-        self.trans.len() * 4
-            + self.sets.iter().map(|(s, _)| s.len() * 8 + 64).sum::<usize>()
-            + self.open.iter().map(|(s, _)| s.len() * 8 + 32).sum::<usize>()
+        self.bytes
+    }
+
+    /// The transitions of outer set `id`.
+    fn row(&mut self, id: u32) -> &mut [u32; 256] {
+        &mut self.trans[id as usize / ROWS][id as usize % ROWS]
     }
 
     /// Opens outer set `id` on the chart.
@@ -232,9 +271,9 @@ impl SetDfa {
     /// `OPEN | i`), computed by one Earley step on `w`'s chart the first
     /// time a byte of its class is taken. The chart is left as it was.
     fn next(&mut self, w: &mut ChartWalker, from: u32, byte: u8) -> Result<u32, MatchError> {
-        let slot = from as usize * 256 + byte as usize;
-        if self.trans[slot] != UNKNOWN {
-            return Ok(self.trans[slot]);
+        let known = self.row(from)[byte as usize];
+        if known != UNKNOWN {
+            return Ok(known);
         }
         self.open_on(w.chart, from);
         let to = match w.push(byte) {
@@ -242,6 +281,7 @@ impl SetDfa {
                 let to = match (w.chart.outer_states(), w.chart.relative_set()) {
                     (Some(states), _) => Ok(self.intern(states, w.chart.outer_end())),
                     (None, Some((items, end))) => {
+                        self.bytes += items.len() * 8 + 32;
                         self.open.push((items.into_boxed_slice(), end));
                         Ok(OPEN | (self.open.len() as u32 - 1))
                     }
@@ -259,10 +299,10 @@ impl SetDfa {
         let to = to?;
         // Every byte of the class goes the same way.
         let class = w.g.class(byte);
-        let row = from as usize * 256;
+        let row = self.row(from);
         for b in 0..=255u8 {
             if w.g.class(b) == class {
-                self.trans[row + b as usize] = to;
+                row[b as usize] = to;
             }
         }
         Ok(to)
@@ -288,16 +328,24 @@ impl SetWalker<'_, '_> {
         }
     }
 
-    /// True when every string of `class` characters, and every prefix of
-    /// one, keeps outer set `id` alive: the outer sets such strings reach
-    /// (at most `MAX_REACHED`) all take every character, through outer sets.
-    fn keeps_alive(&mut self, id: u32, class: &[(char, char)]) -> Result<bool, MatchError> {
-        let mut reached = vec![id];
-        let mut i = 0;
-        while let Some(&from) = reached.get(i) {
-            i += 1;
-            for &(lo, hi) in class {
-                for seq in regex_syntax::utf8::Utf8Sequences::new(lo, hi) {
+    /// How far every string of `class` characters keeps outer set `id`
+    /// alive: every such string of at most the returned number of
+    /// characters, and every byte prefix of one, takes each byte through
+    /// outer sets (`usize::MAX`: every string does). Explores the outer sets
+    /// such strings reach level by level, up to `max_chars` levels and
+    /// [`MAX_REACHED`] sets.
+    fn alive_depth(&mut self, id: u32, class: &[(char, char)], max_chars: usize) -> Result<usize, MatchError> {
+        let seqs: Vec<_> = class.iter().flat_map(|&(lo, hi)| regex_syntax::utf8::Utf8Sequences::new(lo, hi)).collect();
+        let mut seen = std::collections::HashSet::from([id]);
+        let mut level = vec![id];
+        let mut depth = 0;
+        while !level.is_empty() {
+            if depth == max_chars {
+                return Ok(depth);
+            }
+            let mut reached = Vec::new();
+            for &from in &level {
+                for seq in &seqs {
                     let mut at = vec![from];
                     for r in seq.as_slice() {
                         let mut next = Vec::new();
@@ -308,7 +356,7 @@ impl SetWalker<'_, '_> {
                                 }
                                 let to = self.dfa.next(&mut self.inner, s, b)?;
                                 if to == DEAD || to & OPEN != 0 {
-                                    return Ok(false);
+                                    return Ok(depth);
                                 }
                                 if !next.contains(&to) {
                                     next.push(to);
@@ -318,23 +366,25 @@ impl SetWalker<'_, '_> {
                         at = next;
                     }
                     for to in at {
-                        if !reached.contains(&to) {
-                            if reached.len() == MAX_REACHED {
-                                return Ok(false);
+                        if seen.insert(to) {
+                            if seen.len() > MAX_REACHED {
+                                return Ok(depth);
                             }
                             reached.push(to);
                         }
                     }
                 }
             }
+            level = reached;
+            depth += 1;
         }
-        Ok(true)
+        Ok(usize::MAX)
     }
 }
 
-/// Most outer sets [`SetWalker::keeps_alive`] explores before it gives up
-/// (and the walk takes the whole trie).
-const MAX_REACHED: usize = 64;
+/// Most outer sets [`SetWalker::alive_depth`] explores before it stops
+/// (and the walk takes more of the trie).
+const MAX_REACHED: usize = 1024;
 
 impl Walker for SetWalker<'_, '_> {
     fn push(&mut self, byte: u8) -> Result<bool, MatchError> {
@@ -393,7 +443,49 @@ mod tests {
         let mut local = Chart::local();
         let seed = dfa.intern(states, false);
         let mut w = SetWalker { inner: ChartWalker { g: &g, chart: &mut local, fuel, limit: fuel }, dfa: &mut dfa, frames: vec![] };
-        w.keeps_alive(seed, &[(' ', '!'), ('#', '['), (']', char::MAX)]).unwrap()
+        w.alive_depth(seed, &[(' ', '!'), ('#', '['), (']', char::MAX)], 64).unwrap() == usize::MAX
+    }
+
+    /// Masks inside a string of bounded length, on a vocabulary with
+    /// tokens longer than [`Slice::SHORT`] and multi-byte characters, equal
+    /// taking each token on the parser at every position.
+    #[test]
+    fn bounded_strings_match_the_parser() {
+        use crate::{Constraint, Matcher, Vocabulary};
+        let mut tokens: Vec<Option<Vec<u8>>> = Vec::new();
+        for n in 1..=24 {
+            for unit in ["a", "é", "中"] {
+                let s = unit.repeat(n);
+                tokens.push(Some(s.clone().into_bytes()));
+                tokens.push(Some(format!("{s}\"").into_bytes()));
+                tokens.push(Some(format!("\"{s}").into_bytes()));
+            }
+        }
+        tokens.extend([&b"\""[..], b"\xe4", b"\xe4\xb8", b"\xb8\xad", b"\xad", b"\\n"].map(|b| Some(b.to_vec())));
+        let vocab = std::sync::Arc::new(Vocabulary::from_token_bytes(tokens));
+        let c = Constraint::gbnf(r#"root ::= "\"" ([^"\\\x00-\x1F] | "\\n"){3,40} "\"""#).unwrap();
+        let mut mask = vec![0u32; vocab.mask_words()];
+        let mut seed = 7u64;
+        for _ in 0..30 {
+            let mut m = Matcher::new(&c, &vocab);
+            loop {
+                m.fill_next_token_bitmask(&mut mask).unwrap();
+                let mut allowed = Vec::new();
+                for t in 0..vocab.len() as u32 {
+                    let ok = m.accept_token(t).is_ok();
+                    if ok {
+                        m.rollback(1).unwrap();
+                        allowed.push(t);
+                    }
+                    assert_eq!(mask[t as usize / 32] >> (t % 32) & 1 == 1, ok, "token {t} after {} bytes", m.bytes_len());
+                }
+                if allowed.is_empty() {
+                    break;
+                }
+                seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                m.accept_token(allowed[(seed >> 33) as usize % allowed.len()]).unwrap();
+            }
+        }
     }
 
     #[test]

@@ -23,7 +23,9 @@ pub(crate) struct TokenTrie {
 /// A block of tokens decided together (llguidance's slices): the tokens
 /// whose bytes are all characters of one class, as a mask, and a trie of
 /// every other token. Where a grammar position takes any string of the
-/// class, the block is allowed at once and only the rest is walked.
+/// class, the block is allowed at once and only the rest is walked; where
+/// it takes any such string of at most [`Slice::SHORT`] characters (a
+/// bounded length), the block's short tokens are.
 #[derive(Debug)]
 pub(crate) struct Slice {
     /// The characters, as `char` ranges.
@@ -31,11 +33,20 @@ pub(crate) struct Slice {
     /// Tokens whose bytes are a prefix of a string of `class` characters
     /// (`ceil(tokens / 32)` words).
     pub mask: Box<[u32]>,
+    /// The longest of them, in bytes.
+    pub max_len: usize,
     /// The other tokens.
     pub rest: TokenTrie,
+    /// The tokens of `mask` with at most `SHORT` bytes.
+    pub short: Box<[u32]>,
+    /// The other tokens: `rest` and the longer tokens of `mask`.
+    pub long_rest: TokenTrie,
 }
 
 impl Slice {
+    /// Longest token of [`Slice::short`], in bytes.
+    pub const SHORT: usize = 16;
+
     /// The characters a JSON string holds unescaped: all but `"`, `\` and
     /// U+0000 to U+001F.
     pub fn string_body(tokens: &[Option<Box<[u8]>>]) -> Slice {
@@ -49,18 +60,30 @@ impl Slice {
             };
             whole && b.iter().all(|&c| c >= 0x80 || (c >= b' ' && c != b'"' && c != b'\\'))
         };
-        let mut mask = vec![0u32; tokens.len().div_ceil(32)].into_boxed_slice();
+        let words = tokens.len().div_ceil(32);
+        let (mut mask, mut short) = (vec![0u32; words].into_boxed_slice(), vec![0u32; words].into_boxed_slice());
         let mut rest: Vec<(&[u8], u32)> = Vec::new();
+        let mut long_rest: Vec<(&[u8], u32)> = Vec::new();
+        let mut max_len = 0;
         for (i, t) in tokens.iter().enumerate() {
             let Some(b) = t.as_deref().filter(|b| !b.is_empty()) else { continue };
-            if in_class(b) {
-                mask[i / 32] |= 1 << (i % 32);
-            } else {
+            if !in_class(b) {
                 rest.push((b, i as u32));
+                long_rest.push((b, i as u32));
+                continue;
+            }
+            mask[i / 32] |= 1 << (i % 32);
+            max_len = max_len.max(b.len());
+            if b.len() <= Self::SHORT {
+                short[i / 32] |= 1 << (i % 32);
+            } else {
+                long_rest.push((b, i as u32));
             }
         }
         rest.sort_unstable();
-        Slice { class: CLASS, mask, rest: TokenTrie::from_sorted(rest.into_iter().map(|(b, i)| (i, b))) }
+        long_rest.sort_unstable();
+        let trie = |v: Vec<(&[u8], u32)>| TokenTrie::from_sorted(v.into_iter().map(|(b, i)| (i, b)));
+        Slice { class: CLASS, mask, max_len, rest: trie(rest), short, long_rest: trie(long_rest) }
     }
 }
 
