@@ -61,22 +61,27 @@ fn to_u32(what: &'static str, value: usize) -> Result<u32, KernelError> {
     u32::try_from(value).map_err(|_| KernelError::TooLarge { what, value })
 }
 
-/// A WGSL shader from `shaders/`, launched with its `{{ workgroup_size }}` filled in.
+/// A WGSL shader from `shaders/`, launched with its `{{ workgroup_size }}` and `{{ rows }}`
+/// filled in.
 #[derive(Clone, Copy)]
-struct Wgsl {
-    /// The shader's file name; with the workgroup size it keys burn's pipeline cache.
-    name: &'static str,
-    source: &'static str,
-    workgroup_size: u32,
+pub(crate) struct Wgsl {
+    /// The shader's file name; with the constants it keys burn's pipeline cache.
+    pub name: &'static str,
+    pub source: &'static str,
+    pub workgroup_size: u32,
+    /// Rows per invocation, for the shaders that tile rows (1 elsewhere).
+    pub rows: u32,
 }
 
 impl KernelSource for Wgsl {
     fn source(&self) -> SourceTemplate {
-        SourceTemplate::new(self.source).register("workgroup_size", self.workgroup_size.to_string())
+        SourceTemplate::new(self.source)
+            .register("workgroup_size", self.workgroup_size.to_string())
+            .register("rows", self.rows.to_string())
     }
 
     fn id(&self) -> KernelId {
-        KernelId::new::<Self>().info((self.name, self.workgroup_size))
+        KernelId::new::<Self>().info((self.name, self.workgroup_size, self.rows))
     }
 
     fn lang(&self) -> &'static str {
@@ -85,7 +90,7 @@ impl KernelSource for Wgsl {
 }
 
 impl Wgsl {
-    fn launch(self, client: &Client, groups: CubeCount, buffers: Vec<BufferBinding>) {
+    pub(crate) fn launch(self, client: &Client, groups: CubeCount, buffers: Vec<BufferBinding>) {
         let dim = CubeDim::new_1d(self.workgroup_size);
         client.launch(
             Box::new(SourceKernel::new(self, dim)),
@@ -99,18 +104,21 @@ const APPLY_BITMASK: Wgsl = Wgsl {
     name: "apply_bitmask.wgsl",
     source: include_str!("../../../shaders/apply_bitmask.wgsl"),
     workgroup_size: WORKGROUP_SIZE,
+    rows: 1,
 };
 
 const MASKED_ARGMAX: Wgsl = Wgsl {
     name: "masked_argmax.wgsl",
     source: include_str!("../../../shaders/masked_argmax.wgsl"),
     workgroup_size: PICK_WORKGROUP as u32,
+    rows: 1,
 };
 
 const MASKED_SAMPLE: Wgsl = Wgsl {
     name: "masked_sample.wgsl",
     source: include_str!("../../../shaders/masked_sample.wgsl"),
     workgroup_size: PICK_WORKGROUP as u32,
+    rows: 1,
 };
 
 /// Sets every logit whose token the bitmask forbids to `-inf`, on the GPU.

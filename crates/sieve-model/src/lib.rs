@@ -1,7 +1,8 @@
 //! sieve-model: the language model side of sieve.
 //!
 //! A Llama-architecture model (SmolLM2-135M-Instruct) in burn, running on any burn device (wgpu
-//! for WebGPU/Vulkan, the CPU backend for tests); WGSL kernels from `shaders/` that mask logits
+//! for WebGPU/Vulkan, the CPU backend for tests); on wgpu its forward pass is hand-written WGSL
+//! (five kernels per layer), elsewhere burn's ops. WGSL kernels from `shaders/` also mask logits
 //! with a token bitmask and pick the next token on the GPU; and the async constrained decode loop.
 //!
 //! # Map
@@ -10,7 +11,9 @@
 //! - [`tokenizer`]: the tokenizer rebuilt from GGUF metadata as a `tokenizer.json` text (the
 //!   same text sieve-core's `Vocabulary::from_tokenizer_json` reads), and the chat prompt.
 //! - [`model`]: [`LlamaConfig`], [`Llama`] (weights, one forward pass for any number of new
-//!   tokens) and its [`KvCache`]; a commented table maps GGUF tensor names to fields.
+//!   tokens) and its [`KvCache`]; a commented table maps GGUF tensor names to fields. On wgpu
+//!   devices the pass runs as the WGSL kernels of the private `wgsl_forward` module, which
+//!   tests hold to burn's ops.
 //! - [`sampling`]: [`sampling::Sampling`] settings and the CPU reference of token choice.
 //! - [`gpu`]: the process's one wgpu device; [`kernels`]: the WGSL kernels from `shaders/`
 //!   (apply a bitmask, masked argmax, masked sampling) on the model's own buffers.
@@ -51,6 +54,7 @@ pub mod kernels;
 pub mod model;
 pub mod sampling;
 pub mod tokenizer;
+mod wgsl_forward;
 
 pub use burn::tensor::Device;
 pub use error::ModelError;

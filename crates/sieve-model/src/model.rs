@@ -32,6 +32,7 @@ use burn::tensor::{Device, Int, Tensor, TensorData, activation};
 
 use crate::error::ModelError;
 use crate::gguf::Gguf;
+use crate::wgsl_forward::{GpuCache, WgslForward};
 
 /// Hyper-parameters of a Llama-architecture model.
 #[derive(Debug, Clone, PartialEq)]
@@ -136,17 +137,17 @@ impl LlamaConfig {
     }
 }
 
-struct Layer {
-    attn_norm: Tensor<1>,
+pub(crate) struct Layer {
+    pub(crate) attn_norm: Tensor<1>,
     /// `[D, (H + 2 Hkv) hd]`
-    wqkv: Tensor<2>,
+    pub(crate) wqkv: Tensor<2>,
     /// `[H hd, D]`
-    wo: Tensor<2>,
-    ffn_norm: Tensor<1>,
+    pub(crate) wo: Tensor<2>,
+    pub(crate) ffn_norm: Tensor<1>,
     /// `[D, 2F]`
-    w_gate_up: Tensor<2>,
+    pub(crate) w_gate_up: Tensor<2>,
     /// `[F, D]`
-    w_down: Tensor<2>,
+    pub(crate) w_down: Tensor<2>,
 }
 
 /// A Llama-architecture decoder with its weights on one device.
@@ -154,26 +155,39 @@ pub struct Llama {
     config: LlamaConfig,
     device: Device,
     /// `[V, D]`
-    embed: Tensor<2>,
+    pub(crate) embed: Tensor<2>,
     /// `[V, D]`, when not tied to `embed`.
-    head: Option<Tensor<2>>,
-    layers: Vec<Layer>,
-    norm: Tensor<1>,
+    pub(crate) head: Option<Tensor<2>>,
+    pub(crate) layers: Vec<Layer>,
+    pub(crate) norm: Tensor<1>,
     /// `[max_seq, hd/2]` cosines and sines of the rotary angles.
-    cos: Tensor<2>,
-    sin: Tensor<2>,
+    pub(crate) cos: Tensor<2>,
+    pub(crate) sin: Tensor<2>,
+    /// The WGSL forward pass, on wgpu devices.
+    wgsl: Option<WgslForward>,
 }
 
-/// The keys and values of the tokens seen so far, per layer (`[Hkv, len, hd]` each).
+/// The keys and values of the tokens seen so far, per layer.
 pub struct KvCache {
-    layers: Vec<Option<(Tensor<3>, Tensor<3>)>>,
+    store: CacheStore,
     len: usize,
+}
+
+enum CacheStore {
+    /// burn tensors (`[Hkv, len, hd]` each) that grow with every pass.
+    Tensors(Vec<Option<(Tensor<3>, Tensor<3>)>>),
+    /// The WGSL path's buffers for the whole context.
+    Gpu(GpuCache),
 }
 
 impl KvCache {
     /// An empty cache for `model`.
     pub fn new(model: &Llama) -> Self {
-        Self { layers: (0..model.config.layers).map(|_| None).collect(), len: 0 }
+        let store = match &model.wgsl {
+            Some(wgsl) => CacheStore::Gpu(wgsl.new_cache()),
+            None => CacheStore::Tensors((0..model.config.layers).map(|_| None).collect()),
+        };
+        Self { store, len: 0 }
     }
 
     /// Number of cached positions.
@@ -191,11 +205,13 @@ impl KvCache {
         if len >= self.len {
             return;
         }
-        for entry in &mut self.layers {
-            *entry = match entry.take() {
-                Some((k, v)) if len > 0 => Some((k.narrow(1, 0, len), v.narrow(1, 0, len))),
-                _ => None,
-            };
+        if let CacheStore::Tensors(layers) = &mut self.store {
+            for entry in layers {
+                *entry = match entry.take() {
+                    Some((k, v)) if len > 0 => Some((k.narrow(1, 0, len), v.narrow(1, 0, len))),
+                    _ => None,
+                };
+            }
         }
         self.len = len;
     }
@@ -333,7 +349,7 @@ impl Llama {
                 sin.push(angle.sin() as f32);
             }
         }
-        Self {
+        let mut model = Self {
             embed: t2(embed, config.vocab, d),
             head: head.map(|h| t2(h, config.vocab, d)),
             layers,
@@ -342,7 +358,10 @@ impl Llama {
             sin: t2(sin, config.max_seq, half),
             device: device.clone(),
             config,
-        }
+            wgsl: None,
+        };
+        model.wgsl = WgslForward::new(&model);
+        model
     }
 
     /// The model's hyper-parameters.
@@ -355,8 +374,15 @@ impl Llama {
         &self.device
     }
 
+    /// GPU launches of one forward pass when it runs as the WGSL kernels (wgpu devices), the
+    /// same for a prefill as for one token; `None` where burn's ops run it.
+    pub fn launches_per_pass(&self) -> Option<usize> {
+        self.wgsl.as_ref().map(|_| crate::wgsl_forward::launches_per_pass(&self.config))
+    }
+
     /// Runs `tokens` (one or many) after the positions in `cache`, appends their keys and values
-    /// to it, and returns the logits of the last token.
+    /// to it, and returns the logits of the last token. On a wgpu device this is the WGSL
+    /// kernels' pass ([`Llama::launches_per_pass`] launches), elsewhere burn's ops.
     ///
     /// # Shapes
     /// - output: `[1, V]`
@@ -373,9 +399,15 @@ impl Llama {
         if start + n > c.max_seq {
             return Err(ModelError::Input(format!("{} positions exceed the context of {}", start + n, c.max_seq)));
         }
-        if cache.layers.len() != c.layers {
-            return Err(ModelError::Input("KV cache belongs to a different model".into()));
-        }
+        let layers = match (&mut cache.store, &self.wgsl) {
+            (CacheStore::Gpu(gpu), Some(wgsl)) if gpu.layers() == c.layers => {
+                let logits = wgsl.forward(tokens, start, gpu)?;
+                cache.len = start + n;
+                return Ok(logits);
+            }
+            (CacheStore::Tensors(layers), None) if layers.len() == c.layers => layers,
+            _ => return Err(ModelError::Input("KV cache belongs to a different model".into())),
+        };
         let (hd, h, hkv) = (c.head_dim(), c.heads, c.kv_heads);
         let group = h / hkv;
         let total = start + n;
@@ -395,7 +427,7 @@ impl Llama {
             Tensor::<3>::from_data(TensorData::new(m, [1, group * n, total]), &self.device)
         });
         let scale = 1.0 / (hd as f32).sqrt();
-        for (layer, entry) in self.layers.iter().zip(&mut cache.layers) {
+        for (layer, entry) in self.layers.iter().zip(layers) {
             let qkv = rms_norm(x.clone(), &layer.attn_norm, c.rms_eps).matmul(layer.wqkv.clone());
             let heads = |from: usize, count: usize| {
                 qkv.clone().narrow(1, from * hd, count * hd).reshape([n, count, hd]).swap_dims(0, 1)

@@ -1,5 +1,6 @@
 //! The real SmolLM2-135M-Instruct against an independent float32 reference: tokenization, the
-//! top-10 last-position logits (ids in order, values within 0.02) and 32 greedy tokens.
+//! top-10 last-position logits (ids in order, values within 0.02) and 32 greedy tokens, with
+//! burn's ops on the CPU and with the WGSL kernels on wgpu (lavapipe without a GPU).
 // Native only: wasm-pack compiles every test target for the browser, and this one needs
 // the file system, proptest or synchronous device setup. The browser runs gpu_kernels.rs.
 #![cfg(not(target_family = "wasm"))]
@@ -42,13 +43,24 @@ fn tokenizer_matches_reference() {
 }
 
 #[test]
-fn logits_and_greedy_tokens_match_reference() {
+fn logits_and_greedy_tokens_match_reference_on_the_cpu() {
+    check_logits_and_greedy_tokens(&common::cpu(), None);
+}
+
+#[test]
+fn logits_and_greedy_tokens_match_reference_with_the_wgsl_kernels() {
+    let device = pollster::block_on(sieve_model::gpu::wgpu_device()).expect("no wgpu adapter: Vulkan is required");
+    check_logits_and_greedy_tokens(&device, Some(2 + 5 * 30));
+}
+
+/// `launches` is what the model must report for a forward pass on `device`.
+fn check_logits_and_greedy_tokens(device: &burn::tensor::Device, launches: Option<usize>) {
     let bytes = common::gguf_bytes();
     let gguf = Gguf::parse(&bytes).unwrap();
     let config = LlamaConfig::from_gguf(&gguf, 512).unwrap();
     assert_eq!(config, LlamaConfig::smollm2_135m(512));
-    let device = common::cpu();
-    let model = Llama::from_gguf(&gguf, config, &device).unwrap();
+    let model = Llama::from_gguf(&gguf, config, device).unwrap();
+    assert_eq!(model.launches_per_pass(), launches);
     let mut inconsistent = 0;
     for case in common::reference()["cases"].as_array().unwrap() {
         let prompt = common::ids(&case["prompt_ids"]);

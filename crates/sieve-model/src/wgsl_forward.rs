@@ -1,0 +1,269 @@
+//! The forward pass as hand-written WGSL kernels, on wgpu devices.
+//!
+//! Built from burn's generic ops, a decoder layer is about fifty launches (each element-wise
+//! step of RMSNorm, RoPE, softmax and SiLU is its own kernel, the KV cache is re-concatenated
+//! every step) and a general matmul that is slow for one row. Where launches are expensive
+//! (WebGPU in a browser, above all on a software adapter) that dominates a decode step. Here a
+//! layer is five launches over the model's own weight buffers:
+//!
+//! 1. `qkv_rope`: RMSNorm, the fused Q/K/V projection and RoPE; keys and values go straight into
+//!    a preallocated cache, so truncating the cache only moves its length.
+//! 2. `attention`: causal grouped-query attention with an online softmax.
+//! 3. `linear_residual`: the output projection added to the residual stream.
+//! 4. `swiglu`: RMSNorm, the fused gate/up projection and `silu(gate) * up`.
+//! 5. `linear_residual`: the down projection added to the residual stream.
+//!
+//! plus one embedding lookup and one final norm with the output head per pass. The projections
+//! take one row per invocation for a decode step and tiles of eight rows for a prefill.
+//! [`crate::model::Llama::forward`] runs this path on wgpu devices and burn's ops elsewhere;
+//! tests hold the two to each other.
+
+use burn::backend::Wgpu;
+use burn::backend::wgpu::CubeTensor;
+use burn::cubecl::CubeCount;
+use burn::cubecl::client::Client;
+use burn::cubecl::server::Handle;
+use burn::tensor::{DType, Shape, Tensor};
+
+use crate::error::ModelError;
+use crate::kernels::Wgsl;
+use crate::model::{Llama, LlamaConfig};
+
+/// Invocations per workgroup of every kernel here.
+const WG: u32 = 64;
+/// Widest head the attention kernel holds (`4 * MAX_QUADS` in attention.wgsl).
+const MAX_HEAD_DIM: usize = 256;
+/// Rows per invocation of the projections in a prefill (a decode step uses one).
+const PREFILL_ROWS: u32 = 8;
+
+fn shader(name: &'static str, source: &'static str, rows: u32) -> Wgsl {
+    Wgsl { name, source, workgroup_size: WG, rows }
+}
+
+fn qkv_rope(rows: u32) -> Wgsl {
+    shader("qkv_rope.wgsl", include_str!("../../../shaders/qkv_rope.wgsl"), rows)
+}
+
+fn swiglu(rows: u32) -> Wgsl {
+    shader("swiglu.wgsl", include_str!("../../../shaders/swiglu.wgsl"), rows)
+}
+
+fn linear_residual(rows: u32) -> Wgsl {
+    shader("linear_residual.wgsl", include_str!("../../../shaders/linear_residual.wgsl"), rows)
+}
+
+const ATTENTION: Wgsl = Wgsl { name: "attention.wgsl", source: include_str!("../../../shaders/attention.wgsl"), workgroup_size: WG, rows: 1 };
+const EMBED: Wgsl = Wgsl { name: "embed.wgsl", source: include_str!("../../../shaders/embed.wgsl"), workgroup_size: WG, rows: 1 };
+const LM_HEAD: Wgsl = Wgsl { name: "lm_head.wgsl", source: include_str!("../../../shaders/lm_head.wgsl"), workgroup_size: WG, rows: 1 };
+
+/// The weight buffers of one decoder layer (shared with the model's burn tensors).
+struct LayerBuffers {
+    attn_norm: Handle,
+    wqkv: Handle,
+    wo: Handle,
+    ffn_norm: Handle,
+    w_gate_up: Handle,
+    w_down: Handle,
+}
+
+/// The model's weights as raw buffers on one wgpu device, and the kernels' fixed shapes.
+pub(crate) struct WgslForward {
+    client: Client,
+    device: burn::cubecl::Device,
+    config: LlamaConfig,
+    embed: Handle,
+    head: Handle,
+    norm: Handle,
+    cos: Handle,
+    sin: Handle,
+    layers: Vec<LayerBuffers>,
+}
+
+/// Per-layer key and value buffers for the whole context (`[Hkv, max_seq, hd]` each),
+/// allocated once.
+pub(crate) struct GpuCache {
+    layers: Vec<(Handle, Handle)>,
+}
+
+impl GpuCache {
+    pub(crate) fn layers(&self) -> usize {
+        self.layers.len()
+    }
+}
+
+/// The buffer behind a wgpu tensor, or `None` on another device.
+fn buffer<const D: usize>(tensor: &Tensor<D>) -> Option<(Handle, Client, burn::cubecl::Device)> {
+    let primitive: CubeTensor = tensor.clone().try_into_primitive::<Wgpu>().ok()?;
+    let primitive = burn::backend::wgpu::into_contiguous(primitive);
+    Some((primitive.handle, primitive.client, primitive.device))
+}
+
+fn bytes(values: &[u32]) -> &[u8] {
+    bytemuck::cast_slice(values)
+}
+
+impl WgslForward {
+    /// The kernels' view of a model whose tensors live on a wgpu device; `None` on any other
+    /// device or for a shape the kernels do not cover (widths not multiples of 4, a head wider
+    /// than [`MAX_HEAD_DIM`], buffers past 32-bit indices).
+    pub(crate) fn new(model: &Llama) -> Option<Self> {
+        let config = model.config();
+        let hd = config.head_dim();
+        // Projections take four columns per invocation and RoPE pairs must not straddle them;
+        // the attention holds at most 256 dimensions of a head; every index into the
+        // largest buffers (head, gate/up weights, a whole-context prefill) must fit a u32.
+        let c = config;
+        let quads = c.hidden % 4 == 0 && c.ffn % 4 == 0 && hd % 4 == 0;
+        let sizes = [(c.vocab, c.hidden), (c.hidden, 2 * c.ffn), (c.max_seq, c.ffn.max(c.hidden).max(c.heads * hd))];
+        if !quads || hd > MAX_HEAD_DIM || sizes.iter().any(|&(a, b)| a.checked_mul(b).is_none_or(|x| u32::try_from(x).is_err())) {
+            return None;
+        }
+        let (embed, client, device) = buffer(&model.embed)?;
+        let head = match &model.head {
+            Some(head) => buffer(head)?.0,
+            None => embed.clone(),
+        };
+        let layers = model
+            .layers
+            .iter()
+            .map(|layer| {
+                Some(LayerBuffers {
+                    attn_norm: buffer(&layer.attn_norm)?.0,
+                    wqkv: buffer(&layer.wqkv)?.0,
+                    wo: buffer(&layer.wo)?.0,
+                    ffn_norm: buffer(&layer.ffn_norm)?.0,
+                    w_gate_up: buffer(&layer.w_gate_up)?.0,
+                    w_down: buffer(&layer.w_down)?.0,
+                })
+            })
+            .collect::<Option<Vec<_>>>()?;
+        Some(Self {
+            norm: buffer(&model.norm)?.0,
+            cos: buffer(&model.cos)?.0,
+            sin: buffer(&model.sin)?.0,
+            embed,
+            head,
+            layers,
+            client,
+            device,
+            config: config.clone(),
+        })
+    }
+
+    /// An empty cache: every layer's keys and values for `max_seq` positions.
+    pub(crate) fn new_cache(&self) -> GpuCache {
+        let c = &self.config;
+        let size = c.kv_heads * c.max_seq * c.head_dim() * 4;
+        GpuCache { layers: (0..c.layers).map(|_| (self.client.empty(size), self.client.empty(size))).collect() }
+    }
+
+    /// Runs `tokens` (already checked against the vocabulary and the context) at positions
+    /// `start..` and returns the logits of the last one, `[1, V]`.
+    pub(crate) fn forward(&self, tokens: &[u32], start: usize, cache: &GpuCache) -> Result<Tensor<2>, ModelError> {
+        let c = &self.config;
+        let (d, hd, f) = (c.hidden as u32, c.head_dim() as u32, c.ffn as u32);
+        let (h, hkv, vocab) = (c.heads as u32, c.kv_heads as u32, c.vocab as u32);
+        let qkv_width = (h + 2 * hkv) * hd;
+        let n = tokens.len() as u32;
+        let start = start as u32;
+        let eps = c.rms_eps.to_bits();
+        let scale = (1.0 / (hd as f32).sqrt()).to_bits();
+        let rows = if n == 1 { 1 } else { PREFILL_ROWS };
+        let row_groups = n.div_ceil(rows);
+        let groups = |columns: u32| CubeCount::Static((columns / 4).div_ceil(WG), row_groups, 1);
+        let client = &self.client;
+        let f32s = |count: u32| client.empty(count as usize * 4);
+        let params = |values: &[u32]| client.create_from_slice(bytes(values));
+
+        let ids = client.create_from_slice(bytes(tokens));
+        let x = f32s(n * d);
+        let q = f32s(n * h * hd);
+        let att = f32s(n * h * hd);
+        let act = f32s(n * f);
+        let logits = f32s(vocab);
+        let qkv_params = params(&[d, n, h, hkv, hd, start, c.max_seq as u32, eps]);
+        let attention_params = params(&[n, h, hkv, hd, start, c.max_seq as u32, scale]);
+        let wo_params = params(&[h * hd, d, n]);
+        let swiglu_params = params(&[d, f, n, eps]);
+        let down_params = params(&[f, d, n]);
+
+        EMBED.launch(
+            client,
+            CubeCount::Static(d.div_ceil(WG), n, 1),
+            vec![self.embed.clone().binding(), ids.binding(), x.clone().binding(), params(&[d, n]).binding()],
+        );
+        for (layer, (k_cache, v_cache)) in self.layers.iter().zip(&cache.layers) {
+            qkv_rope(rows).launch(
+                client,
+                groups(qkv_width),
+                vec![
+                    x.clone().binding(),
+                    layer.attn_norm.clone().binding(),
+                    layer.wqkv.clone().binding(),
+                    self.cos.clone().binding(),
+                    self.sin.clone().binding(),
+                    q.clone().binding(),
+                    k_cache.clone().binding(),
+                    v_cache.clone().binding(),
+                    qkv_params.clone().binding(),
+                ],
+            );
+            ATTENTION.launch(
+                client,
+                CubeCount::Static((n * h).div_ceil(WG), 1, 1),
+                vec![
+                    q.clone().binding(),
+                    k_cache.clone().binding(),
+                    v_cache.clone().binding(),
+                    att.clone().binding(),
+                    attention_params.clone().binding(),
+                ],
+            );
+            linear_residual(rows).launch(
+                client,
+                groups(d),
+                vec![att.clone().binding(), layer.wo.clone().binding(), x.clone().binding(), wo_params.clone().binding()],
+            );
+            swiglu(rows).launch(
+                client,
+                groups(f),
+                vec![
+                    x.clone().binding(),
+                    layer.ffn_norm.clone().binding(),
+                    layer.w_gate_up.clone().binding(),
+                    act.clone().binding(),
+                    swiglu_params.clone().binding(),
+                ],
+            );
+            linear_residual(rows).launch(
+                client,
+                groups(d),
+                vec![act.clone().binding(), layer.w_down.clone().binding(), x.clone().binding(), down_params.clone().binding()],
+            );
+        }
+        LM_HEAD.launch(
+            client,
+            CubeCount::Static(vocab.div_ceil(WG), 1, 1),
+            vec![
+                x.binding(),
+                self.norm.clone().binding(),
+                self.head.clone().binding(),
+                logits.clone().binding(),
+                params(&[d, vocab, n - 1, eps]).binding(),
+            ],
+        );
+        let logits = CubeTensor::new_contiguous(
+            client.clone(),
+            self.device.clone(),
+            Shape::new([1, c.vocab]),
+            logits,
+            DType::F32,
+        );
+        Ok(Tensor::from_primitive::<Wgpu>(logits))
+    }
+}
+
+/// Launches per forward pass: one embedding lookup, five per layer, one output head.
+pub(crate) fn launches_per_pass(config: &LlamaConfig) -> usize {
+    2 + 5 * config.layers
+}

@@ -1,0 +1,74 @@
+//! The WGSL forward pass (wgpu devices) against burn's ops on the CPU, for the same random
+//! weights: prefills of several row tiles, single-token steps, a truncated cache, and a context
+//! of over a thousand positions.
+//!
+//! Natively this runs on whatever Vulkan adapter wgpu finds (lavapipe on a machine without a
+//! GPU); under `wasm-pack test --headless --chrome` on WebGPU in Chromium. No adapter is a
+//! failure, never a skip.
+
+use burn::tensor::{Device, Tensor};
+use sieve_model::gpu::wgpu_device;
+use sieve_model::model::{KvCache, Llama, LlamaConfig};
+use wasm_bindgen_test::wasm_bindgen_test;
+
+wasm_bindgen_test::wasm_bindgen_test_configure!(run_in_browser);
+
+async fn row(t: Tensor<2>) -> Vec<f32> {
+    t.into_data_async().await.expect("readback").try_to_vec::<f32>().expect("f32 logits")
+}
+
+/// Token ids spread over the vocabulary, reproducibly.
+fn tokens(count: usize, vocab: usize, salt: usize) -> Vec<u32> {
+    (0..count).map(|i| ((i * 7919 + salt * 104_729) % vocab) as u32).collect()
+}
+
+/// Runs the same passes on both models and compares every pass's logits.
+async fn compare(config: LlamaConfig, passes: &[Pass]) {
+    let cpu = Device::flex();
+    let gpu = wgpu_device().await.expect("no wgpu adapter: WebGPU (browser) or Vulkan (native) is required");
+    let reference = Llama::random(config.clone(), 7, &cpu).expect("cpu model");
+    let model = Llama::random(config.clone(), 7, &gpu).expect("gpu model");
+    assert_eq!(reference.launches_per_pass(), None, "burn's ops on the CPU");
+    assert_eq!(model.launches_per_pass(), Some(2 + 5 * config.layers), "the WGSL kernels on wgpu");
+    let (mut ref_cache, mut cache) = (KvCache::new(&reference), KvCache::new(&model));
+    for (i, pass) in passes.iter().enumerate() {
+        let ids = match *pass {
+            Pass::Run(count) => tokens(count, config.vocab, i),
+            Pass::Truncate(len) => {
+                ref_cache.truncate(len);
+                cache.truncate(len);
+                continue;
+            }
+        };
+        let expected = row(reference.forward(&ids, &mut ref_cache).expect("cpu forward")).await;
+        let actual = row(model.forward(&ids, &mut cache).expect("gpu forward")).await;
+        assert_eq!(cache.len(), ref_cache.len());
+        assert_eq!(actual.len(), config.vocab);
+        let scale = expected.iter().fold(1.0f32, |m, x| m.max(x.abs()));
+        let worst = actual.iter().zip(&expected).map(|(a, e)| (a - e).abs()).fold(0.0f32, f32::max);
+        assert!(worst <= 2e-4 * scale, "pass {i} ({pass:?}): logits differ by {worst} (scale {scale})");
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Pass {
+    /// Run this many new tokens in one pass.
+    Run(usize),
+    /// Truncate both caches to this length.
+    Truncate(usize),
+}
+
+#[wasm_bindgen_test(unsupported = pollster::test)]
+async fn tiny_model_prefill_steps_and_truncation_match_the_cpu() {
+    use Pass::*;
+    compare(LlamaConfig::tiny(300), &[Run(13), Run(1), Run(1), Run(9), Truncate(10), Run(1), Run(3)]).await;
+}
+
+#[wasm_bindgen_test(unsupported = pollster::test)]
+async fn wider_model_with_a_long_context_matches_the_cpu() {
+    use Pass::*;
+    // A width that leaves a partial workgroup (160 / 4 = 40 of 64 invocations), a head of 32,
+    // five query heads per key/value head, and 1030 positions.
+    let config = LlamaConfig { vocab: 1000, hidden: 160, layers: 2, heads: 5, kv_heads: 1, ffn: 200, rms_eps: 1e-5, rope_theta: 1e4, max_seq: 1100 };
+    compare(config, &[Run(1020), Run(1), Run(9), Truncate(1025), Run(1)]).await;
+}

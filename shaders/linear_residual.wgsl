@@ -1,0 +1,39 @@
+// A projection added to the residual stream: x += input · w, for n rows.
+//
+// input:  [n, K] f32.
+// w:      [K, N / 4] vec4.
+// x:      [n, N / 4] vec4, updated in place.
+// params: [K, N, n].
+//
+// Each invocation computes four adjacent columns for ROWS rows, reading the input directly:
+// no barriers, which cost far more than the loads on a software adapter.
+// Dispatch ceil(N / 4 / WG) x ceil(n / ROWS) workgroups.
+
+@group(0) @binding(0) var<storage, read_write> input: array<f32>;
+@group(0) @binding(1) var<storage, read_write> w: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read_write> x: array<vec4<f32>>;
+@group(0) @binding(3) var<storage, read_write> params: array<u32>;
+
+const WG: u32 = {{ workgroup_size }}u;
+const ROWS: u32 = {{ rows }}u;
+
+
+@compute @workgroup_size({{ workgroup_size }}, 1, 1)
+fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) group: vec3<u32>) {
+    let quads = params[1] / 4u;
+    let n = params[2];
+    let r0 = group.y * ROWS;
+    let col = group.x * WG + lid;
+    let k_len = params[0];
+    if (col >= quads) { return; }
+    let rows = min(ROWS, n - r0);
+
+    var acc: array<vec4<f32>, ROWS>;
+    for (var i = 0u; i < k_len; i++) {
+        let wv = w[i * quads + col];
+        for (var r = 0u; r < rows; r++) { acc[r] += input[(r0 + r) * k_len + i] * wv; }
+    }
+    for (var r = 0u; r < ROWS; r++) {
+        if (r0 + r < n) { x[(r0 + r) * quads + col] += acc[r]; }
+    }
+}

@@ -1,0 +1,91 @@
+// First half of an attention block for n rows: RMSNorm, the fused Q/K/V projection, RoPE on
+// queries and keys, then queries to `q` and keys and values into the layer's cache.
+//
+// x:      [n, D] f32, the residual stream.
+// norm_w: [D] f32.
+// w:      [D, C / 4] vec4 with C = (H + 2 Hkv) hd: columns are Q heads, then K heads, then V heads.
+// cos, sin: [max_seq, hd / 2] f32, the rotary angles per position and pair.
+// q:      [n, H hd / 4] vec4 out, rotated queries.
+// k_cache, v_cache: [Hkv, max_seq, hd / 4] vec4; row `start + r` of every head is written.
+// params: [D, n, H, Hkv, hd, start, max_seq, bits of eps].
+//
+// Each invocation computes four adjacent columns for ROWS rows (RoPE pairs (2i, 2i + 1) never
+// straddle it: hd is a multiple of 4), reading the residual stream directly: one barrier, for
+// the norms, as barriers cost far more than loads on a software adapter. Dispatch ceil(C / 4 / WG) x ceil(n / ROWS) workgroups.
+
+@group(0) @binding(0) var<storage, read_write> x: array<f32>;
+@group(0) @binding(1) var<storage, read_write> norm_w: array<f32>;
+@group(0) @binding(2) var<storage, read_write> w: array<vec4<f32>>;
+@group(0) @binding(3) var<storage, read_write> cos_table: array<f32>;
+@group(0) @binding(4) var<storage, read_write> sin_table: array<f32>;
+@group(0) @binding(5) var<storage, read_write> q: array<vec4<f32>>;
+@group(0) @binding(6) var<storage, read_write> k_cache: array<vec4<f32>>;
+@group(0) @binding(7) var<storage, read_write> v_cache: array<vec4<f32>>;
+@group(0) @binding(8) var<storage, read_write> params: array<u32>;
+
+const WG: u32 = {{ workgroup_size }}u;
+const ROWS: u32 = {{ rows }}u;
+
+var<workgroup> inv_rms: array<f32, ROWS>;
+
+@compute @workgroup_size({{ workgroup_size }}, 1, 1)
+fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) group: vec3<u32>) {
+    let d = params[0];
+    let n = params[1];
+    let heads = params[2];
+    let kv_heads = params[3];
+    let hd = params[4];
+    let start = params[5];
+    let max_seq = params[6];
+    let eps = bitcast<f32>(params[7]);
+    let quads = (heads + 2u * kv_heads) * hd / 4u;
+    let r0 = group.y * ROWS;
+    let col = group.x * WG + lid;
+
+    if (lid < ROWS && r0 + lid < n) {
+        var sum = 0.0;
+        for (var i = 0u; i < d; i++) {
+            let v = x[(r0 + lid) * d + i];
+            sum += v * v;
+        }
+        inv_rms[lid] = inverseSqrt(sum / f32(d) + eps);
+    }
+    workgroupBarrier();
+    if (col >= quads) { return; }
+    let rows = min(ROWS, n - r0);
+
+    var acc: array<vec4<f32>, ROWS>;
+    for (var i = 0u; i < d; i++) {
+        let wv = w[i * quads + col] * norm_w[i];
+        for (var r = 0u; r < rows; r++) { acc[r] += x[(r0 + r) * d + i] * wv; }
+    }
+    for (var r = 0u; r < rows; r++) { acc[r] *= inv_rms[r]; }
+
+    let c = col * 4u;
+    let q_width = heads * hd;
+    let k_end = q_width + kv_heads * hd;
+    let hq = hd / 4u;
+    for (var r = 0u; r < ROWS; r++) {
+        let row = r0 + r;
+        if (row >= n) { break; }
+        let pos = start + row;
+        var a = acc[r];
+        if (c < k_end) {
+            let t = pos * (hd / 2u) + (c % hd) / 2u;
+            let c0 = cos_table[t];
+            let s0 = sin_table[t];
+            let c1 = cos_table[t + 1u];
+            let s1 = sin_table[t + 1u];
+            a = vec4<f32>(a.x * c0 - a.y * s0, a.x * s0 + a.y * c0, a.z * c1 - a.w * s1, a.z * s1 + a.w * c1);
+        }
+        if (c < q_width) {
+            q[row * (q_width / 4u) + col] = a;
+        } else if (c < k_end) {
+            let head = (c - q_width) / hd;
+            k_cache[(head * max_seq + pos) * hq + (c - q_width) % hd / 4u] = a;
+        } else {
+            let head = (c - k_end) / hd;
+            v_cache[(head * max_seq + pos) * hq + (c - k_end) % hd / 4u] = a;
+        }
+    }
+}
