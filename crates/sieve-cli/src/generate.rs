@@ -159,6 +159,7 @@ pub fn run(args: &GenerateArgs) -> Result<i32, CliError> {
             "completion_tokens": s.completion_tokens,
             "forced_tokens": s.forced_tokens,
             "forward_passes": s.forward_passes,
+            "launches_per_pass": model.launches_per_pass(),
             "tokens_per_s": s.tokens_per_s(),
             "mask_us_p50": s.mask_us_quantile(0.5),
             "mask_us_p99": s.mask_us_quantile(0.99),

@@ -64,6 +64,9 @@ export interface Timings {
   total_ms: number;
   decode_ms: number;
   forward_passes: number;
+  /** GPU kernel launches of one forward pass (a prompt prefill or one decode step); choosing a
+   * token adds one launch per step. */
+  launches_per_pass: number | null;
   tokens_per_s: number;
   mask_us_p50: number;
   mask_us_p99: number;

@@ -150,6 +150,7 @@ async fn run(loaded: &Loaded, request: &Request, on_delta: Option<&js_sys::Funct
             "total_ms": now_ms() - start,
             "decode_ms": s.elapsed_ms,
             "forward_passes": s.forward_passes,
+            "launches_per_pass": loaded.model.launches_per_pass(),
             "tokens_per_s": s.tokens_per_s(),
             "mask_us_p50": s.mask_us_quantile(0.5),
             "mask_us_p99": s.mask_us_quantile(0.99),
