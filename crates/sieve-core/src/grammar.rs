@@ -14,7 +14,8 @@ use crate::error::{CompileError, CompileErrorKind, MatchError};
 use crate::gbnf::{self, Expr};
 use crate::trie::Walker;
 use regex_syntax::utf8::Utf8Sequences;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+use std::hash::{BuildHasherDefault, Hasher};
 
 /// What an automaton state does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -714,7 +715,7 @@ fn or(set: &mut [u64; 4], other: &[u64; 4]) {
 }
 
 /// An Earley item: an automaton state and the set where its rule started.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 struct Item {
     state: u32,
     origin: u32,
@@ -731,12 +732,41 @@ pub(crate) struct Chart {
     starts: Vec<u32>,
     /// Per set: an item with origin `OUTER` reached its rule's end there.
     outer_end: Vec<bool>,
+    /// Sets opened so far (names the newest set for `index`).
+    opened: u64,
+    /// The newest set's items as a hash set, once it has `INDEXED` items
+    /// (a linear scan per added item would make large sets quadratic), and
+    /// the value of `opened` it was built for.
+    index: (u64, HashSet<Item, BuildHasherDefault<ItemHasher>>),
 }
+
+/// A fast hash for items (FxHash's step: items are small integers, not
+/// attacker-chosen keys that would need SipHash).
+#[derive(Default)]
+struct ItemHasher(u64);
+
+impl Hasher for ItemHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        bytes.iter().for_each(|&b| self.write_u32(b as u32));
+    }
+
+    #[inline]
+    fn write_u32(&mut self, i: u32) {
+        self.0 = (self.0.rotate_left(5) ^ i as u64).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+/// Size of a set from which `Chart::add` looks items up in a hash set.
+const INDEXED: usize = 32;
 
 impl Chart {
     /// The chart before any byte.
     pub fn new(g: &Grammar) -> Chart {
-        let mut c = Chart { items: Vec::new(), starts: vec![0], outer_end: vec![false] };
+        let mut c = Chart::local();
         for &s in g.list(g.rules[g.root as usize].start) {
             c.add(Item { state: s, origin: 0 });
         }
@@ -750,7 +780,7 @@ impl Chart {
     /// outside the chart (origin `OUTER`). When such a rule ends the set is
     /// flagged (see `outer_end`) instead of advancing a caller.
     pub fn local() -> Chart {
-        Chart { items: Vec::new(), starts: vec![0], outer_end: vec![false] }
+        Chart { items: Vec::new(), starts: vec![0], outer_end: vec![false], opened: 0, index: (0, HashSet::default()) }
     }
 
     /// True when a rule called from outside the chart ended in the newest set.
@@ -771,8 +801,7 @@ impl Chart {
     /// nothing follows.
     pub fn push_end_of(&mut self, g: &Grammar, rule: u32, origin: u32, fuel: &mut usize) -> Result<bool, MatchError> {
         let b = self.items.len();
-        self.starts.push(b as u32);
-        self.outer_end.push(false);
+        self.open(b, false);
         let (pa, pb) = (self.starts[origin as usize] as usize, self.starts[origin as usize + 1] as usize);
         for j in pa..pb {
             let parent = self.items[j];
@@ -816,8 +845,7 @@ impl Chart {
     /// Opens a set with known content (see [`Chart::relative_set`]).
     pub fn push_relative(&mut self, items: impl IntoIterator<Item = (u32, bool)>, outer_end: bool) {
         let me = self.starts.len() as u32;
-        self.starts.push(self.items.len() as u32);
-        self.outer_end.push(outer_end);
+        self.open(self.items.len(), outer_end);
         self.items.extend(items.into_iter().map(|(state, own)| Item { state, origin: if own { me } else { OUTER } }));
     }
 
@@ -830,10 +858,27 @@ impl Chart {
         *self.starts.last().unwrap_or(&0) as usize
     }
 
+    /// Opens a set whose items start at `b`.
+    fn open(&mut self, b: usize, outer_end: bool) {
+        self.starts.push(b as u32);
+        self.outer_end.push(outer_end);
+        self.opened += 1;
+    }
+
     #[inline]
     fn add(&mut self, it: Item) {
         let from = self.current();
-        if !self.items[from..].contains(&it) {
+        if self.items.len() - from < INDEXED {
+            if !self.items[from..].contains(&it) {
+                self.items.push(it);
+            }
+            return;
+        }
+        if self.index.0 != self.opened || self.index.1.is_empty() {
+            // A new set, not a cleared one: clearing costs the largest set's capacity.
+            self.index = (self.opened, self.items[from..].iter().copied().collect());
+        }
+        if self.index.1.insert(it) {
             self.items.push(it);
         }
     }
@@ -889,8 +934,7 @@ impl Chart {
     /// Consumes `byte`; returns false (chart unchanged) when no item takes it.
     pub fn push(&mut self, g: &Grammar, byte: u8, fuel: &mut usize) -> Result<bool, MatchError> {
         let (a, b) = (self.current(), self.items.len());
-        self.starts.push(b as u32);
-        self.outer_end.push(false);
+        self.open(b, false);
         for i in a..b {
             let it = self.items[i];
             let c = g.core[it.state as usize];
@@ -1080,6 +1124,27 @@ mod tests {
                 let v = &words[(i + 1) % words.len()];
                 let wrapped = [&b"<"[..], w, b">", v].concat();
                 prop_assert_eq!(chart_accepts(&g, &wrapped), ok && automaton_accepts(&edges, &accepting, v));
+            }
+        }
+
+        /// Sets large enough to be indexed (`INDEXED` items and more) keep
+        /// the language: many alternatives against the same regex.
+        #[test]
+        fn large_sets_keep_the_language(
+            words in prop::collection::vec(prop::collection::vec(prop::sample::select(b"abc".to_vec()), 1..4), 40..90),
+            texts in prop::collection::vec(prop::collection::vec(prop::sample::select(b"abc".to_vec()), 0..10), 1..20),
+        ) {
+            let words: Vec<String> = words.into_iter().map(|w| String::from_utf8(w).unwrap()).collect();
+            let alts: Vec<String> = words.iter().enumerate().map(|(i, w)| format!("\"{w}\" w{i}")).collect();
+            let mut src = format!("root ::= ({})+\n", alts.join(" | "));
+            // Each word is followed by its own `c*` (a rule inlined as a loop).
+            for i in 0..words.len() {
+                src += &format!("w{i} ::= \"\" | \"c\" w{i}\n");
+            }
+            let g = Grammar::new(&src, 1_000_000).unwrap();
+            let re = regex_automata::meta::Regex::new(&format!("^(?:(?:{})c*)+$", words.join("|"))).unwrap();
+            for t in &texts {
+                prop_assert_eq!(chart_accepts(&g, t), re.is_match(t.as_slice()));
             }
         }
 
