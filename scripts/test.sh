@@ -11,24 +11,30 @@ source "$ROOT/scripts/setup.sh"
 cd "$ROOT"
 
 step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+# Runs a command and says how long it took (CI has 90 minutes for all of this).
+timed() {
+  local t0=$SECONDS
+  "$@"
+  printf '\033[2m-- %d s: %s\033[0m\n' $((SECONDS - t0)) "$*"
+}
 start=$SECONDS
 
 step "native: cargo test --workspace"
-cargo test --workspace
+timed cargo test --workspace
 
 step "browser: wasm-pack test --headless --chrome"
 # The runner's default 20 s is too short for shader compiles on SwiftShader.
 export WASM_BINDGEN_TEST_TIMEOUT="${WASM_BINDGEN_TEST_TIMEOUT:-900}"
 # The engine's exactness tests, the same code as natively: the brute-force oracle, the matcher,
 # grammars, JSON Schema cases, properties and the official suite (tokenizers and suite embedded).
-wasm-pack test --headless --chrome crates/sieve-core --test oracle --test matcher --test grammar --test gbnf \
+timed wasm-pack test --headless --chrome crates/sieve-core --test oracle --test matcher --test grammar --test gbnf \
   --test json_schema_cases --test json_schema_props --test json_schema_suite
 # The model crate's browser targets: GPU kernels against CPU references, and a constrained
 # generation with the tiny random-weight model on WebGPU (greedy, equal to burn's CPU backend).
-wasm-pack test --headless --chrome crates/sieve-model --test gpu_kernels --test tiny_gpu
+timed wasm-pack test --headless --chrome crates/sieve-model --test gpu_kernels --test tiny_gpu
 
 step "pages: end-to-end tests in Chromium"
-bash "$ROOT/scripts/build-web.sh" --dev
-(cd tests/e2e && npm test)
+timed bash "$ROOT/scripts/build-web.sh" --dev
+(cd tests/e2e && timed npm test)
 
 step "all tests passed in $((SECONDS - start)) s (after setup)"
