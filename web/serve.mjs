@@ -3,7 +3,8 @@
 //
 //   node web/serve.mjs [--port N]     (default 8080; the next free port is taken if it is busy)
 //
-// Also importable: `const { url, close } = await serve({ port: 0 })`.
+// Also importable: `const { url, close } = await serve({ port: 0 })`; `mounts` maps a URL prefix
+// to another folder (`{ "/web/pkg/": "/tmp/pkg-release" }`), to serve a second build of the package.
 import { createServer } from "node:http";
 import { createReadStream } from "node:fs";
 import { stat } from "node:fs/promises";
@@ -24,10 +25,16 @@ const TYPES = {
   ".ts": "text/plain; charset=utf-8",
 };
 
-async function handle(req, res) {
-  const path = decodeURIComponent(new URL(req.url, "http://localhost").pathname);
-  let file = normalize(join(ROOT, path));
-  if (file !== ROOT && !file.startsWith(ROOT + sep)) {
+async function handle(req, res, mounts) {
+  let path = decodeURIComponent(new URL(req.url, "http://localhost").pathname);
+  let root = ROOT;
+  const prefix = Object.keys(mounts).find((p) => path.startsWith(p));
+  if (prefix) {
+    root = resolve(mounts[prefix]);
+    path = path.slice(prefix.length);
+  }
+  let file = normalize(join(root, path));
+  if (file !== root && !file.startsWith(root + sep)) {
     res.writeHead(403).end("forbidden");
     return;
   }
@@ -52,14 +59,14 @@ async function handle(req, res) {
 }
 
 /** Starts the server; resolves to its URL and a close function. Port 0 picks any free port. */
-export function serve({ port = 8080, host = "127.0.0.1", tries = 20 } = {}) {
+export function serve({ port = 8080, host = "127.0.0.1", tries = 20, mounts = {} } = {}) {
   return new Promise((resolvePromise, reject) => {
     const server = createServer((req, res) => {
-      handle(req, res).catch((err) => res.writeHead(500).end(String(err)));
+      handle(req, res, mounts).catch((err) => res.writeHead(500).end(String(err)));
     });
     server.once("error", (err) => {
       if (err.code === "EADDRINUSE" && port !== 0 && tries > 1) {
-        serve({ port: port + 1, host, tries: tries - 1 }).then(resolvePromise, reject);
+        serve({ port: port + 1, host, tries: tries - 1, mounts }).then(resolvePromise, reject);
       } else {
         reject(err);
       }

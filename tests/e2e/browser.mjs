@@ -17,9 +17,10 @@ const ARGS = [
   "--disable-quic",
 ];
 
-/** Starts the server and the browser; `close()` stops both. Page errors are collected. */
-export async function start() {
-  const server = await serve({ port: 0 });
+/** Starts the server and the browser; `close()` stops both. Page errors are collected.
+ * `mounts` is passed to the server (see web/serve.mjs). */
+export async function start({ mounts } = {}) {
+  const server = await serve({ port: 0, mounts });
   const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ARGS });
   const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
   const errors = [];
