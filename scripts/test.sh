@@ -30,8 +30,9 @@ export WASM_BINDGEN_TEST_TIMEOUT="${WASM_BINDGEN_TEST_TIMEOUT:-900}"
 timed wasm-pack test --headless --chrome crates/sieve-core --test oracle --test matcher --test grammar --test gbnf \
   --test json_schema_cases --test json_schema_props --test json_schema_suite
 # The model crate's browser targets: GPU kernels against CPU references, and a constrained
-# generation with the tiny random-weight model on WebGPU (greedy, equal to burn's CPU backend).
-timed wasm-pack test --headless --chrome crates/sieve-model --test gpu_kernels --test tiny_gpu
+# generation with the tiny random-weight model on WebGPU (greedy, equal to burn's CPU backend),
+# and the WGSL forward pass against burn's ops on the CPU.
+timed wasm-pack test --headless --chrome crates/sieve-model --test gpu_kernels --test tiny_gpu --test wgsl_forward
 
 step "pages: end-to-end tests in Chromium"
 timed bash "$ROOT/scripts/build-web.sh" --dev
