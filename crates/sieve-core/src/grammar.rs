@@ -278,6 +278,20 @@ fn cost(e: &Expr, tail: bool, r: &mut dyn FnMut(&str, bool) -> usize) -> usize {
     }
 }
 
+/// Calls `f(name, n)` for each reference in `e`, compiled `n` times when
+/// `e` is compiled `times` times.
+fn copies(e: &Expr, times: usize, f: &mut dyn FnMut(&str, usize)) {
+    match e {
+        Expr::Seq(v) | Expr::Alt(v) => v.iter().for_each(|e| copies(e, times, f)),
+        Expr::Repeat { expr, min, max } => {
+            let n = max.map_or(*min as usize + 1, |m| m as usize);
+            copies(expr, times.saturating_mul(n), f)
+        }
+        Expr::Ref { name, .. } => f(name, times),
+        Expr::Literal(_) | Expr::Class(_) => {}
+    }
+}
+
 /// Strongly connected components of the call graph (Tarjan), numbered in
 /// the order they complete: a component only calls components numbered
 /// before it, or itself.
@@ -331,7 +345,8 @@ fn components(edges: &[Vec<u32>]) -> (Vec<usize>, usize) {
 /// those whose recursion, if any, is right-linear (inside their strongly
 /// connected component every reference ends its rule's body, so the inlined
 /// copies close into loops through [`Builder::memo`]) and whose inlined copy
-/// is estimated at most [`INLINE_MAX`] states. A copy holds, once each, the
+/// is estimated at most [`INLINE_MAX`] states, or that are referenced once
+/// (inlining them copies nothing). A copy holds, once each, the
 /// rules reached through tail references (they share one continuation) and
 /// a copy of each rule referenced elsewhere.
 fn plan(rules: &[gbnf::Rule], ids: &HashMap<&str, u32>, edges: &[Vec<u32>]) -> Vec<bool> {
@@ -339,6 +354,16 @@ fn plan(rules: &[gbnf::Rule], ids: &HashMap<&str, u32>, edges: &[Vec<u32>]) -> V
     let mut members: Vec<Vec<u32>> = vec![Vec::new(); ncomp];
     for (q, &c) in comp.iter().enumerate() {
         members[c].push(q as u32);
+    }
+    // Per component: how many copies of references from outside it compile.
+    let mut outside = vec![0usize; ncomp];
+    for (q, r) in rules.iter().enumerate() {
+        copies(&r.body, 1, &mut |name, n| {
+            let t = ids.get(name).map_or(0, |&t| t as usize);
+            if comp[t] != comp[q] {
+                outside[comp[t]] = outside[comp[t]].saturating_add(n);
+            }
+        });
     }
     let mut inline = vec![false; rules.len()];
     // Per inlined component: the rules one copy holds once, with their own cost.
@@ -370,7 +395,8 @@ fn plan(rules: &[gbnf::Rule], ids: &HashMap<&str, u32>, edges: &[Vec<u32>]) -> V
         held.sort_unstable();
         held.dedup_by_key(|x| x.0);
         let size = held.iter().fold(0usize, |s, x| s.saturating_add(x.1));
-        if (!cyclic || linear) && size <= INLINE_MAX {
+        // Referenced once, a component is never copied: inline it at any size.
+        if (!cyclic || linear) && (size <= INLINE_MAX || outside[c] == 1) {
             members[c].iter().for_each(|&q| inline[q as usize] = true);
             shared[c] = held;
         }
@@ -1055,6 +1081,13 @@ mod tests {
         let src = "root ::= \"<\" even \">\"\neven ::= \"\" | \"a\" odd\nodd ::= \"a\" even\n";
         let g = Grammar::new(src, 1000).unwrap();
         assert_eq!(g.names, ["root"]);
+        // A rule too large to copy is inlined where it is referenced once,
+        // and called where it is referenced twice.
+        let big = format!("big ::= {}\n", (0..300).map(|i| format!("\"w{i}\"")).collect::<Vec<_>>().join(" | "));
+        let g = Grammar::new(&format!("root ::= \"<\" big \">\"\n{big}"), 100_000).unwrap();
+        assert_eq!(g.names, ["root"]);
+        let g = Grammar::new(&format!("root ::= \"<\" big \">\" big\n{big}"), 100_000).unwrap();
+        assert_eq!(g.names, ["root", "big"]);
         // A self-reference elsewhere than at the end stays a call.
         let g = Grammar::new("root ::= \"(\" root \")\" | \"x\"", 1000).unwrap();
         assert!(g.core.iter().any(|c| c.kind == Kind::Call { rule: 0 }));
