@@ -54,6 +54,9 @@ struct RuleInfo {
     nullable: bool,
 }
 
+/// A range of indexes, `start..end`, into an array of states.
+type Span = (u32, u32);
+
 /// A compiled grammar.
 #[derive(Debug)]
 pub(crate) struct Grammar {
@@ -478,71 +481,78 @@ impl Grammar {
             core_of[i] = core.len() as u32;
             core.push(Core { kind, rule: owner[i], next: (0, 0) });
         }
-        let mut closures: HashMap<u32, Vec<u32>> = HashMap::new();
-        let mut closure = |at: u32| -> Vec<u32> {
-            closures
-                .entry(at)
-                .or_insert_with(|| {
-                    let mut out = Vec::new();
-                    let mut seen = std::collections::HashSet::new();
-                    let mut stack = vec![at];
-                    while let Some(s) = stack.pop() {
-                        if !seen.insert(s) {
-                            continue;
-                        }
-                        match &n[s as usize] {
-                            N::Eps(next) => stack.extend(next.iter().rev()),
-                            _ => out.push(core_of[s as usize]),
-                        }
+        // Epsilon closures, one per automaton state at most, kept in `pool`
+        // (`seen` marks the states of the closure being taken by its round).
+        let mut pool: Vec<u32> = Vec::new();
+        let mut memo = vec![(u32::MAX, 0u32); n.len()];
+        let (mut seen, mut round, mut stack) = (vec![0u32; n.len()], 0u32, Vec::new());
+        let mut closure = |at: u32, pool: &mut Vec<u32>| -> (u32, u32) {
+            if memo[at as usize].0 == u32::MAX {
+                round += 1;
+                let a = pool.len() as u32;
+                stack.push(at);
+                while let Some(s) = stack.pop() {
+                    if std::mem::replace(&mut seen[s as usize], round) == round {
+                        continue;
                     }
-                    out
-                })
-                .clone()
+                    match &n[s as usize] {
+                        N::Eps(next) => stack.extend(next.iter().rev()),
+                        _ => pool.push(core_of[s as usize]),
+                    }
+                }
+                memo[at as usize] = (a, pool.len() as u32);
+            }
+            memo[at as usize]
         };
-        let mut next_lists: Vec<Vec<u32>> = Vec::with_capacity(core.len());
+        // Per core state, its successors (a range of `pool`).
+        let mut next_lists: Vec<(u32, u32)> = Vec::with_capacity(core.len());
         // Per `Ranges` state (in core order): each range with its successors.
-        let mut range_lists: Vec<Vec<(u8, u8, Vec<u32>)>> = Vec::new();
+        let mut range_lists: Vec<Vec<(u8, u8, Span)>> = Vec::new();
         for s in &n {
             match s {
-                N::Byte { next, .. } | N::Call { next, .. } => next_lists.push(closure(*next)),
-                N::Accept { .. } => next_lists.push(Vec::new()),
+                N::Byte { next, .. } | N::Call { next, .. } => next_lists.push(closure(*next, &mut pool)),
+                N::Accept { .. } => next_lists.push((0, 0)),
                 N::Ranges(rs) => {
-                    let lists: Vec<(u8, u8, Vec<u32>)> = rs.iter().map(|&(lo, hi, t)| (lo, hi, closure(t))).collect();
-                    let mut union: Vec<u32> = lists.iter().flat_map(|l| l.2.iter().copied()).collect();
+                    let lists: Vec<(u8, u8, Span)> = rs.iter().map(|&(lo, hi, t)| (lo, hi, closure(t, &mut pool))).collect();
+                    let mut union: Vec<u32> = lists.iter().flat_map(|l| pool[l.2.0 as usize..l.2.1 as usize].to_vec()).collect();
                     union.sort_unstable();
                     union.dedup();
-                    next_lists.push(union);
+                    let a = pool.len() as u32;
+                    pool.extend(union);
+                    next_lists.push((a, pool.len() as u32));
                     range_lists.push(lists);
                 }
                 N::Eps(_) => {}
             }
         }
-        let start_lists: Vec<Vec<u32>> = starts.iter().map(|&s| closure(s)).collect();
+        let start_lists: Vec<(u32, u32)> = starts.iter().map(|&s| closure(s, &mut pool)).collect();
+        let list = |l: (u32, u32)| &pool[l.0 as usize..l.1 as usize];
 
         // Productive rules: those that derive some finite string.
         let nrules = start_lists.len();
-        let reaches_accept = |from: &[u32], ok_call: &dyn Fn(u32) -> bool, bytes: bool| {
-            let mut seen = vec![false; core.len()];
-            let mut stack: Vec<u32> = from.to_vec();
+        let (mut seen, mut round) = (vec![0u32; core.len()], 0u32);
+        let mut reaches_accept = |from: (u32, u32), ok_call: &dyn Fn(u32) -> bool, bytes: bool| {
+            round += 1;
+            let mut stack: Vec<u32> = list(from).to_vec();
             while let Some(s) = stack.pop() {
-                if std::mem::replace(&mut seen[s as usize], true) {
+                if std::mem::replace(&mut seen[s as usize], round) == round {
                     continue;
                 }
                 match core[s as usize].kind {
                     Kind::Accept { .. } => return true,
-                    Kind::Byte { .. } | Kind::Ranges { .. } if bytes => stack.extend(&next_lists[s as usize]),
-                    Kind::Call { rule } if ok_call(rule) => stack.extend(&next_lists[s as usize]),
+                    Kind::Byte { .. } | Kind::Ranges { .. } if bytes => stack.extend(list(next_lists[s as usize])),
+                    Kind::Call { rule } if ok_call(rule) => stack.extend(list(next_lists[s as usize])),
                     _ => {}
                 }
             }
             false
         };
-        let fixpoint = |bytes: bool| {
+        let mut fixpoint = |bytes: bool| {
             let mut flag = vec![false; nrules];
             loop {
                 let mut changed = false;
                 for r in 0..nrules {
-                    if !flag[r] && reaches_accept(&start_lists[r], &|c| flag[c as usize], bytes) {
+                    if !flag[r] && reaches_accept(start_lists[r], &|c| flag[c as usize], bytes) {
                         flag[r] = true;
                         changed = true;
                     }
@@ -555,28 +565,38 @@ impl Grammar {
         let productive = fixpoint(true);
         let nullable = fixpoint(false);
 
-        // Co-reachable states: those from which their rule's end is reachable.
-        let mut preds: Vec<Vec<u32>> = vec![Vec::new(); core.len()];
-        let mut todo = Vec::new();
+        // Co-reachable states: those from which their rule's end is reachable
+        // (predecessor lists in one array: `preds[pred_at[t]..pred_at[t + 1]]`).
+        let follows = |c: &Core| match c.kind {
+            Kind::Byte { .. } | Kind::Ranges { .. } => true,
+            Kind::Call { rule } => productive[rule as usize],
+            Kind::Accept { .. } => false,
+        };
+        let mut pred_at = vec![0u32; core.len() + 1];
         for (s, c) in core.iter().enumerate() {
-            let follow = match c.kind {
-                Kind::Byte { .. } | Kind::Ranges { .. } => true,
-                Kind::Call { rule } => productive[rule as usize],
-                Kind::Accept { .. } => {
-                    todo.push(s as u32);
-                    false
-                }
-            };
-            if follow {
-                for &t in &next_lists[s] {
-                    preds[t as usize].push(s as u32);
+            if follows(c) {
+                list(next_lists[s]).iter().for_each(|&t| pred_at[t as usize + 1] += 1);
+            }
+        }
+        for t in 0..core.len() {
+            pred_at[t + 1] += pred_at[t];
+        }
+        let mut fill = pred_at.clone();
+        let mut preds = vec![0u32; pred_at[core.len()] as usize];
+        for (s, c) in core.iter().enumerate() {
+            if follows(c) {
+                for &t in list(next_lists[s]) {
+                    preds[fill[t as usize] as usize] = s as u32;
+                    fill[t as usize] += 1;
                 }
             }
         }
+        let mut todo: Vec<u32> =
+            core.iter().enumerate().filter(|(_, c)| matches!(c.kind, Kind::Accept { .. })).map(|(s, _)| s as u32).collect();
         let mut live = vec![false; core.len()];
         while let Some(s) = todo.pop() {
             if !std::mem::replace(&mut live[s as usize], true) {
-                todo.extend(&preds[s as usize]);
+                todo.extend(&preds[pred_at[s as usize] as usize..pred_at[s as usize + 1] as usize]);
             }
         }
         let mut succ = Vec::new();
@@ -588,11 +608,11 @@ impl Grammar {
         let mut ranges = Vec::new();
         let mut range_lists = range_lists.into_iter();
         for (s, c) in core.iter_mut().enumerate() {
-            c.next = push_list(&next_lists[s], &mut succ);
+            c.next = push_list(list(next_lists[s]), &mut succ);
             if let Kind::Ranges { .. } = c.kind {
                 let first = ranges.len() as u32;
-                for (lo, hi, list) in range_lists.next().unwrap_or_default() {
-                    let next = push_list(&list, &mut succ);
+                for (lo, hi, l) in range_lists.next().unwrap_or_default() {
+                    let next = push_list(list(l), &mut succ);
                     ranges.push(ByteRange { lo, hi, next });
                 }
                 c.kind = Kind::Ranges { first, end: ranges.len() as u32 };
@@ -601,7 +621,7 @@ impl Grammar {
         let rules = start_lists
             .iter()
             .zip(&nullable)
-            .map(|(l, &nullable)| RuleInfo { start: push_list(l, &mut succ), nullable })
+            .map(|(&l, &nullable)| RuleInfo { start: push_list(list(l), &mut succ), nullable })
             .collect();
         // A class starts at every byte where some state's range starts or
         // ends (256 such bytes at most, so classes fit a u8).
