@@ -20,6 +20,10 @@ pub struct BenchArgs {
     /// Without it, random walks over the allowed tokens are timed.
     #[arg(long, value_name = "PATH")]
     pub texts: Option<PathBuf>,
+    /// Write the replayed texts' token ids there, one JSON array per line
+    /// (for replaying the same tokens elsewhere: benches/wasm-bench.sh).
+    #[arg(long, value_name = "FILE", requires = "texts")]
+    pub emit_tokens: Option<PathBuf>,
     /// At most this many texts (or random walks).
     #[arg(long, default_value_t = 200)]
     pub limit: usize,
@@ -108,8 +112,10 @@ pub fn run(args: &BenchArgs) -> Result<i32, CliError> {
         let mut texts = Vec::new();
         maskbench_texts(path, &mut texts)?;
         texts.truncate(args.limit);
+        let mut emitted = String::new();
         for text in &texts {
             let ids = loaded.encode(text)?;
+            emitted += &format!("{}\n", json!(ids));
             let mut m = Matcher::new(&constraint, vocab);
             for &t in &ids {
                 if !time_mask(&mut m, &mut mask, &mut errors) {
@@ -120,6 +126,9 @@ pub fn run(args: &BenchArgs) -> Result<i32, CliError> {
                     break;
                 }
             }
+        }
+        if let Some(f) = &args.emit_tokens {
+            std::fs::write(f, emitted)?;
         }
     } else {
         let mut rng = Rng::new(args.seed);

@@ -1,8 +1,9 @@
 //! Mask timing inside WebAssembly: built for wasm32 and driven from Node by
 //! `benches/wasm-bench.sh`, which times each `mask` call with
-//! `performance.now()`. The walks are the ones `sieve bench --any-json`
-//! takes for the same seed (same RNG, same choices), so native and wasm
-//! figures compare directly.
+//! `performance.now()`. [`Walks`] takes the walks `sieve bench --any-json`
+//! takes for the same seed (same RNG, same choices); [`Replay`] replays the
+//! token ids `sieve bench --texts .. --emit-tokens` wrote. Either way native
+//! and wasm time the same masks.
 
 use sieve_core::{Constraint, Matcher, Vocabulary};
 use std::sync::Arc;
@@ -55,5 +56,42 @@ impl Walks {
         let r = self.rng.wrapping_mul(0x2545F4914F6CDD1D);
         self.matcher.accept_token(allowed[(r % allowed.len() as u64) as usize])?;
         Ok(true)
+    }
+}
+
+/// Replays given token ids through "any JSON value" (or a GBNF grammar).
+#[wasm_bindgen]
+pub struct Replay {
+    vocab: Arc<Vocabulary>,
+    constraint: Constraint,
+    matcher: Matcher,
+    mask: Vec<u32>,
+}
+
+#[wasm_bindgen]
+impl Replay {
+    /// Prepares the vocabulary and compiles `gbnf` (empty: any JSON value).
+    #[wasm_bindgen(constructor)]
+    pub fn new(tokenizer_json: &str, gbnf: &str) -> Result<Replay, JsError> {
+        let vocab = Arc::new(Vocabulary::from_tokenizer_json(tokenizer_json)?);
+        let constraint = if gbnf.is_empty() { Constraint::any_json() } else { Constraint::gbnf(gbnf)? };
+        let matcher = Matcher::new(&constraint, &vocab);
+        let mask = vec![0u32; vocab.mask_words()];
+        Ok(Replay { vocab, constraint, matcher, mask })
+    }
+
+    /// Starts a new text.
+    pub fn start(&mut self) {
+        self.matcher = Matcher::new(&self.constraint, &self.vocab);
+    }
+
+    /// Computes one mask (the part to time).
+    pub fn mask(&mut self) -> Result<(), JsError> {
+        Ok(self.matcher.fill_next_token_bitmask(&mut self.mask)?)
+    }
+
+    /// Takes `token`; false when the constraint refuses it.
+    pub fn accept(&mut self, token: u32) -> bool {
+        self.matcher.accept_token(token).is_ok()
     }
 }
