@@ -21,7 +21,7 @@ use crate::args::read;
 use crate::fail::CliError;
 
 /// Longest context the command allocates for (prompt plus completion).
-const MAX_CONTEXT: usize = 4096;
+pub(crate) const MAX_CONTEXT: usize = 4096;
 
 /// Generate text with a GGUF model, optionally under a constraint.
 #[derive(Args, Debug)]
@@ -91,7 +91,7 @@ pub enum Backend {
 
 impl GenerateConstraint {
     /// The compiled constraint, `None` when no flag names one.
-    fn compile(&self) -> Result<Option<Constraint>, CliError> {
+    pub(crate) fn compile(&self) -> Result<Option<Constraint>, CliError> {
         let source = if let Some(path) = &self.json_schema {
             let schema: serde_json::Value = serde_json::from_str(&read(path)?)
                 .map_err(|e| CliError::new(format!("{}: {e}", path.display())))?;
@@ -108,7 +108,8 @@ impl GenerateConstraint {
     }
 }
 
-fn device(choice: Backend) -> Result<(Device, Picker), CliError> {
+/// The device for `choice`, and where tokens are chosen on it.
+pub(crate) fn device(choice: Backend) -> Result<(Device, Picker), CliError> {
     if choice == Backend::Cpu {
         return Ok((Device::flex(), Picker::Cpu));
     }

@@ -13,6 +13,7 @@
 mod args;
 mod bench;
 mod check;
+mod decode_bench;
 mod fail;
 mod generate;
 mod maskbench;
@@ -39,6 +40,8 @@ enum Command {
     Maskbench(maskbench::MaskbenchArgs),
     /// Generate text with a GGUF model under a constraint (wgpu, or the CPU as a fallback).
     Generate(generate::GenerateArgs),
+    /// Measure decoding: tokens/s, the constraint's cost, and what jump-forward saves.
+    BenchDecode(decode_bench::DecodeBenchArgs),
 }
 
 fn main() {
@@ -59,6 +62,7 @@ fn main() {
         Command::Bench(a) => bench::run(a),
         Command::Maskbench(a) => maskbench::run(a),
         Command::Generate(a) => generate::run(a),
+        Command::BenchDecode(a) => decode_bench::run(a),
     };
     match result {
         Ok(code) => std::process::exit(code),

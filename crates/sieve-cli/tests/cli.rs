@@ -97,3 +97,39 @@ fn bench_reports_figures() {
     assert!(out[0]["compile_us"]["p99"].as_f64().is_some());
     assert!(out[0]["constraint_bytes_compiled"].as_u64().unwrap() > 0);
 }
+
+fn model() -> String {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../assets/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf");
+    assert!(p.exists(), "{}: run `bash scripts/fetch-assets.sh` from the repository root", p.display());
+    p.display().to_string()
+}
+
+/// The real model on wgpu (lavapipe without a GPU): a schema-valid completion with its stats, and
+/// the decode benchmark's figures (behaviour only: the same number of tokens free and
+/// constrained, fewer passes with jump-forward).
+#[test]
+fn generate_and_bench_decode_with_the_real_model() {
+    let m = model();
+    let schema = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../bench/person.schema.json").display().to_string();
+    let prompt = "Describe a person as JSON with name, age, city and email.";
+    let (code, out) = sieve(&["generate", "--model", &m, "--json-schema", &schema, "--chat", "--prompt", prompt, "--max-tokens", "48", "--device", "wgpu", "--json"]);
+    assert_eq!(code, 0);
+    let stats = &out[0]["stats"];
+    assert_eq!(stats["launches_per_pass"], 2 + 5 * 30);
+    assert!(stats["forced_tokens"].as_u64().unwrap() > 0, "the keys are forced: {stats}");
+    let text = out[0]["text"].as_str().unwrap();
+    if stats["completion_tokens"].as_u64().unwrap() < 48 {
+        let v: Value = serde_json::from_str(text).unwrap_or_else(|e| panic!("{text:?}: {e}"));
+        for key in ["name", "age", "city", "email"] {
+            assert!(v.get(key).is_some(), "{key} in {text}");
+        }
+    }
+
+    let (code, out) = sieve(&["bench-decode", "--model", &m, "--json-schema", &schema, "--prompt", prompt, "--max-tokens", "40", "--rounds", "1", "--device", "wgpu"]);
+    assert_eq!(code, 0);
+    let r = &out[0];
+    assert_eq!(r["unconstrained"]["completion_tokens"], r["constrained"]["completion_tokens"]);
+    assert_eq!(r["constrained"]["forward_passes"], r["constrained"]["completion_tokens"]);
+    assert!(r["jump_forward"]["forward_passes"].as_u64().unwrap() < r["constrained"]["forward_passes"].as_u64().unwrap(), "{r}");
+    assert!(r["constrained_overhead_pct"].as_f64().is_some() && r["tokens_per_s_unconstrained"].as_f64().unwrap() > 0.0);
+}

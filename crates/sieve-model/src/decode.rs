@@ -39,12 +39,20 @@ pub trait TokenConstraint {
 #[derive(Debug, Clone)]
 pub struct Unconstrained {
     vocab: usize,
+    /// A token never allowed (the end of sequence, to decode an exact number of tokens).
+    forbidden: Option<u32>,
 }
 
 impl Unconstrained {
     /// Allows ids `0..vocab`.
     pub fn new(vocab: usize) -> Self {
-        Self { vocab }
+        Self { vocab, forbidden: None }
+    }
+
+    /// Allows ids `0..vocab` except `eos`, so that decoding runs to `max_tokens` (benchmarks
+    /// compare decoding of the same number of tokens).
+    pub fn without_end(vocab: usize, eos: u32) -> Self {
+        Self { vocab, forbidden: Some(eos) }
     }
 }
 
@@ -54,13 +62,18 @@ impl TokenConstraint for Unconstrained {
             let allowed = self.vocab.saturating_sub(w * 32).min(32);
             *word = if allowed == 32 { u32::MAX } else { (1u32 << allowed) - 1 };
         }
+        if let Some(t) = self.forbidden
+            && let Some(word) = mask.get_mut(t as usize / 32)
+        {
+            *word &= !(1 << (t % 32));
+        }
         Ok(())
     }
 
     fn accept_token(&mut self, token: u32) -> Result<(), ModelError> {
-        match (token as usize) < self.vocab {
+        match (token as usize) < self.vocab && Some(token) != self.forbidden {
             true => Ok(()),
-            false => Err(ModelError::Constraint(format!("token {token} is past the vocabulary"))),
+            false => Err(ModelError::Constraint(format!("token {token} is not allowed"))),
         }
     }
 

@@ -205,3 +205,16 @@ fn max_tokens_caps_forced_tokens_too() {
     assert!(options[0].starts_with(&out.text));
     assert_eq!(out.stats.forward_passes, 0);
 }
+
+#[test]
+fn unconstrained_without_end_allows_everything_but_the_end() {
+    use sieve_model::decode::{TokenConstraint, Unconstrained};
+    let (vocab, eos) = (70, 33);
+    let mut free = Unconstrained::without_end(vocab, eos);
+    let mut mask = vec![0u32; 3];
+    free.fill_mask(&mut mask).unwrap();
+    let allowed: Vec<usize> = (0..96).filter(|&t| mask[t / 32] >> (t % 32) & 1 == 1).collect();
+    assert_eq!(allowed, (0..vocab).filter(|&t| t != eos as usize).collect::<Vec<_>>());
+    assert!(free.accept_token(eos).is_err());
+    assert!(free.accept_token(32).is_ok() && free.accept_token(70).is_err());
+}

@@ -1,0 +1,150 @@
+//! `sieve bench-decode`: the model's decode speed, and what the constraint and jump-forward
+//! change about it, measured in one run on one device.
+//!
+//! Greedy decoding of one prompt, three ways per round, rounds interleaved so that a noisy
+//! machine weighs on all three alike:
+//!
+//! 1. under the constraint with jump-forward off: `n` tokens, one forward pass each;
+//! 2. free text of exactly `n` tokens (the end of sequence is masked out): the same number of
+//!    forward passes with no constraint;
+//! 3. under the constraint with jump-forward on: the same text (a prefix of one another when
+//!    `--max-tokens` cuts them short), in fewer passes.
+//!
+//! The figures are medians over the rounds; the first generation (shader compiles) is not
+//! counted.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use clap::Args;
+use serde_json::{Value, json};
+use sieve_core::{Matcher, Vocabulary};
+use sieve_model::decode::{GenerateConfig, Generation, Picker, StopReason, TokenConstraint, Unconstrained, generate};
+use sieve_model::sampling::Sampling;
+use sieve_model::tokenizer::chat_prompt;
+use sieve_model::{Device, Gguf, Llama, LlamaConfig, Tokenizer};
+
+use crate::fail::CliError;
+use crate::generate::{Backend, GenerateConstraint, MAX_CONTEXT, device};
+
+/// Measure decoding with and without a constraint and jump-forward.
+#[derive(Args, Debug)]
+pub struct DecodeBenchArgs {
+    /// The model: a llama-architecture GGUF (SmolLM2-135M-Instruct Q4_1).
+    #[arg(long, value_name = "FILE")]
+    pub model: PathBuf,
+    /// The constraint (required: the benchmark compares decoding under it with free decoding).
+    #[command(flatten)]
+    pub constraint: GenerateConstraint,
+    /// The prompt, as a user message in the model's chat template.
+    #[arg(long)]
+    pub prompt: String,
+    /// Most tokens of the constrained output.
+    #[arg(long, default_value_t = 64)]
+    pub max_tokens: usize,
+    /// Rounds of the three generations.
+    #[arg(long, default_value_t = 3)]
+    pub rounds: usize,
+    /// Where the model runs.
+    #[arg(long, value_enum, default_value_t = Backend::Auto)]
+    pub device: Backend,
+}
+
+/// One timed generation.
+struct Run {
+    out: Generation,
+    ms: f64,
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
+}
+
+fn round2(x: f64) -> f64 {
+    (x * 100.0).round() / 100.0
+}
+
+/// Prints one JSON object (one line) with the figures; returns the exit status.
+pub fn run(args: &DecodeBenchArgs) -> Result<i32, CliError> {
+    let constraint = args
+        .constraint
+        .compile()?
+        .ok_or_else(|| CliError::new("bench-decode needs a constraint: --json-schema, --regex or --grammar"))?;
+    if args.rounds == 0 {
+        return Err(CliError::new("--rounds must be at least 1"));
+    }
+    let bytes = std::fs::read(&args.model).map_err(|e| CliError::new(format!("{}: {e}", args.model.display())))?;
+    let gguf = Gguf::parse(&bytes)?;
+    let tokenizer = Tokenizer::from_gguf(&gguf)?;
+    let (device, picker): (Device, Picker) = device(args.device)?;
+    let model = Llama::from_gguf(&gguf, LlamaConfig::from_gguf(&gguf, MAX_CONTEXT)?, &device)?;
+    drop(bytes);
+    let vocab = Arc::new(Vocabulary::from_tokenizer_json(tokenizer.json())?.with_eos_ids(&[tokenizer.eos()])?);
+    let prompt = tokenizer.encode(&chat_prompt(&[("user", args.prompt.as_str())]))?;
+
+    let origin = Instant::now();
+    let clock = || origin.elapsed().as_secs_f64() * 1000.0;
+    let timed = |c: &mut dyn TokenConstraint, max_tokens: usize, jump_forward: bool| -> Result<Run, CliError> {
+        let config = GenerateConfig { max_tokens, sampling: Sampling::GREEDY, jump_forward, picker };
+        let t0 = clock();
+        let out = pollster::block_on(generate(&model, &tokenizer, c, &prompt, &config, &clock))?;
+        Ok(Run { out, ms: clock() - t0 })
+    };
+    let constrained = |jump_forward: bool| timed(&mut Matcher::new(&constraint, &vocab), args.max_tokens, jump_forward);
+
+    constrained(false)?; // compiles the shaders
+    let (mut plain, mut masked, mut jumped) = (vec![], vec![], vec![]);
+    for _ in 0..args.rounds {
+        let off = constrained(false)?;
+        let n = off.out.tokens.len();
+        let free = timed(&mut Unconstrained::without_end(model.config().vocab, tokenizer.eos()), n, false)?;
+        let on = constrained(true)?;
+        // Jump-forward spends fewer tokens on the same text, so when `max_tokens` cuts the
+        // output short, the run without it stops earlier in the same text.
+        let (a, b) = (&off.out.text, &on.out.text);
+        let same = match (off.out.stop, on.out.stop) {
+            (StopReason::MaxTokens, _) | (_, StopReason::MaxTokens) => a.starts_with(b.as_str()) || b.starts_with(a.as_str()),
+            _ => a == b,
+        };
+        if !same {
+            return Err(CliError::new(format!("jump-forward changed the greedy output: {a:?} without, {b:?} with")));
+        }
+        plain.push(free);
+        masked.push(off);
+        jumped.push(on);
+    }
+
+    let per_token = |runs: &[Run]| median(runs.iter().map(|r| r.ms / r.out.tokens.len().max(1) as f64).collect());
+    let total = |runs: &[Run]| median(runs.iter().map(|r| r.ms).collect());
+    let summary = |runs: &[Run]| -> Value {
+        let last = &runs[runs.len() - 1].out.stats;
+        json!({
+            "completion_tokens": last.completion_tokens,
+            "forward_passes": last.forward_passes,
+            "ms": round2(total(runs)),
+            "ms_per_token": round2(per_token(runs)),
+            "mask_us_p50": round2(last.mask_us_quantile(0.5)),
+            "mask_us_p99": round2(last.mask_us_quantile(0.99)),
+        })
+    };
+    let ratios = |a: &[Run], b: &[Run]| median(a.iter().zip(b).map(|(a, b)| a.ms / b.ms).collect());
+    let (off_passes, on_passes) = (masked[0].out.stats.forward_passes, jumped[0].out.stats.forward_passes);
+    let report = json!({
+        "device": if picker == Picker::Gpu { "wgpu" } else { "cpu" },
+        "launches_per_pass": model.launches_per_pass(),
+        "prompt_tokens": prompt.len(),
+        "rounds": args.rounds,
+        "text": masked[0].out.text,
+        "unconstrained": summary(&plain),
+        "constrained": summary(&masked),
+        "jump_forward": summary(&jumped),
+        "tokens_per_s_unconstrained": round2(1000.0 / per_token(&plain)),
+        "constrained_overhead_pct": round2((ratios(&masked, &plain) - 1.0) * 100.0),
+        "jump_forward_fewer_passes_pct": round2((1.0 - on_passes as f64 / off_passes.max(1) as f64) * 100.0),
+        "jump_forward_less_time_pct": round2((1.0 - ratios(&jumped, &masked)) * 100.0),
+    });
+    println!("{report}");
+    Ok(0)
+}
