@@ -255,6 +255,11 @@ fn refs<'e>(e: &'e Expr, out: &mut Vec<(&'e str, usize)>) {
 /// context.
 const INLINE_MAX: usize = 1000;
 
+/// The same for a rule that calls no rule once inlined (an automaton, such
+/// as a pattern): called, it would take the token cache's walks off its DFA
+/// onto Earley steps at every trie node, so copying it is worth more.
+const INLINE_MAX_AUTOMATON: usize = 4000;
+
 /// Estimated automaton states of `e` (as [`Builder::expr`] compiles it),
 /// with `r(name, tail)` the cost of a reference; `tail` is true when the
 /// reference continues where `e` does (it ends its rule's body).
@@ -348,8 +353,9 @@ fn components(edges: &[Vec<u32>]) -> (Vec<usize>, usize) {
 /// those whose recursion, if any, is right-linear (inside their strongly
 /// connected component every reference ends its rule's body, so the inlined
 /// copies close into loops through [`Builder::memo`]) and whose inlined copy
-/// is estimated at most [`INLINE_MAX`] states, or that are referenced once
-/// (inlining them copies nothing). A copy holds, once each, the
+/// is estimated at most [`INLINE_MAX`] states ([`INLINE_MAX_AUTOMATON`] when
+/// the copy calls nothing), or that are referenced once (inlining them
+/// copies nothing). A copy holds, once each, the
 /// rules reached through tail references (they share one continuation) and
 /// a copy of each rule referenced elsewhere.
 fn plan(rules: &[gbnf::Rule], ids: &HashMap<&str, u32>, edges: &[Vec<u32>]) -> Vec<bool> {
@@ -369,11 +375,13 @@ fn plan(rules: &[gbnf::Rule], ids: &HashMap<&str, u32>, edges: &[Vec<u32>]) -> V
         });
     }
     let mut inline = vec![false; rules.len()];
-    // Per inlined component: the rules one copy holds once, with their own cost.
+    // Per inlined component: the rules one copy holds once, with their own
+    // cost, and whether a copy calls nothing (an automaton).
     let mut shared: Vec<Vec<(u32, usize)>> = vec![Vec::new(); ncomp];
+    let mut regular = vec![false; ncomp];
     for c in 0..ncomp {
         let cyclic = members[c].len() > 1 || members[c].iter().any(|&q| edges[q as usize].contains(&q));
-        let (mut linear, mut tails) = (true, Vec::new());
+        let (mut linear, mut tails, mut calls) = (true, Vec::new(), false);
         let mut held: Vec<(u32, usize)> = Vec::new();
         for &q in &members[c] {
             let own = cost(&rules[q as usize].body, true, &mut |name, tail| {
@@ -382,11 +390,14 @@ fn plan(rules: &[gbnf::Rule], ids: &HashMap<&str, u32>, edges: &[Vec<u32>]) -> V
                     linear &= tail;
                     0
                 } else if !inline[r] {
+                    calls = true;
                     1
                 } else if tail {
+                    calls |= !regular[comp[r]];
                     tails.push(comp[r]);
                     0
                 } else {
+                    calls |= !regular[comp[r]];
                     shared[comp[r]].iter().fold(0usize, |s, x| s.saturating_add(x.1))
                 }
             });
@@ -399,9 +410,11 @@ fn plan(rules: &[gbnf::Rule], ids: &HashMap<&str, u32>, edges: &[Vec<u32>]) -> V
         held.dedup_by_key(|x| x.0);
         let size = held.iter().fold(0usize, |s, x| s.saturating_add(x.1));
         // Referenced once, a component is never copied: inline it at any size.
-        if (!cyclic || linear) && (size <= INLINE_MAX || outside[c] == 1) {
+        let max = if calls { INLINE_MAX } else { INLINE_MAX_AUTOMATON };
+        if (!cyclic || linear) && (size <= max || outside[c] == 1) {
             members[c].iter().for_each(|&q| inline[q as usize] = true);
             shared[c] = held;
+            regular[c] = !calls;
         }
     }
     inline
@@ -1102,12 +1115,19 @@ mod tests {
         let g = Grammar::new(src, 1000).unwrap();
         assert_eq!(g.names, ["root"]);
         // A rule too large to copy is inlined where it is referenced once,
-        // and called where it is referenced twice.
-        let big = format!("big ::= {}\n", (0..300).map(|i| format!("\"w{i}\"")).collect::<Vec<_>>().join(" | "));
-        let g = Grammar::new(&format!("root ::= \"<\" big \">\"\n{big}"), 100_000).unwrap();
+        // and called where it is referenced twice; an automaton (calling
+        // nothing once inlined) is copied up to a larger size than a rule
+        // that calls.
+        let words = |n: usize| (0..n).map(|i| format!("\"w{i}\"")).collect::<Vec<_>>().join(" | ");
+        let names = |body: &str| {
+            let src = format!("root ::= \"<\" r \">\" r\nr ::= {body}\nrec ::= \"(\" rec \")\" | \"x\"\n");
+            Grammar::new(&src, 1_000_000).unwrap().names
+        };
+        let g = Grammar::new(&format!("root ::= \"<\" r \">\"\nr ::= {}\n", words(1500)), 1_000_000).unwrap();
         assert_eq!(g.names, ["root"]);
-        let g = Grammar::new(&format!("root ::= \"<\" big \">\" big\n{big}"), 100_000).unwrap();
-        assert_eq!(g.names, ["root", "big"]);
+        assert_eq!(names(&words(1500)), ["root", "r"]);
+        assert_eq!(names(&words(300)), ["root"]);
+        assert_eq!(names(&format!("{} | rec", words(300))), ["root", "r", "rec"]);
         // A self-reference elsewhere than at the end stays a call.
         let g = Grammar::new("root ::= \"(\" root \")\" | \"x\"", 1000).unwrap();
         assert!(g.core.iter().any(|c| c.kind == Kind::Call { rule: 0 }));
