@@ -181,6 +181,9 @@ pub fn json_char(set: &CharSet, escape: Option<&str>) -> Option<String> {
     if all_controls {
         alts.push(format!("{} [01] [0-9a-fA-F]", literal("\\u00")));
     }
+    // `\u00XY` escapes of some controls: one alternative per `X`, its
+    // `Y`s (both cases) in one class.
+    let mut digits = [String::new(), String::new()];
     for &(a, b) in &set.intersect(&must_escape.union(&CharSet::single(0x2F))).0 {
         for c in a..=b {
             if let Some(e) = short_escape(c) {
@@ -189,10 +192,12 @@ pub fn json_char(set: &CharSet, escape: Option<&str>) -> Option<String> {
             if c < 0x20 && !all_controls {
                 let hi = format!("{:X}", c & 0xF);
                 let lo = hi.to_ascii_lowercase();
-                let last = if hi == lo { literal(&hi) } else { format!("[{hi}{lo}]") };
-                alts.push(format!("{} {last}", literal(&format!("\\u00{}", c >> 4))));
+                digits[(c >> 4) as usize] += &if hi == lo { hi } else { hi + &lo };
             }
         }
+    }
+    for (x, ys) in digits.iter().enumerate().filter(|(_, ys)| !ys.is_empty()) {
+        alts.push(format!("{} [{ys}]", literal(&format!("\\u00{x}"))));
     }
     Some(if alts.len() == 1 { alts.remove(0) } else { format!("({})", alts.join(" | ")) })
 }
@@ -357,6 +362,24 @@ mod tests {
         assert_eq!(q, literal("\\\""));
         let nl = json_char(&CharSet::single('\n' as u32), None).unwrap();
         assert!(nl.contains("\\\\n") && nl.contains("\\\\u00"));
+    }
+
+    proptest::proptest! {
+        /// For any set of controls (with a letter, so not all of them), the
+        /// `\u00XY` escapes accepted are exactly those of the set's
+        /// characters, in either case.
+        #[test]
+        fn control_escapes_are_exact(bits in proptest::prelude::any::<u32>()) {
+            let mut ranges: Vec<(u32, u32)> = (0..32u32).filter(|c| bits >> c & 1 == 1).map(|c| (c, c)).collect();
+            ranges.push(('a' as u32, 'a' as u32));
+            let set = CharSet::from_ranges(ranges);
+            let c = crate::Constraint::gbnf(&format!("root ::= {}", json_char(&set, None).unwrap())).unwrap();
+            for ch in 0..32u32 {
+                for text in [format!("\\u{ch:04X}"), format!("\\u{ch:04x}")] {
+                    proptest::prop_assert_eq!(c.matches(text.as_bytes()).unwrap(), bits >> ch & 1 == 1, "{}", text);
+                }
+            }
+        }
     }
 
     #[test]
