@@ -750,6 +750,37 @@ impl Grammar {
         follow
     }
 
+    /// The states after `byte` from `states` when those call no rule: the
+    /// union of the successors of the byte states that take it, sorted
+    /// (empty: none does). What an Earley step makes of a set whose items
+    /// all have the same origin, without the chart; `None` when a successor
+    /// is a call (it would predict items of another origin).
+    pub fn scan_outer(&self, states: &[u32], byte: u8) -> Option<Vec<u32>> {
+        let mut out: Vec<u32> = Vec::new();
+        for &s in states {
+            let c = &self.core[s as usize];
+            match c.kind {
+                Kind::Byte { lo, hi } if lo <= byte && byte <= hi => out.extend_from_slice(self.list(c.next)),
+                Kind::Ranges { first, end } => {
+                    for r in &self.ranges[first as usize..end as usize] {
+                        if r.lo <= byte && byte <= r.hi {
+                            out.extend_from_slice(self.list(r.next));
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        out.sort_unstable();
+        out.dedup();
+        (!out.iter().any(|&s| matches!(self.core[s as usize].kind, Kind::Call { .. }))).then_some(out)
+    }
+
+    /// True when one of `states` ends its rule.
+    pub fn has_accept(&self, states: &[u32]) -> bool {
+        states.iter().any(|&s| matches!(self.core[s as usize].kind, Kind::Accept { .. }))
+    }
+
     /// The class of `byte` (see `classes`).
     #[inline]
     pub fn class(&self, byte: u8) -> u8 {

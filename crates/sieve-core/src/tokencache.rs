@@ -222,8 +222,9 @@ struct SetDfa {
     ids: HashMap<Box<[u32]>, u32>,
     /// Per outer set: its states and whether the outer rule ended there.
     sets: Vec<(Box<[u32]>, bool)>,
-    /// Per outer set, per byte: `UNKNOWN`, `DEAD`, an outer set, or
-    /// `OPEN | i`; in blocks of `ROWS` sets, so growing never copies them.
+    /// Per outer set, per byte class (every byte of a class goes the same
+    /// way): `UNKNOWN`, `DEAD`, an outer set, or `OPEN | i`; in blocks of
+    /// `ROWS` sets, so growing never copies them.
     trans: Vec<Box<[[u32; 256]]>>,
     /// Sets reached from an outer set that have items of rules called in the
     /// set itself.
@@ -268,13 +269,29 @@ impl SetDfa {
     }
 
     /// The transition of outer set `from` on `byte` (`DEAD`, an outer set or
-    /// `OPEN | i`), computed by one Earley step on `w`'s chart the first
-    /// time a byte of its class is taken. The chart is left as it was.
+    /// `OPEN | i`), computed the first time a byte of its class is taken:
+    /// directly when the successors call no rule, else by an Earley step.
     fn next(&mut self, w: &mut ChartWalker, from: u32, byte: u8) -> Result<u32, MatchError> {
-        let known = self.row(from)[byte as usize];
+        let class = w.g.class(byte) as usize;
+        let known = self.row(from)[class];
         if known != UNKNOWN {
             return Ok(known);
         }
+        let to = match w.g.scan_outer(&self.sets[from as usize].0, byte) {
+            Some(states) if states.is_empty() => DEAD,
+            Some(states) => {
+                let end = w.g.has_accept(&states);
+                self.intern(states, end)
+            }
+            None => self.step(w, from, byte)?,
+        };
+        self.row(from)[class] = to;
+        Ok(to)
+    }
+
+    /// The transition of outer set `from` on `byte` by an Earley step on
+    /// `w`'s chart (for steps that call rules). The chart is left as it was.
+    fn step(&mut self, w: &mut ChartWalker, from: u32, byte: u8) -> Result<u32, MatchError> {
         self.open_on(w.chart, from);
         let to = match w.push(byte) {
             Ok(true) => {
@@ -296,16 +313,7 @@ impl SetDfa {
             Err(e) => Err(e),
         };
         w.chart.pop();
-        let to = to?;
-        // Every byte of the class goes the same way.
-        let class = w.g.class(byte);
-        let row = self.row(from);
-        for b in 0..=255u8 {
-            if w.g.class(b) == class {
-                row[b as usize] = to;
-            }
-        }
-        Ok(to)
+        to
     }
 }
 
@@ -335,7 +343,19 @@ impl SetWalker<'_, '_> {
     /// such strings reach level by level, up to `max_chars` levels and
     /// [`MAX_REACHED`] sets.
     fn alive_depth(&mut self, id: u32, class: &[(char, char)], max_chars: usize) -> Result<usize, MatchError> {
-        let seqs: Vec<_> = class.iter().flat_map(|&(lo, hi)| regex_syntax::utf8::Utf8Sequences::new(lo, hi)).collect();
+        // Per UTF-8 sequence of the class, per byte: one byte of each byte
+        // class of the grammar in its range (the others go the same way).
+        let g = self.inner.g;
+        let seqs: Vec<Vec<Vec<u8>>> = class
+            .iter()
+            .flat_map(|&(lo, hi)| regex_syntax::utf8::Utf8Sequences::new(lo, hi))
+            .map(|seq| {
+                let reps = |r: &regex_syntax::utf8::Utf8Range| {
+                    (r.start..=r.end).filter(|&b| b == r.start || g.class(b) != g.class(b - 1)).collect()
+                };
+                seq.as_slice().iter().map(reps).collect()
+            })
+            .collect();
         let mut seen = std::collections::HashSet::from([id]);
         let mut level = vec![id];
         let mut depth = 0;
@@ -347,13 +367,10 @@ impl SetWalker<'_, '_> {
             for &from in &level {
                 for seq in &seqs {
                     let mut at = vec![from];
-                    for r in seq.as_slice() {
+                    for bytes in seq {
                         let mut next = Vec::new();
                         for &s in &at {
-                            for b in r.start..=r.end {
-                                if b > r.start && self.inner.g.class(b) == self.inner.g.class(b - 1) {
-                                    continue;
-                                }
+                            for &b in bytes {
                                 let to = self.dfa.next(&mut self.inner, s, b)?;
                                 if to == DEAD || to & OPEN != 0 {
                                     return Ok(depth);
