@@ -4,7 +4,9 @@
 // mask:   [ceil(width / 32)] u32; bit (i % 32) of word (i / 32) set means token i is allowed.
 //         Ids at or past `vocab_size` and NaN logits are never chosen.
 // params: [width, vocab_size, top_k (0 = off), bits of f32 top_p (>= 1 = off),
-//          bits of f32 1/temperature, seed low word, seed high word, step].
+//          bits of f32 1/temperature, seed low word, seed high word, step, bits of -inf].
+//          -inf comes in at run time: WGSL rejects a constant expression that evaluates to
+//          infinity (Chromium's compiler does; wgpu's naga let it pass).
 // out:    [1] u32: the chosen id, or 0xffffffff when no token is allowed.
 //
 // With s = logit / temperature over the allowed tokens:
@@ -123,7 +125,7 @@ fn main(@builtin(local_invocation_index) tid: u32) {
     let top_k = params[2];
     let top_p = bitcast<f32>(params[3]);
 
-    var local_max = bitcast<f32>(0xff800000u);
+    var local_max = bitcast<f32>(params[8]);
     var local_count = 0u;
     for (var i = tid; i < limit; i += WG) {
         if (is_allowed(i)) {

@@ -222,6 +222,7 @@ pub async fn masked_pick(
             sampling.seed as u32,
             (sampling.seed >> 32) as u32,
             step,
+            f32::NEG_INFINITY.to_bits(),
         ],
     };
     let mask = client.create_from_slice(bytemuck::cast_slice(mask));

@@ -101,11 +101,7 @@ async fn masked_argmax_and_sampling_match_cpu_reference() {
         let width = [1, 31, 32, 33, 1000, 3001, 49_152][case % 7];
         let density = [0, 3, 50, 100][case % 4];
         let (logits, mask, vocab) = pick_case(&mut rng, width, density);
-        // KNOWN BUG, not yet fixed: on SwiftShader (Chromium) the sampling kernel sometimes
-        // finds no token where the CPU finds one (for example width 3001, 3% of ids allowed,
-        // top-k 5, top-p 0.98); natively it matches exactly. Until it is fixed, the browser run
-        // checks the argmax kernel only.
-        let sampled = case % 2 == 1 && cfg!(not(target_family = "wasm"));
+        let sampled = case % 2 == 1;
         let sampling = match sampled {
             false => Sampling::GREEDY,
             true => Sampling {
