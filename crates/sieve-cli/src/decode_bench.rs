@@ -14,19 +14,17 @@
 //! counted.
 
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Instant;
 
 use clap::Args;
 use serde_json::{Value, json};
-use sieve_core::{Matcher, Vocabulary};
+use sieve_core::Matcher;
 use sieve_model::decode::{GenerateConfig, Generation, Picker, StopReason, TokenConstraint, Unconstrained, generate};
 use sieve_model::sampling::Sampling;
 use sieve_model::tokenizer::chat_prompt;
-use sieve_model::{Device, Gguf, Llama, LlamaConfig, Tokenizer};
 
 use crate::fail::CliError;
-use crate::generate::{Backend, GenerateConstraint, MAX_CONTEXT, device};
+use crate::generate::{Backend, GenerateConstraint, Loaded};
 
 /// Measure decoding with and without a constraint and jump-forward.
 #[derive(Args, Debug)]
@@ -75,13 +73,10 @@ pub fn run(args: &DecodeBenchArgs) -> Result<i32, CliError> {
     if args.rounds == 0 {
         return Err(CliError::new("--rounds must be at least 1"));
     }
-    let bytes = std::fs::read(&args.model).map_err(|e| CliError::new(format!("{}: {e}", args.model.display())))?;
-    let gguf = Gguf::parse(&bytes)?;
-    let tokenizer = Tokenizer::from_gguf(&gguf)?;
-    let (device, picker): (Device, Picker) = device(args.device)?;
-    let model = Llama::from_gguf(&gguf, LlamaConfig::from_gguf(&gguf, MAX_CONTEXT)?, &device)?;
-    drop(bytes);
-    let vocab = Arc::new(Vocabulary::from_tokenizer_json(tokenizer.json())?.with_eos_ids(&[tokenizer.eos()])?);
+    let loaded = Loaded::new(&args.model, args.device)?;
+    let vocab = loaded.vocabulary()?;
+    let Loaded { model, tokenizer, picker } = &loaded;
+    let picker = *picker;
     let prompt = tokenizer.encode(&chat_prompt(&[("user", args.prompt.as_str())]))?;
 
     let origin = Instant::now();

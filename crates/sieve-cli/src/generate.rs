@@ -4,7 +4,7 @@
 //! with masking and token choice on the GPU. When no adapter comes up it says so and falls back
 //! to burn's CPU backend, choosing tokens on the CPU.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -21,7 +21,7 @@ use crate::args::read;
 use crate::fail::CliError;
 
 /// Longest context the command allocates for (prompt plus completion).
-pub(crate) const MAX_CONTEXT: usize = 4096;
+const MAX_CONTEXT: usize = 4096;
 
 /// Generate text with a GGUF model, optionally under a constraint.
 #[derive(Args, Debug)]
@@ -109,7 +109,7 @@ impl GenerateConstraint {
 }
 
 /// The device for `choice`, and where tokens are chosen on it.
-pub(crate) fn device(choice: Backend) -> Result<(Device, Picker), CliError> {
+fn device(choice: Backend) -> Result<(Device, Picker), CliError> {
     if choice == Backend::Cpu {
         return Ok((Device::flex(), Picker::Cpu));
     }
@@ -123,25 +123,44 @@ pub(crate) fn device(choice: Backend) -> Result<(Device, Picker), CliError> {
     }
 }
 
+/// A GGUF model loaded on the chosen device, with its tokenizer and where tokens are chosen.
+pub(crate) struct Loaded {
+    pub model: Llama,
+    pub tokenizer: Tokenizer,
+    pub picker: Picker,
+}
+
+impl Loaded {
+    /// Reads the model file and loads it for a context of [`MAX_CONTEXT`] tokens.
+    pub(crate) fn new(path: &Path, backend: Backend) -> Result<Self, CliError> {
+        let bytes = std::fs::read(path).map_err(|e| CliError::new(format!("{}: {e}", path.display())))?;
+        let gguf = Gguf::parse(&bytes)?;
+        let tokenizer = Tokenizer::from_gguf(&gguf)?;
+        let (device, picker) = device(backend)?;
+        let model = Llama::from_gguf(&gguf, LlamaConfig::from_gguf(&gguf, MAX_CONTEXT)?, &device)?;
+        Ok(Self { model, tokenizer, picker })
+    }
+
+    /// The tokenizer's vocabulary for sieve-core, ending at the model's end-of-sequence token.
+    pub(crate) fn vocabulary(&self) -> Result<Arc<Vocabulary>, CliError> {
+        let vocab = Vocabulary::from_tokenizer_json(self.tokenizer.json())?.with_eos_ids(&[self.tokenizer.eos()])?;
+        Ok(Arc::new(vocab))
+    }
+}
+
 /// Generates and prints the completion; returns the exit status.
 pub fn run(args: &GenerateArgs) -> Result<i32, CliError> {
     let constraint = args.constraint.compile()?;
-    let bytes = std::fs::read(&args.model).map_err(|e| CliError::new(format!("{}: {e}", args.model.display())))?;
-    let gguf = Gguf::parse(&bytes)?;
-    let tokenizer = Tokenizer::from_gguf(&gguf)?;
-    let (device, picker) = device(args.device)?;
-    let model = Llama::from_gguf(&gguf, LlamaConfig::from_gguf(&gguf, MAX_CONTEXT)?, &device)?;
-    drop(bytes);
+    let loaded = Loaded::new(&args.model, args.device)?;
+    let Loaded { model, tokenizer, picker } = &loaded;
+    let picker = *picker;
     let prompt = match args.chat {
         true => chat_prompt(&[("user", args.prompt.as_str())]),
         false => args.prompt.clone(),
     };
     let prompt = tokenizer.encode(&prompt)?;
     let mut matcher: Box<dyn TokenConstraint> = match &constraint {
-        Some(c) => {
-            let vocab = Vocabulary::from_tokenizer_json(tokenizer.json())?.with_eos_ids(&[tokenizer.eos()])?;
-            Box::new(Matcher::new(c, &Arc::new(vocab)))
-        }
+        Some(c) => Box::new(Matcher::new(c, &loaded.vocabulary()?)),
         None => Box::new(Unconstrained::new(model.config().vocab)),
     };
     let config = GenerateConfig {
