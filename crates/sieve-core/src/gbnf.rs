@@ -8,6 +8,7 @@
 //! Unicode scalar values; the engine matches them as UTF-8 bytes.
 
 use crate::error::{CompileError, CompileErrorKind};
+use std::collections::HashMap;
 
 /// A grammar expression.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -22,42 +23,67 @@ pub(crate) enum Expr {
     Literal(String),
     /// A set of Unicode scalar ranges (already negated if written `[^...]`).
     Class(Vec<(u32, u32)>),
-    /// A rule reference with the offset where it is written.
-    Ref { name: String, offset: usize },
+    /// A reference to the `rule`-th rule of the parsed list.
+    Ref { rule: u32 },
 }
 
 /// One `name ::= body` rule.
 #[derive(Debug, Clone)]
 pub(crate) struct Rule {
     pub name: String,
-    pub offset: usize,
     pub body: Expr,
 }
 
 /// Largest `{m,n}` bound accepted (repetition is expanded).
 pub(crate) const MAX_REPEAT: u32 = 1000;
 
-/// Parses GBNF text into rules, in source order.
+/// Parses GBNF text into rules, in source order, with each reference
+/// resolved to the index of its rule.
 pub(crate) fn parse(src: &str) -> Result<Vec<Rule>, CompileError> {
-    let mut p = Parser { src, pos: 0, depth: 0 };
+    let mut p = Parser { src, pos: 0, depth: 0, ids: HashMap::new(), names: Vec::new() };
     let mut rules = Vec::new();
     p.space(true);
     while p.pos < src.len() {
-        rules.push(p.rule()?);
+        rules.push(p.rule(rules.len() as u32)?);
         p.space(true);
     }
+    // Name ids were given in order of first mention, so the first undefined
+    // one is the first written.
+    let mut index = Vec::with_capacity(p.names.len());
+    for &(name, rule, first) in &p.names {
+        if rule == u32::MAX {
+            return Err(CompileError::at(CompileErrorKind::UndefinedRule, format!("rule {name:?} is not defined"), src, first));
+        }
+        index.push(rule);
+    }
+    rules.iter_mut().for_each(|r| resolve(&mut r.body, &index));
     Ok(rules)
+}
+
+/// Turns references to name ids into references to rule indexes.
+fn resolve(e: &mut Expr, index: &[u32]) {
+    match e {
+        Expr::Seq(v) | Expr::Alt(v) => v.iter_mut().for_each(|e| resolve(e, index)),
+        Expr::Repeat { expr, .. } => resolve(expr, index),
+        Expr::Ref { rule, .. } => *rule = index[*rule as usize],
+        Expr::Literal(_) | Expr::Class(_) => {}
+    }
 }
 
 struct Parser<'a> {
     src: &'a str,
     pos: usize,
     depth: usize,
+    /// Id of each rule name met so far, defined or referenced.
+    ids: HashMap<&'a str, u32>,
+    /// Per name id: the name, the index of the rule defining it
+    /// (`u32::MAX` until defined), and the offset where it is first written.
+    names: Vec<(&'a str, u32, usize)>,
 }
 
 const MAX_NESTING: usize = 200;
 
-impl Parser<'_> {
+impl<'a> Parser<'a> {
     fn err<T>(&self, msg: impl Into<String>) -> Result<T, CompileError> {
         Err(CompileError::at(CompileErrorKind::Syntax, msg, self.src, self.pos))
     }
@@ -91,20 +117,41 @@ impl Parser<'_> {
         }
     }
 
-    fn name(&mut self) -> Result<String, CompileError> {
+    fn name(&mut self) -> Result<&'a str, CompileError> {
         let start = self.pos;
-        while self.peek().is_some_and(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
-            self.pos += 1;
-        }
-        if start == self.pos {
+        let src = self.src;
+        let len = src.as_bytes()[start..].iter().take_while(|&&c| c.is_ascii_alphanumeric() || c == b'-' || c == b'_').count();
+        if len == 0 {
             return self.err("expected a rule name");
         }
-        Ok(self.src[start..self.pos].to_string())
+        self.pos += len;
+        Ok(&src[start..self.pos])
     }
 
-    fn rule(&mut self) -> Result<Rule, CompileError> {
+    /// The id of rule name `name`, first written at `offset`.
+    fn id(&mut self, name: &'a str, offset: usize) -> u32 {
+        let next = self.names.len() as u32;
+        let id = *self.ids.entry(name).or_insert(next);
+        if id == next {
+            self.names.push((name, u32::MAX, offset));
+        }
+        id
+    }
+
+    /// Parses the rule at `index` in source order.
+    fn rule(&mut self, index: u32) -> Result<Rule, CompileError> {
         let offset = self.pos;
         let name = self.name()?;
+        let id = self.id(name, offset) as usize;
+        if self.names[id].1 != u32::MAX {
+            return Err(CompileError::at(
+                CompileErrorKind::DuplicateRule,
+                format!("rule {name:?} is defined twice"),
+                self.src,
+                offset,
+            ));
+        }
+        self.names[id].1 = index;
         self.space(false);
         if !self.src[self.pos..].starts_with("::=") {
             return self.err(format!("expected '::=' after rule name {name:?}"));
@@ -113,7 +160,7 @@ impl Parser<'_> {
         self.space(true);
         let body = self.alternates(false)?;
         match self.peek() {
-            None | Some('\n' | '\r') => Ok(Rule { name, offset, body }),
+            None | Some('\n' | '\r') => Ok(Rule { name: name.to_string(), body }),
             Some(c) => self.err(format!("unexpected {c:?}")),
         }
     }
@@ -187,7 +234,7 @@ impl Parser<'_> {
                         self.pos = start;
                         break;
                     }
-                    Expr::Ref { name, offset: start }
+                    Expr::Ref { rule: self.id(name, start) }
                 }
                 _ => break,
             };

@@ -14,8 +14,7 @@ use crate::error::{CompileError, CompileErrorKind, MatchError};
 use crate::gbnf::{self, Expr};
 use crate::trie::Walker;
 use regex_syntax::utf8::Utf8Sequences;
-use std::collections::{HashMap, HashSet};
-use std::hash::{BuildHasherDefault, Hasher};
+use crate::hash::{FastMap, FastSet};
 
 /// What an automaton state does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -82,9 +81,7 @@ enum N {
 }
 
 struct Builder<'a> {
-    src: &'a str,
     rules: &'a [gbnf::Rule],
-    ids: HashMap<&'a str, u32>,
     /// Per source rule: references to it are compiled inline (see [`plan`]).
     inline: Vec<bool>,
     n: Vec<N>,
@@ -92,16 +89,20 @@ struct Builder<'a> {
     owner: Vec<u32>,
     /// The compiled rule being built.
     rule: u32,
-    /// Compiled rule index per source rule that is called.
-    called: HashMap<u32, u32>,
+    /// Compiled rule index per source rule (`u32::MAX` when not called).
+    called: Vec<u32>,
     /// Source rules to compile as rules, in compiled order (root first).
     order: Vec<u32>,
     /// Entry of source rule `q`'s body continuing at state `next`, inside
     /// the compiled rule being built: one copy per continuation, so tail
     /// references share it and right-linear recursion becomes a loop.
-    memo: HashMap<(u32, u32), u32>,
+    memo: FastMap<(u32, u32), u32>,
     /// Inlined bodies still to build: `(source rule, next, placeholder)`.
     pending: Vec<(u32, u32, u32)>,
+    /// State consuming a UTF-8 continuation byte in `lo..=hi` then going
+    /// to `next`, by `(lo, hi, next)`: character classes that continue at
+    /// the same state share their sequences' tails.
+    tails: FastMap<(u8, u8, u32), u32>,
     max_states: usize,
 }
 
@@ -134,6 +135,7 @@ impl<'a> Builder<'a> {
     fn rule(&mut self, k: u32, q: u32) -> Result<u32, CompileError> {
         self.rule = k;
         self.memo.clear();
+        self.tails.clear();
         let accept = self.add(N::Accept { rule: k })?;
         let start = self.inlined(q, accept)?;
         while let Some((q, next, p)) = self.pending.pop() {
@@ -180,7 +182,14 @@ impl<'a> Builder<'a> {
                             CompileError::new(CompileErrorKind::Syntax, "empty UTF-8 sequence")
                         })?;
                         for r in rest.iter().rev() {
-                            s = self.add(N::Byte { lo: r.start, hi: r.end, next: s })?;
+                            s = match self.tails.get(&(r.start, r.end, s)) {
+                                Some(&t) => t,
+                                None => {
+                                    let t = self.add(N::Byte { lo: r.start, hi: r.end, next: s })?;
+                                    self.tails.insert((r.start, r.end, s), t);
+                                    t
+                                }
+                            };
                         }
                         firsts.push((first.start, first.end, s));
                     }
@@ -191,29 +200,14 @@ impl<'a> Builder<'a> {
                     _ => self.add(N::Ranges(firsts))?,
                 }
             }
-            Expr::Ref { name, offset } => match self.ids.get(name.as_str()) {
-                Some(&q) if self.inline[q as usize] => self.inlined(q, next)?,
-                Some(&q) => {
-                    let k = match self.called.get(&q) {
-                        Some(&k) => k,
-                        None => {
-                            let k = self.order.len() as u32;
-                            self.called.insert(q, k);
-                            self.order.push(q);
-                            k
-                        }
-                    };
-                    self.add(N::Call { rule: k, next })?
+            &Expr::Ref { rule: q, .. } if self.inline[q as usize] => self.inlined(q, next)?,
+            &Expr::Ref { rule: q, .. } => {
+                if self.called[q as usize] == u32::MAX {
+                    self.called[q as usize] = self.order.len() as u32;
+                    self.order.push(q);
                 }
-                None => {
-                    return Err(CompileError::at(
-                        CompileErrorKind::UndefinedRule,
-                        format!("rule {name:?} is not defined"),
-                        self.src,
-                        *offset,
-                    ));
-                }
-            },
+                self.add(N::Call { rule: self.called[q as usize], next })?
+            }
             Expr::Repeat { expr, min, max } => {
                 let mut tail = next;
                 match max {
@@ -239,11 +233,12 @@ impl<'a> Builder<'a> {
     }
 }
 
-fn refs<'e>(e: &'e Expr, out: &mut Vec<(&'e str, usize)>) {
+/// The rules `e` references.
+fn refs(e: &Expr, out: &mut Vec<u32>) {
     match e {
         Expr::Seq(v) | Expr::Alt(v) => v.iter().for_each(|e| refs(e, out)),
         Expr::Repeat { expr, .. } => refs(expr, out),
-        Expr::Ref { name, offset } => out.push((name, *offset)),
+        Expr::Ref { rule, .. } => out.push(*rule),
         Expr::Literal(_) | Expr::Class(_) => {}
     }
 }
@@ -261,9 +256,9 @@ const INLINE_MAX: usize = 1000;
 const INLINE_MAX_AUTOMATON: usize = 4000;
 
 /// Estimated automaton states of `e` (as [`Builder::expr`] compiles it),
-/// with `r(name, tail)` the cost of a reference; `tail` is true when the
+/// with `r(rule, tail)` the cost of a reference; `tail` is true when the
 /// reference continues where `e` does (it ends its rule's body).
-fn cost(e: &Expr, tail: bool, r: &mut dyn FnMut(&str, bool) -> usize) -> usize {
+fn cost(e: &Expr, tail: bool, r: &mut dyn FnMut(u32, bool) -> usize) -> usize {
     match e {
         Expr::Seq(v) => {
             let last = v.len().saturating_sub(1);
@@ -282,20 +277,20 @@ fn cost(e: &Expr, tail: bool, r: &mut dyn FnMut(&str, bool) -> usize) -> usize {
         },
         Expr::Literal(s) => s.len(),
         Expr::Class(ranges) => 1 + 4 * ranges.len(),
-        Expr::Ref { name, .. } => r(name, tail),
+        Expr::Ref { rule, .. } => r(*rule, tail),
     }
 }
 
-/// Calls `f(name, n)` for each reference in `e`, compiled `n` times when
+/// Calls `f(rule, n)` for each reference in `e`, compiled `n` times when
 /// `e` is compiled `times` times.
-fn copies(e: &Expr, times: usize, f: &mut dyn FnMut(&str, usize)) {
+fn copies(e: &Expr, times: usize, f: &mut dyn FnMut(u32, usize)) {
     match e {
         Expr::Seq(v) | Expr::Alt(v) => v.iter().for_each(|e| copies(e, times, f)),
         Expr::Repeat { expr, min, max } => {
             let n = max.map_or(*min as usize + 1, |m| m as usize);
             copies(expr, times.saturating_mul(n), f)
         }
-        Expr::Ref { name, .. } => f(name, times),
+        Expr::Ref { rule, .. } => f(*rule, times),
         Expr::Literal(_) | Expr::Class(_) => {}
     }
 }
@@ -358,7 +353,7 @@ fn components(edges: &[Vec<u32>]) -> (Vec<usize>, usize) {
 /// copies nothing). A copy holds, once each, the
 /// rules reached through tail references (they share one continuation) and
 /// a copy of each rule referenced elsewhere.
-fn plan(rules: &[gbnf::Rule], ids: &HashMap<&str, u32>, edges: &[Vec<u32>]) -> Vec<bool> {
+fn plan(rules: &[gbnf::Rule], edges: &[Vec<u32>]) -> Vec<bool> {
     let (comp, ncomp) = components(edges);
     let mut members: Vec<Vec<u32>> = vec![Vec::new(); ncomp];
     for (q, &c) in comp.iter().enumerate() {
@@ -367,8 +362,8 @@ fn plan(rules: &[gbnf::Rule], ids: &HashMap<&str, u32>, edges: &[Vec<u32>]) -> V
     // Per component: how many copies of references from outside it compile.
     let mut outside = vec![0usize; ncomp];
     for (q, r) in rules.iter().enumerate() {
-        copies(&r.body, 1, &mut |name, n| {
-            let t = ids.get(name).map_or(0, |&t| t as usize);
+        copies(&r.body, 1, &mut |t, n| {
+            let t = t as usize;
             if comp[t] != comp[q] {
                 outside[comp[t]] = outside[comp[t]].saturating_add(n);
             }
@@ -384,8 +379,8 @@ fn plan(rules: &[gbnf::Rule], ids: &HashMap<&str, u32>, edges: &[Vec<u32>]) -> V
         let (mut linear, mut tails, mut calls) = (true, Vec::new(), false);
         let mut held: Vec<(u32, usize)> = Vec::new();
         for &q in &members[c] {
-            let own = cost(&rules[q as usize].body, true, &mut |name, tail| {
-                let r = ids.get(name).map_or(0, |&r| r as usize);
+            let own = cost(&rules[q as usize].body, true, &mut |r, tail| {
+                let r = r as usize;
                 if comp[r] == c {
                     linear &= tail;
                     0
@@ -424,49 +419,33 @@ impl Grammar {
     /// Compiles GBNF text whose start rule is `root`.
     pub fn new(src: &str, max_states: usize) -> Result<Grammar, CompileError> {
         let rules = gbnf::parse(src)?;
-        let mut ids: HashMap<&str, u32> = HashMap::new();
-        for (i, r) in rules.iter().enumerate() {
-            if ids.insert(r.name.as_str(), i as u32).is_some() {
-                return Err(CompileError::at(
-                    CompileErrorKind::DuplicateRule,
-                    format!("rule {:?} is defined twice", r.name),
-                    src,
-                    r.offset,
-                ));
-            }
-        }
-        let root = *ids.get("root").ok_or(CompileError::new(CompileErrorKind::NoRoot, "the grammar has no rule named \"root\""))?;
-        let mut edges = Vec::with_capacity(rules.len());
-        for r in &rules {
-            let mut out = Vec::new();
-            refs(&r.body, &mut out);
-            let mut e = Vec::with_capacity(out.len());
-            for (name, offset) in out {
-                let Some(&q) = ids.get(name) else {
-                    return Err(CompileError::at(
-                        CompileErrorKind::UndefinedRule,
-                        format!("rule {name:?} is not defined"),
-                        src,
-                        offset,
-                    ));
-                };
-                e.push(q);
-            }
-            edges.push(e);
-        }
-        let inline = plan(&rules, &ids, &edges);
+        let root = rules
+            .iter()
+            .position(|r| r.name == "root")
+            .ok_or(CompileError::new(CompileErrorKind::NoRoot, "the grammar has no rule named \"root\""))?
+            as u32;
+        let edges: Vec<Vec<u32>> = rules
+            .iter()
+            .map(|r| {
+                let mut out = Vec::new();
+                refs(&r.body, &mut out);
+                out
+            })
+            .collect();
+        let inline = plan(&rules, &edges);
+        let mut called = vec![u32::MAX; rules.len()];
+        called[root as usize] = 0;
         let mut b = Builder {
-            src,
             rules: &rules,
-            ids,
             inline,
             n: Vec::new(),
             owner: Vec::new(),
             rule: 0,
-            called: HashMap::from([(root, 0)]),
+            called,
             order: vec![root],
-            memo: HashMap::new(),
+            memo: FastMap::default(),
             pending: Vec::new(),
+            tails: FastMap::default(),
             max_states,
         };
         // Compile the rules that are called, root first (the list grows
@@ -519,21 +498,26 @@ impl Grammar {
         };
         // Per core state, its successors (a range of `pool`).
         let mut next_lists: Vec<(u32, u32)> = Vec::with_capacity(core.len());
-        // Per `Ranges` state (in core order): each range with its successors.
-        let mut range_lists: Vec<Vec<(u8, u8, Span)>> = Vec::new();
+        // The ranges of all `Ranges` states (in core order), each with its
+        // successors; the state's own list is their union.
+        let mut range_lists: Vec<(u8, u8, Span)> = Vec::new();
+        let mut union: Vec<u32> = Vec::new();
         for s in &n {
             match s {
                 N::Byte { next, .. } | N::Call { next, .. } => next_lists.push(closure(*next, &mut pool)),
                 N::Accept { .. } => next_lists.push((0, 0)),
                 N::Ranges(rs) => {
-                    let lists: Vec<(u8, u8, Span)> = rs.iter().map(|&(lo, hi, t)| (lo, hi, closure(t, &mut pool))).collect();
-                    let mut union: Vec<u32> = lists.iter().flat_map(|l| pool[l.2.0 as usize..l.2.1 as usize].to_vec()).collect();
+                    union.clear();
+                    for &(lo, hi, t) in rs {
+                        let l = closure(t, &mut pool);
+                        union.extend_from_slice(&pool[l.0 as usize..l.1 as usize]);
+                        range_lists.push((lo, hi, l));
+                    }
                     union.sort_unstable();
                     union.dedup();
                     let a = pool.len() as u32;
-                    pool.extend(union);
+                    pool.extend_from_slice(&union);
                     next_lists.push((a, pool.len() as u32));
-                    range_lists.push(lists);
                 }
                 N::Eps(_) => {}
             }
@@ -618,13 +602,13 @@ impl Grammar {
             succ.extend(list.iter().copied().filter(|&t| live[t as usize]));
             (a, succ.len() as u32)
         };
-        let mut ranges = Vec::new();
+        let mut ranges = Vec::with_capacity(range_lists.len());
         let mut range_lists = range_lists.into_iter();
-        for (s, c) in core.iter_mut().enumerate() {
+        for (s, (c, node)) in core.iter_mut().zip(n.iter().filter(|s| !matches!(s, N::Eps(_)))).enumerate() {
             c.next = push_list(list(next_lists[s]), &mut succ);
-            if let Kind::Ranges { .. } = c.kind {
+            if let N::Ranges(rs) = node {
                 let first = ranges.len() as u32;
-                for (lo, hi, l) in range_lists.next().unwrap_or_default() {
+                for (lo, hi, l) in range_lists.by_ref().take(rs.len()) {
                     let next = push_list(list(l), &mut succ);
                     ranges.push(ByteRange { lo, hi, next });
                 }
@@ -827,27 +811,7 @@ pub(crate) struct Chart {
     /// The newest set's items as a hash set, once it has `INDEXED` items
     /// (a linear scan per added item would make large sets quadratic), and
     /// the value of `opened` it was built for.
-    index: (u64, HashSet<Item, BuildHasherDefault<ItemHasher>>),
-}
-
-/// A fast hash for items (FxHash's step: items are small integers, not
-/// attacker-chosen keys that would need SipHash).
-#[derive(Default)]
-struct ItemHasher(u64);
-
-impl Hasher for ItemHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        bytes.iter().for_each(|&b| self.write_u32(b as u32));
-    }
-
-    #[inline]
-    fn write_u32(&mut self, i: u32) {
-        self.0 = (self.0.rotate_left(5) ^ i as u64).wrapping_mul(0x517c_c1b7_2722_0a95);
-    }
-
-    fn finish(&self) -> u64 {
-        self.0
-    }
+    index: (u64, FastSet<Item>),
 }
 
 /// Size of a set from which `Chart::add` looks items up in a hash set.
@@ -870,7 +834,7 @@ impl Chart {
     /// outside the chart (origin `OUTER`). When such a rule ends the set is
     /// flagged (see `outer_end`) instead of advancing a caller.
     pub fn local() -> Chart {
-        Chart { items: Vec::new(), starts: vec![0], outer_end: vec![false], opened: 0, index: (0, HashSet::default()) }
+        Chart { items: Vec::new(), starts: vec![0], outer_end: vec![false], opened: 0, index: (0, FastSet::default()) }
     }
 
     /// True when a rule called from outside the chart ended in the newest set.

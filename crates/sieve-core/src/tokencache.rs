@@ -35,7 +35,7 @@ use crate::error::MatchError;
 use crate::grammar::{Chart, ChartWalker, Grammar};
 use crate::trie::{Slice, TokenTrie, Walker};
 use crate::vocab::Vocabulary;
-use std::collections::HashMap;
+use crate::hash::FastMap;
 use std::sync::Arc;
 
 /// What a group of states decides on its own.
@@ -52,7 +52,7 @@ pub(crate) struct Analysis {
 /// the DFA their walks share.
 #[derive(Debug, Default)]
 pub(crate) struct TokenCache {
-    groups: HashMap<Box<[u32]>, Arc<Analysis>>,
+    groups: FastMap<Box<[u32]>, Arc<Analysis>>,
     dfa: SetDfa,
     /// Per rule, the bytes that may follow its end (computed on first use).
     follow: Vec<[u64; 4]>,
@@ -219,7 +219,7 @@ const OPEN: u32 = 1 << 31;
 /// The lazily built DFA over outer sets (see the module docs).
 #[derive(Debug, Default)]
 struct SetDfa {
-    ids: HashMap<Box<[u32]>, u32>,
+    ids: FastMap<Box<[u32]>, u32>,
     /// Per outer set: its states and whether the outer rule ended there.
     sets: Vec<(Box<[u32]>, bool)>,
     /// Per outer set, per byte class (every byte of a class goes the same
