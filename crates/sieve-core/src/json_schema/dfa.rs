@@ -6,6 +6,7 @@
 
 use super::gbnf::{self, Rules};
 use super::regex::{CharSet, MAX_CHAR, Re};
+use crate::hash::FastMap;
 use std::collections::HashMap;
 
 const DEAD: u32 = u32::MAX;
@@ -143,13 +144,13 @@ impl Dfa {
             nfa.tag[t] = Some(i as u8);
         }
         let classes = partition(&nfa.sets);
-        // For each edge set, which classes it holds.
-        let members: Vec<Vec<bool>> = nfa
+        // Whether edge set `set` holds class `ci`, at `set * classes.len() + ci`.
+        let members: Vec<bool> = nfa
             .sets
             .iter()
-            .map(|s| classes.iter().map(|c| c.0.first().is_some_and(|r| s.contains(r.0))).collect())
+            .flat_map(|s| classes.iter().map(|c| c.0.first().is_some_and(|r| s.contains(r.0))))
             .collect();
-        let mut ids: HashMap<Vec<usize>, u32> = HashMap::new();
+        let mut ids: FastMap<Vec<usize>, u32> = FastMap::default();
         let mut order: Vec<Vec<usize>> = Vec::new();
         let mut first = vec![start];
         nfa.closure(&mut first);
@@ -157,23 +158,35 @@ impl Dfa {
         order.push(first);
         let mut trans = Vec::new();
         let mut tags = Vec::new();
+        // The states one class leads to before their closure, and per
+        // state the DFA state each such list led to (most classes share one).
+        let mut moves: Vec<usize> = Vec::new();
+        let mut seen: Vec<(Vec<usize>, u32)> = Vec::new();
         let mut i = 0;
         while i < order.len() {
             let cur = order[i].clone();
             tags.push(cur.iter().filter_map(|&s| nfa.tag[s]).fold(0u64, |acc, t| acc | 1 << t));
             let mut row = vec![DEAD; classes.len()];
+            seen.clear();
             for (ci, slot) in row.iter_mut().enumerate() {
-                let mut next: Vec<usize> = Vec::new();
+                moves.clear();
                 for &s in &cur {
                     for &(set, t) in &nfa.edges[s] {
-                        if members[set][ci] && !next.contains(&t) {
-                            next.push(t);
+                        if members[set * classes.len() + ci] {
+                            moves.push(t);
                         }
                     }
                 }
-                if next.is_empty() {
+                if moves.is_empty() {
                     continue;
                 }
+                moves.sort_unstable();
+                moves.dedup();
+                if let Some(&(_, id)) = seen.iter().find(|m| m.0 == moves) {
+                    *slot = id;
+                    continue;
+                }
+                let mut next = moves.clone();
                 nfa.closure(&mut next);
                 let id = match ids.get(&next) {
                     Some(&id) => id,
@@ -187,6 +200,7 @@ impl Dfa {
                         id
                     }
                 };
+                seen.push((moves.clone(), id));
                 *slot = id;
             }
             trans.push(row);
@@ -269,18 +283,21 @@ impl Dfa {
                 alts.push("\"\"".to_string());
             }
             if let Some(k2) = step(k) {
-                let mut groups: Vec<(usize, CharSet)> = Vec::new();
+                // Per target, the ranges of the classes going there.
+                let mut groups: Vec<(usize, Vec<(u32, u32)>)> = Vec::new();
                 for (ci, &t) in self.trans[s].iter().enumerate() {
                     if t == DEAD || !live[idx(t as usize, k2)] {
                         continue;
                     }
                     let t = t as usize;
+                    let class = &self.classes[ci].0;
                     match groups.iter_mut().find(|g| g.0 == t) {
-                        Some(g) => g.1 = g.1.union(&self.classes[ci]),
-                        None => groups.push((t, self.classes[ci].clone())),
+                        Some(g) => g.1.extend_from_slice(class),
+                        None => groups.push((t, class.clone())),
                     }
                 }
-                for (t, set) in groups {
+                for (t, ranges) in groups {
+                    let set = CharSet::from_ranges(ranges);
                     let key = idx(t, k2);
                     let name = match names.get(&key) {
                         Some(n) => n.clone(),

@@ -5,6 +5,7 @@
 use super::regex::{CharSet, Re};
 use std::collections::HashMap;
 use std::fmt::Write;
+use std::sync::LazyLock;
 
 /// The JSON-string forms a character may take here. Only the escapes JSON
 /// requires (and `\/`) are generated, so every accepted spelling decodes to a
@@ -165,26 +166,25 @@ pub fn json_char(set: &CharSet, escape: Option<&str>) -> Option<String> {
     if set.is_empty() {
         return None;
     }
-    let must_escape = CharSet::from_ranges(vec![(0, 0x1F), (0x22, 0x22), (0x5C, 0x5C)]);
-    let raw = set.minus(&must_escape);
+    let sets = &*JSON_SETS;
+    let raw = set.intersect(&sets.raw);
     let mut alts = Vec::new();
     if !raw.is_empty() {
         alts.push(class(&raw));
     }
-    let escapable = must_escape.union(&CharSet::single(0x2F));
-    if let Some(esc) = escape.filter(|_| set.intersect(&escapable) == escapable) {
+    let escaped = set.intersect(&sets.escapable);
+    if let Some(esc) = escape.filter(|_| escaped == sets.escapable) {
         alts.push(esc.to_string());
         return Some(if alts.len() == 1 { alts.remove(0) } else { format!("({})", alts.join(" | ")) });
     }
-    let controls = CharSet::from_ranges(vec![(0, 0x1F)]);
-    let all_controls = set.intersect(&controls) == controls;
+    let all_controls = set.intersect(&sets.controls) == sets.controls;
     if all_controls {
         alts.push(format!("{} [01] [0-9a-fA-F]", literal("\\u00")));
     }
     // `\u00XY` escapes of some controls: one alternative per `X`, its
     // `Y`s (both cases) in one class.
     let mut digits = [String::new(), String::new()];
-    for &(a, b) in &set.intersect(&must_escape.union(&CharSet::single(0x2F))).0 {
+    for &(a, b) in &escaped.0 {
         for c in a..=b {
             if let Some(e) = short_escape(c) {
                 alts.push(literal(e));
@@ -201,6 +201,26 @@ pub fn json_char(set: &CharSet, escape: Option<&str>) -> Option<String> {
     }
     Some(if alts.len() == 1 { alts.remove(0) } else { format!("({})", alts.join(" | ")) })
 }
+
+/// The sets [`json_char`] splits a character set by, built once.
+struct JsonSets {
+    /// Characters a JSON string holds as themselves.
+    raw: CharSet,
+    /// Characters with an escape here: those JSON requires escaped
+    /// (controls, `"`, `\`) and `/`.
+    escapable: CharSet,
+    /// The control characters.
+    controls: CharSet,
+}
+
+static JSON_SETS: LazyLock<JsonSets> = LazyLock::new(|| {
+    let must_escape = CharSet::from_ranges(vec![(0, 0x1F), (0x22, 0x22), (0x5C, 0x5C)]);
+    JsonSets {
+        raw: must_escape.negate(),
+        escapable: must_escape.union(&CharSet::single(0x2F)),
+        controls: CharSet::from_ranges(vec![(0, 0x1F)]),
+    }
+});
 
 /// Any one JSON string character, all escapes included (`\uD83D\uDE00`-style
 /// surrogate pairs count as the one character they encode).

@@ -40,8 +40,10 @@ impl CharSet {
                 _ => out.push((a, b)),
             }
         }
-        let mut set = CharSet(out);
-        set = set.intersect(&CharSet(vec![(0, 0xD7FF), (0xE000, MAX_CHAR)]));
+        let set = CharSet(out);
+        if set.0.iter().any(|&(a, b)| a <= 0xDFFF && b >= 0xD800) {
+            return set.intersect(&CharSet(vec![(0, 0xD7FF), (0xE000, MAX_CHAR)]));
+        }
         set
     }
     /// Whether the set is empty.
@@ -106,10 +108,6 @@ impl CharSet {
             }
         }
         CharSet(out)
-    }
-    /// Set difference.
-    pub fn minus(&self, other: &CharSet) -> CharSet {
-        self.intersect(&other.negate())
     }
 }
 
