@@ -56,6 +56,9 @@ pub(crate) struct TokenCache {
     dfa: SetDfa,
     /// Per rule, the bytes that may follow its end (computed on first use).
     follow: Vec<[u64; 4]>,
+    /// The vocabulary's string-slice characters as [`byte_sequences`] for
+    /// this grammar (computed on first use).
+    slice_seqs: Vec<ByteSequence>,
     bytes: usize,
 }
 
@@ -89,9 +92,10 @@ impl TokenCache {
                 None => {
                     if self.follow.is_empty() {
                         self.follow = g.follow_sets();
+                        self.slice_seqs = byte_sequences(g, vocab.string_slice().class);
                     }
                     let follow = self.follow.get(rule as usize).copied().unwrap_or([!0; 4]);
-                    let a = Arc::new(analyze(g, vocab, &mut self.dfa, &states, &follow, fuel, limit)?);
+                    let a = Arc::new(analyze(g, vocab, &mut self.dfa, &self.slice_seqs, &states, &follow, fuel, limit)?);
                     self.bytes += a.allowed.len() * 4 + a.suffixes.nodes.len() * 20 + a.suffixes.tokens.len() * 4 + 64;
                     self.groups.insert(states.into_boxed_slice(), a.clone());
                     a
@@ -116,10 +120,12 @@ impl TokenCache {
 /// Tokens alive at their end are allowed; tokens that die after the rule
 /// could have ended at depth `k` get the suffix `bytes[k..]` when its first
 /// byte is in `follow` (the bytes that may come after the rule's end).
+#[allow(clippy::too_many_arguments)]
 fn analyze(
     g: &Grammar,
     vocab: &Vocabulary,
     dfa: &mut SetDfa,
+    slice_seqs: &[ByteSequence],
     states: &[u32],
     follow: &[u64; 4],
     fuel: &mut usize,
@@ -137,7 +143,7 @@ fn analyze(
     // alive, the slice's tokens are allowed (none can die) and only the
     // other tokens are walked; where only the short ones surely do, those.
     let slice = vocab.string_slice();
-    let trie = match walker.alive_depth(seed, slice.class, slice.max_len) {
+    let trie = match walker.alive_depth(seed, slice_seqs, slice.max_len) {
         Ok(d) if d >= slice.max_len => {
             allowed.iter_mut().zip(slice.mask.iter()).for_each(|(a, &m)| *a = m);
             &slice.rest
@@ -336,26 +342,13 @@ impl SetWalker<'_, '_> {
         }
     }
 
-    /// How far every string of `class` characters keeps outer set `id`
-    /// alive: every such string of at most the returned number of
-    /// characters, and every byte prefix of one, takes each byte through
-    /// outer sets (`usize::MAX`: every string does). Explores the outer sets
-    /// such strings reach level by level, up to `max_chars` levels and
-    /// [`MAX_REACHED`] sets.
-    fn alive_depth(&mut self, id: u32, class: &[(char, char)], max_chars: usize) -> Result<usize, MatchError> {
-        // Per UTF-8 sequence of the class, per byte: one byte of each byte
-        // class of the grammar in its range (the others go the same way).
-        let g = self.inner.g;
-        let seqs: Vec<Vec<Vec<u8>>> = class
-            .iter()
-            .flat_map(|&(lo, hi)| regex_syntax::utf8::Utf8Sequences::new(lo, hi))
-            .map(|seq| {
-                let reps = |r: &regex_syntax::utf8::Utf8Range| {
-                    (r.start..=r.end).filter(|&b| b == r.start || g.class(b) != g.class(b - 1)).collect()
-                };
-                seq.as_slice().iter().map(reps).collect()
-            })
-            .collect();
+    /// How far every string of the characters of `seqs` (a class as
+    /// [`byte_sequences`]) keeps outer set `id` alive: every such string of
+    /// at most the returned number of characters, and every byte prefix of
+    /// one, takes each byte through outer sets (`usize::MAX`: every string
+    /// does). Explores the outer sets such strings reach level by level, up
+    /// to `max_chars` levels and [`MAX_REACHED`] sets.
+    fn alive_depth(&mut self, id: u32, seqs: &[ByteSequence], max_chars: usize) -> Result<usize, MatchError> {
         let mut seen = std::collections::HashSet::from([id]);
         let mut level = vec![id];
         let mut depth = 0;
@@ -365,7 +358,7 @@ impl SetWalker<'_, '_> {
             }
             let mut reached = Vec::new();
             for &from in &level {
-                for seq in &seqs {
+                for seq in seqs {
                     let mut at = vec![from];
                     for bytes in seq {
                         let mut next = Vec::new();
@@ -397,6 +390,24 @@ impl SetWalker<'_, '_> {
         }
         Ok(usize::MAX)
     }
+}
+
+/// One UTF-8 sequence of a character class: per byte, one byte of each
+/// byte class of the grammar in its range (the others go the same way).
+type ByteSequence = Vec<Vec<u8>>;
+
+/// The UTF-8 sequences of the characters of `class`, for [`SetWalker::alive_depth`].
+fn byte_sequences(g: &Grammar, class: &[(char, char)]) -> Vec<ByteSequence> {
+    class
+        .iter()
+        .flat_map(|&(lo, hi)| regex_syntax::utf8::Utf8Sequences::new(lo, hi))
+        .map(|seq| {
+            let reps = |r: &regex_syntax::utf8::Utf8Range| {
+                (r.start..=r.end).filter(|&b| b == r.start || g.class(b) != g.class(b - 1)).collect()
+            };
+            seq.as_slice().iter().map(reps).collect()
+        })
+        .collect()
 }
 
 /// Most outer sets [`SetWalker::alive_depth`] explores before it stops
@@ -460,7 +471,8 @@ mod tests {
         let mut local = Chart::local();
         let seed = dfa.intern(states, false);
         let mut w = SetWalker { inner: ChartWalker { g: &g, chart: &mut local, fuel, limit: fuel }, dfa: &mut dfa, frames: vec![] };
-        w.alive_depth(seed, &[(' ', '!'), ('#', '['), (']', char::MAX)], 64).unwrap() == usize::MAX
+        let seqs = byte_sequences(&g, &[(' ', '!'), ('#', '['), (']', char::MAX)]);
+        w.alive_depth(seed, &seqs, 64).unwrap() == usize::MAX
     }
 
     /// Masks inside a string of bounded length, on a vocabulary with
