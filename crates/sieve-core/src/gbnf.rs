@@ -198,6 +198,11 @@ impl<'a> Parser<'a> {
                     self.pos += 1;
                     let mut s = String::new();
                     loop {
+                        // Plain characters up to the next quote, escape or line end at once.
+                        let rest = &self.src.as_bytes()[self.pos..];
+                        let plain = rest.iter().position(|b| matches!(b, b'"' | b'\\' | b'\n' | b'\r')).unwrap_or(rest.len());
+                        s.push_str(&self.src[self.pos..self.pos + plain]);
+                        self.pos += plain;
                         match self.peek() {
                             None | Some('\n' | '\r') => return self.err("unterminated string literal"),
                             Some('"') => {
