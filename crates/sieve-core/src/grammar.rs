@@ -71,13 +71,15 @@ pub(crate) struct Grammar {
 }
 
 /// Thompson automaton state before epsilon closure.
+#[derive(Clone, Copy)]
 enum N {
     Byte { lo: u8, hi: u8, next: u32 },
     Call { rule: u32, next: u32 },
-    Eps(Vec<u32>),
+    /// Epsilon moves to the states `Builder::targets[first..end]`.
+    Eps { first: u32, end: u32 },
     Accept { rule: u32 },
-    /// `(lo, hi, next)` alternatives on the next byte.
-    Ranges(Vec<(u8, u8, u32)>),
+    /// `(lo, hi, next)` alternatives on the next byte: `Builder::alts[first..end]`.
+    Ranges { first: u32, end: u32 },
 }
 
 struct Builder<'a> {
@@ -85,6 +87,10 @@ struct Builder<'a> {
     /// Per source rule: references to it are compiled inline (see [`plan`]).
     inline: Vec<bool>,
     n: Vec<N>,
+    /// The targets of all `Eps` states.
+    targets: Vec<u32>,
+    /// The alternatives of all `Ranges` states, in state order.
+    alts: Vec<(u8, u8, u32)>,
     /// The compiled rule each state belongs to.
     owner: Vec<u32>,
     /// The compiled rule being built.
@@ -119,13 +125,27 @@ impl<'a> Builder<'a> {
         Ok(self.n.len() as u32 - 1)
     }
 
+    /// A state with epsilon moves to `to`.
+    fn eps(&mut self, to: &[u32]) -> Result<u32, CompileError> {
+        let s = self.add(N::Eps { first: 0, end: 0 })?;
+        self.set_eps(s, to);
+        Ok(s)
+    }
+
+    /// Gives epsilon state `s` the moves to `to`.
+    fn set_eps(&mut self, s: u32, to: &[u32]) {
+        let first = self.targets.len() as u32;
+        self.targets.extend_from_slice(to);
+        self.n[s as usize] = N::Eps { first, end: self.targets.len() as u32 };
+    }
+
     /// The entry of source rule `q`'s body continuing at `next`: a
     /// placeholder filled by [`Builder::rule`] (no recursion per reference).
     fn inlined(&mut self, q: u32, next: u32) -> Result<u32, CompileError> {
         if let Some(&p) = self.memo.get(&(q, next)) {
             return Ok(p);
         }
-        let p = self.add(N::Eps(Vec::new()))?;
+        let p = self.eps(&[])?;
         self.memo.insert((q, next), p);
         self.pending.push((q, next, p));
         Ok(p)
@@ -141,7 +161,7 @@ impl<'a> Builder<'a> {
         while let Some((q, next, p)) = self.pending.pop() {
             let rules = self.rules;
             let e = self.expr(&rules[q as usize].body, next)?;
-            self.n[p as usize] = N::Eps(vec![e]);
+            self.set_eps(p, &[e]);
         }
         Ok(start)
     }
@@ -158,7 +178,7 @@ impl<'a> Builder<'a> {
             }
             Expr::Alt(alts) => {
                 let starts = alts.iter().map(|a| self.expr(a, next)).collect::<Result<Vec<_>, _>>()?;
-                self.add(N::Eps(starts))?
+                self.eps(&starts)?
             }
             Expr::Literal(s) => {
                 let mut next = next;
@@ -168,7 +188,7 @@ impl<'a> Builder<'a> {
                 next
             }
             Expr::Class(ranges) => {
-                let mut firsts = Vec::new();
+                let first = self.alts.len();
                 for &(lo, hi) in ranges {
                     let lo = if (0xD800..0xE000).contains(&lo) { 0xE000 } else { lo };
                     let hi = if (0xD800..0xE000).contains(&hi) { 0xD7FF } else { hi };
@@ -178,7 +198,7 @@ impl<'a> Builder<'a> {
                     }
                     for seq in Utf8Sequences::new(lo, hi) {
                         let mut s = next;
-                        let (first, rest) = seq.as_slice().split_first().ok_or_else(|| {
+                        let (head, rest) = seq.as_slice().split_first().ok_or_else(|| {
                             CompileError::new(CompileErrorKind::Syntax, "empty UTF-8 sequence")
                         })?;
                         for r in rest.iter().rev() {
@@ -191,13 +211,17 @@ impl<'a> Builder<'a> {
                                 }
                             };
                         }
-                        firsts.push((first.start, first.end, s));
+                        self.alts.push((head.start, head.end, s));
                     }
                 }
-                match firsts.as_slice() {
-                    [] => self.add(N::Eps(Vec::new()))?,
-                    &[(lo, hi, next)] => self.add(N::Byte { lo, hi, next })?,
-                    _ => self.add(N::Ranges(firsts))?,
+                match self.alts.len() - first {
+                    0 => self.eps(&[])?,
+                    1 => {
+                        let (lo, hi, next) = self.alts[first];
+                        self.alts.truncate(first);
+                        self.add(N::Byte { lo, hi, next })?
+                    }
+                    _ => self.add(N::Ranges { first: first as u32, end: self.alts.len() as u32 })?,
                 }
             }
             &Expr::Ref { rule: q, .. } if self.inline[q as usize] => self.inlined(q, next)?,
@@ -212,15 +236,15 @@ impl<'a> Builder<'a> {
                 let mut tail = next;
                 match max {
                     None => {
-                        let lp = self.add(N::Eps(Vec::new()))?;
+                        let lp = self.eps(&[])?;
                         let body = self.expr(expr, lp)?;
-                        self.n[lp as usize] = N::Eps(vec![body, next]);
+                        self.set_eps(lp, &[body, next]);
                         tail = lp;
                     }
                     Some(max) => {
                         for _ in *min..*max {
                             let body = self.expr(expr, tail)?;
-                            tail = self.add(N::Eps(vec![body, next]))?;
+                            tail = self.eps(&[body, next])?;
                         }
                     }
                 }
@@ -439,6 +463,8 @@ impl Grammar {
             rules: &rules,
             inline,
             n: Vec::new(),
+            targets: Vec::new(),
+            alts: Vec::new(),
             owner: Vec::new(),
             rule: 0,
             called,
@@ -455,20 +481,22 @@ impl Grammar {
             starts.push(b.rule(starts.len() as u32, q)?);
         }
         let names = b.order.iter().map(|&q| rules[q as usize].name.clone()).collect();
-        Ok(Self::close(b.n, b.owner, starts, names, 0))
+        Ok(Self::close(&b.n, &b.targets, &b.alts, &b.owner, &starts, names))
     }
 
-    /// Epsilon-closes the automaton, then trims what cannot finish.
-    fn close(n: Vec<N>, owner: Vec<u32>, starts: Vec<u32>, names: Vec<String>, root: u32) -> Grammar {
+    /// Epsilon-closes the automaton (`targets` and `alts` hold its `Eps`
+    /// and `Ranges` states' lists), then trims what cannot finish. Rule 0 is
+    /// the start rule.
+    fn close(n: &[N], targets: &[u32], alts: &[(u8, u8, u32)], owner: &[u32], starts: &[u32], names: Vec<String>) -> Grammar {
         let mut core_of = vec![u32::MAX; n.len()];
         let mut core = Vec::new();
         for (i, s) in n.iter().enumerate() {
             let kind = match *s {
                 N::Byte { lo, hi, .. } => Kind::Byte { lo, hi },
-                N::Ranges(_) => Kind::Ranges { first: 0, end: 0 },
+                N::Ranges { .. } => Kind::Ranges { first: 0, end: 0 },
                 N::Call { rule, .. } => Kind::Call { rule },
                 N::Accept { rule } => Kind::Accept { rule },
-                N::Eps(_) => continue,
+                N::Eps { .. } => continue,
             };
             core_of[i] = core.len() as u32;
             core.push(Core { kind, rule: owner[i], next: (0, 0) });
@@ -487,8 +515,8 @@ impl Grammar {
                     if std::mem::replace(&mut seen[s as usize], round) == round {
                         continue;
                     }
-                    match &n[s as usize] {
-                        N::Eps(next) => stack.extend(next.iter().rev()),
+                    match n[s as usize] {
+                        N::Eps { first, end } => stack.extend(targets[first as usize..end as usize].iter().rev()),
                         _ => pool.push(core_of[s as usize]),
                     }
                 }
@@ -502,13 +530,13 @@ impl Grammar {
         // successors; the state's own list is their union.
         let mut range_lists: Vec<(u8, u8, Span)> = Vec::new();
         let mut union: Vec<u32> = Vec::new();
-        for s in &n {
-            match s {
-                N::Byte { next, .. } | N::Call { next, .. } => next_lists.push(closure(*next, &mut pool)),
+        for s in n {
+            match *s {
+                N::Byte { next, .. } | N::Call { next, .. } => next_lists.push(closure(next, &mut pool)),
                 N::Accept { .. } => next_lists.push((0, 0)),
-                N::Ranges(rs) => {
+                N::Ranges { first, end } => {
                     union.clear();
-                    for &(lo, hi, t) in rs {
+                    for &(lo, hi, t) in &alts[first as usize..end as usize] {
                         let l = closure(t, &mut pool);
                         union.extend_from_slice(&pool[l.0 as usize..l.1 as usize]);
                         range_lists.push((lo, hi, l));
@@ -519,7 +547,7 @@ impl Grammar {
                     pool.extend_from_slice(&union);
                     next_lists.push((a, pool.len() as u32));
                 }
-                N::Eps(_) => {}
+                N::Eps { .. } => {}
             }
         }
         let start_lists: Vec<(u32, u32)> = starts.iter().map(|&s| closure(s, &mut pool)).collect();
@@ -604,11 +632,12 @@ impl Grammar {
         };
         let mut ranges = Vec::with_capacity(range_lists.len());
         let mut range_lists = range_lists.into_iter();
-        for (s, (c, node)) in core.iter_mut().zip(n.iter().filter(|s| !matches!(s, N::Eps(_)))).enumerate() {
+        for (s, (c, node)) in core.iter_mut().zip(n.iter().filter(|s| !matches!(s, N::Eps { .. }))).enumerate() {
             c.next = push_list(list(next_lists[s]), &mut succ);
-            if let N::Ranges(rs) = node {
+            if let &N::Ranges { first, end } = node {
+                let count = (end - first) as usize;
                 let first = ranges.len() as u32;
-                for (lo, hi, l) in range_lists.by_ref().take(rs.len()) {
+                for (lo, hi, l) in range_lists.by_ref().take(count) {
                     let next = push_list(list(l), &mut succ);
                     ranges.push(ByteRange { lo, hi, next });
                 }
@@ -639,7 +668,7 @@ impl Grammar {
         for b in 1..256 {
             classes[b] = classes[b - 1] + starts[b] as u8;
         }
-        Grammar { core, succ, ranges, rules, names, root, classes }
+        Grammar { core, succ, ranges, rules, names, root: 0, classes }
     }
 
     /// True when the start rule derives no string at all.
