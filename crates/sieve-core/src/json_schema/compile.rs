@@ -1354,9 +1354,9 @@ impl<'a> Compiler<'a> {
         }
         let cnt = u64::from(seen.count_ones());
         let first = seen == 0;
-        let sep = format!("{ws} \",\" {ws}", ws = self.ws);
-        let lead = if first { String::new() } else { format!("{sep} ") };
-        let mut alts = Vec::new();
+        // The next declared member, after the separator and extras they all
+        // share (written once, so the grammar holds one copy of them).
+        let mut nexts = Vec::new();
         if sh.max_p.is_none_or(|m| cnt < m) {
             for (i, (_, kv, _)) in sh.entries.iter().enumerate() {
                 let Some(kv) = kv else { continue };
@@ -1364,13 +1364,17 @@ impl<'a> Compiler<'a> {
                     continue;
                 }
                 if let Some(next) = self.member_set(sh, seen | 1 << i, memo)? {
-                    let kv = match &sh.lead_extras {
-                        Some(x) => format!("{x} {kv}"),
-                        None => kv.clone(),
-                    };
-                    alts.push(if next == "\"\"" { format!("{lead}{kv}") } else { format!("{lead}{kv} {next}") });
+                    nexts.push(if next == "\"\"" { kv.clone() } else { format!("{kv} {next}") });
                 }
             }
+        }
+        let mut alts = Vec::new();
+        if !nexts.is_empty() {
+            let mut lead = if first { String::new() } else { format!("{ws} \",\" {ws} ", ws = self.ws) };
+            if let Some(x) = &sh.lead_extras {
+                lead = format!("{lead}{x} ");
+            }
+            alts.push(if nexts.len() == 1 { format!("{lead}{}", nexts[0]) } else { format!("{lead}({})", nexts.join(" | ")) });
         }
         let all_required = sh.entries.iter().enumerate().all(|(i, e)| !e.2 || seen >> i & 1 == 1);
         if all_required {
