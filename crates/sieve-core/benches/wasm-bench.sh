@@ -14,10 +14,9 @@ texts=""
 if [ "${1:-}" = "--texts" ]; then texts="$(realpath "$2")"; limit="${3:-200}"; else walks="${1:-50}"; steps="${2:-64}"; fi
 target="${CARGO_TARGET_DIR:-$here/../../target}"
 out="$target/wasm-bench"
-# WebAssembly SIMD (every current browser and Node has it) lets the mask
-# ORs vectorize as they do natively; set the variable to "" to measure without.
-export CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUSTFLAGS="${CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUSTFLAGS--C target-feature=+simd128}"
-cargo build --release --manifest-path "$here/wasm-bench/Cargo.toml" --target wasm32-unknown-unknown
+# Built from the repository root so .cargo/config.toml applies (WebAssembly SIMD, as the
+# npm package is built); CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUSTFLAGS="" measures without.
+(cd "$here/../.." && cargo build --release --manifest-path "$here/wasm-bench/Cargo.toml" --target wasm32-unknown-unknown)
 wasm-bindgen --target nodejs --out-dir "$out" "$target/wasm32-unknown-unknown/release/sieve_core_wasm_bench.wasm"
 cargo build --release -q --manifest-path "$here/../sieve-cli/Cargo.toml"
 cat > "$out/run.cjs" <<'JS'
