@@ -242,8 +242,8 @@ impl ConstraintCache {
 
     /// The compiled constraint for `source`, compiling it on first use.
     pub fn get(&self, source: &ConstraintSource) -> Result<Constraint, CompileError> {
-        if let Some(c) = lock(&self.entries).0.get(source) {
-            return Ok(c.clone());
+        if let Some(c) = self.cached(source) {
+            return Ok(c);
         }
         let c = Constraint::compile(source, &self.limits)?;
         let mut e = lock(&self.entries);
@@ -255,6 +255,11 @@ impl ConstraintCache {
             e.1.push(source.clone());
         }
         Ok(c)
+    }
+
+    /// The constraint for `source` if it is compiled already.
+    pub fn cached(&self, source: &ConstraintSource) -> Option<Constraint> {
+        lock(&self.entries).0.get(source).cloned()
     }
 
     /// Number of cached constraints.

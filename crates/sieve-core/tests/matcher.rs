@@ -251,12 +251,17 @@ fn errors_carry_positions() {
 #[test]
 fn cache_shares_compiled_constraints() {
     let cache = ConstraintCache::new(Limits::default(), 2);
-    let a = cache.get(&ConstraintSource::Regex("a+".into())).unwrap();
-    let b = cache.get(&ConstraintSource::Regex("a+".into())).unwrap();
+    let regex = ConstraintSource::Regex("a+".into());
+    assert!(cache.cached(&regex).is_none());
+    let a = cache.get(&regex).unwrap();
+    let b = cache.get(&regex).unwrap();
     assert!(std::ptr::eq(a.source(), b.source()));
+    assert!(std::ptr::eq(a.source(), cache.cached(&regex).unwrap().source()));
     cache.get(&ConstraintSource::AnyJson).unwrap();
     cache.get(&ConstraintSource::Choices(vec!["x".into()])).unwrap();
     assert_eq!(cache.len(), 2);
+    // The oldest went first.
+    assert!(cache.cached(&regex).is_none());
 }
 
 #[test]

@@ -11,6 +11,10 @@
 //!    back) and feed it to the constraint;
 //! 5. stop at end of sequence, when the constraint terminates, or after `max_tokens`.
 //!
+//! A constraint still to be compiled ([`Deferred`]) compiles while the prompt prefills: the
+//! prompt goes to the GPU before the loop starts, alone (forced tokens then take a pass of
+//! their own).
+//!
 //! Everything that waits on the device is `async` (wasm forbids blocking readbacks).
 
 use burn::tensor::Tensor;
@@ -33,6 +37,73 @@ pub trait TokenConstraint {
     fn forced_bytes(&mut self) -> Result<Vec<u8>, ModelError>;
     /// Whether the constraint is complete and allows nothing more.
     fn is_terminated(&self) -> bool;
+    /// Whether the constraint is still to be compiled ([`Deferred`]): the decode loop then sends
+    /// the prompt to the GPU first and calls [`prepare`](Self::prepare) while it prefills.
+    fn is_pending(&self) -> bool {
+        false
+    }
+    /// Compiles a pending constraint (nothing to do for others).
+    fn prepare(&mut self) -> Result<(), ModelError> {
+        Ok(())
+    }
+}
+
+/// The work that compiles a constraint.
+pub type Compile<'a> = Box<dyn FnOnce() -> Result<Box<dyn TokenConstraint + 'a>, ModelError> + 'a>;
+
+/// A constraint compiled only once the prompt's prefill is on the GPU, so that compiling a new
+/// constraint overlaps prefilling instead of adding to the time to first token.
+pub struct Deferred<'a> {
+    compile: Option<Compile<'a>>,
+    ready: Option<Box<dyn TokenConstraint + 'a>>,
+}
+
+impl<'a> Deferred<'a> {
+    /// A constraint that `compile` makes when the decode loop asks for it.
+    pub fn new(compile: Compile<'a>) -> Self {
+        Self { compile: Some(compile), ready: None }
+    }
+
+    fn ready(&mut self) -> Result<&mut (dyn TokenConstraint + 'a), ModelError> {
+        self.prepare()?;
+        match self.ready.as_deref_mut() {
+            Some(c) => Ok(c),
+            None => Err(ModelError::Constraint("the constraint did not compile".into())),
+        }
+    }
+}
+
+impl TokenConstraint for Deferred<'_> {
+    fn fill_mask(&mut self, mask: &mut [u32]) -> Result<(), ModelError> {
+        self.ready()?.fill_mask(mask)
+    }
+
+    fn accept_token(&mut self, token: u32) -> Result<(), ModelError> {
+        self.ready()?.accept_token(token)
+    }
+
+    fn rollback(&mut self, n: usize) -> Result<(), ModelError> {
+        self.ready()?.rollback(n)
+    }
+
+    fn forced_bytes(&mut self) -> Result<Vec<u8>, ModelError> {
+        self.ready()?.forced_bytes()
+    }
+
+    fn is_terminated(&self) -> bool {
+        self.ready.as_ref().is_some_and(|c| c.is_terminated())
+    }
+
+    fn is_pending(&self) -> bool {
+        self.compile.is_some()
+    }
+
+    fn prepare(&mut self) -> Result<(), ModelError> {
+        if let Some(compile) = self.compile.take() {
+            self.ready = Some(compile()?);
+        }
+        Ok(())
+    }
 }
 
 /// No constraint: every token of the vocabulary is allowed, nothing is forced.
@@ -245,6 +316,13 @@ pub async fn generate_streaming(
     let mut stats = Stats { prompt_tokens: prompt.len(), ..Stats::default() };
     let mut step = 0u32;
     let mut jumped = false;
+    // The logits of a pass already on the GPU for `tokens` as they are.
+    let mut submitted = None;
+    if constraint.is_pending() {
+        submitted = Some(submit(model, &tokens, &mut cache)?);
+        stats.forward_passes += 1;
+        constraint.prepare()?;
+    }
     let stop = loop {
         let generated = tokens.len() - prompt.len();
         if generated >= config.max_tokens {
@@ -268,15 +346,20 @@ pub async fn generate_streaming(
                     tokens.push(id);
                 }
                 stats.forced_tokens += ids.len().min(room).saturating_sub(backoff);
+                submitted = None;
                 if !stream.emit(tokenizer, &tokens[prompt.len()..], true, on_delta) {
                     break StopReason::Cancelled;
                 }
                 continue;
             }
         }
-        let logits = model.forward(&tokens[cache.len()..], &mut cache)?;
-        stats.forward_passes += 1;
-        model.device().flush().map_err(|e| ModelError::Backend(format!("flush: {e:?}")))?;
+        let logits = match submitted.take() {
+            Some(logits) => logits,
+            None => {
+                stats.forward_passes += 1;
+                submit(model, &tokens, &mut cache)?
+            }
+        };
         let t0 = clock();
         mask.fill(0);
         constraint.fill_mask(&mut mask)?;
@@ -302,6 +385,14 @@ pub async fn generate_streaming(
     let text = tokenizer.decode(&text_ids)?;
     stats.elapsed_ms = clock() - start;
     Ok(Generation { tokens: completion, text, stop, stats })
+}
+
+/// Runs the tokens of `tokens` that are not in `cache` through the model and flushes the device,
+/// so the GPU works while the caller goes on; returns the last token's logits.
+fn submit(model: &Llama, tokens: &[u32], cache: &mut KvCache) -> Result<Tensor<2>, ModelError> {
+    let logits = model.forward(&tokens[cache.len()..], cache)?;
+    model.device().flush().map_err(|e| ModelError::Backend(format!("flush: {e:?}")))?;
+    Ok(logits)
 }
 
 /// The streamed part of a completion: how many of its bytes were already sent as text.

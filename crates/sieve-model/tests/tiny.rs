@@ -13,7 +13,7 @@ use std::time::Instant;
 
 use common::Choices;
 use futures_lite::future::block_on;
-use sieve_model::decode::{GenerateConfig, Picker, StopReason, Unconstrained, generate, generate_streaming};
+use sieve_model::decode::{Deferred, GenerateConfig, Picker, StopReason, TokenConstraint, Unconstrained, generate, generate_streaming};
 use sieve_model::sampling::Sampling;
 use sieve_model::{Gguf, KvCache, Llama, LlamaConfig, ModelError, Tokenizer};
 
@@ -134,6 +134,36 @@ fn jump_forward_saves_forward_passes() {
     assert!(on.stats.forward_passes * 2 < off.stats.forward_passes, "{} vs {}", on.stats.forward_passes, off.stats.forward_passes);
     // The forced tokens are the canonical tokenization of the forced text.
     assert_eq!(on.tokens[..tok.encode("{\"name\": \"Alice\", \"city\": \"").unwrap().len()], tok.encode("{\"name\": \"Alice\", \"city\": \"").unwrap()[..]);
+}
+
+#[test]
+fn a_deferred_constraint_compiles_once_while_the_prompt_prefills() {
+    let model = tiny();
+    let tok = tokenizer();
+    let options = ["{\"name\": \"Alice\", \"city\": \"Paris\"}", "{\"name\": \"Alice\", \"city\": \"Rome\"}"];
+    let prompt = tok.encode("JSON:").unwrap();
+    for jump_forward in [false, true] {
+        let config = config(jump_forward, Sampling::GREEDY);
+        let mut ready = Choices::new(&options, tok);
+        let direct = block_on(generate(&model, tok, &mut ready, &prompt, &config, &clock)).unwrap();
+        let compiles = std::cell::Cell::new(0);
+        let mut deferred = Deferred::new(Box::new(|| {
+            compiles.set(compiles.get() + 1);
+            Ok(Box::new(Choices::new(&options, tok)) as Box<dyn TokenConstraint>)
+        }));
+        assert!(deferred.is_pending());
+        let out = block_on(generate(&model, tok, &mut deferred, &prompt, &config, &clock)).unwrap();
+        assert_eq!(compiles.get(), 1);
+        assert!(!deferred.is_pending());
+        assert_eq!((&out.tokens, &out.text, out.stop), (&direct.tokens, &direct.text, direct.stop));
+        // The prompt went to the GPU alone, so forced tokens at the start take a pass of their own.
+        let extra = usize::from(jump_forward);
+        assert_eq!(out.stats.forward_passes, direct.stats.forward_passes + extra);
+    }
+    // A constraint that fails to compile fails the generation with its error.
+    let mut failing = Deferred::new(Box::new(|| Err(ModelError::Constraint("bad schema at /properties".into()))));
+    let err = block_on(generate(&model, tok, &mut failing, &prompt, &config(true, Sampling::GREEDY), &clock)).unwrap_err();
+    assert!(err.to_string().contains("bad schema at /properties"), "{err}");
 }
 
 #[test]

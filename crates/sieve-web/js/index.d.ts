@@ -58,8 +58,10 @@ export interface ChatMessage {
 export type FinishReason = "stop" | "length";
 
 export interface Timings {
+  /** Time to translate and compile the output constraint (a cached one takes none). A new
+   * constraint compiles while the prompt prefills on the GPU. */
   compile_ms: number;
-  /** Time to the first output text. */
+  /** Time to the first output text (forced text included). */
   ttft_ms: number | null;
   total_ms: number;
   decode_ms: number;

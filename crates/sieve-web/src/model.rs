@@ -6,14 +6,14 @@ use std::sync::Arc;
 
 use serde_json::json;
 use sieve_core::{ConstraintCache, Limits, Matcher};
-use sieve_model::decode::{Delta, GenerateConfig, Picker, StopReason, TokenConstraint, Unconstrained, generate_streaming};
+use sieve_model::decode::{Deferred, Delta, GenerateConfig, Picker, StopReason, TokenConstraint, Unconstrained, generate_streaming};
 use sieve_model::sampling::Sampling;
 use sieve_model::tokenizer::chat_prompt;
-use sieve_model::{Gguf, Llama, LlamaConfig, Tokenizer};
+use sieve_model::{Gguf, Llama, LlamaConfig, ModelError, Tokenizer};
 use wasm_bindgen::prelude::*;
 
 use crate::constraint::{Vocabulary, from_js, to_js};
-use crate::request::Request;
+use crate::request::{Output, Request};
 use crate::{js_error, no_webgpu, now_ms};
 
 /// Longest context (prompt plus completion) a model is loaded for.
@@ -88,8 +88,8 @@ impl Model {
 
 async fn run(loaded: &Loaded, request: &Request, on_delta: Option<&js_sys::Function>) -> Result<JsValue, JsError> {
     let start = now_ms();
-    let compiled = request.compile(&loaded.constraints).map_err(|e| JsError::new(&e))?;
-    let compile_ms = now_ms() - start;
+    let planned = request.plan(&loaded.constraints).map_err(|e| JsError::new(&e))?;
+    let compile_ms = &Cell::new(now_ms() - start);
     let prompt = match (&request.messages, &request.prompt) {
         (Some(messages), None) => {
             chat_prompt(&messages.iter().map(|m| (m.role.as_str(), m.content.as_str())).collect::<Vec<_>>())
@@ -110,9 +110,15 @@ async fn run(loaded: &Loaded, request: &Request, on_delta: Option<&js_sys::Funct
         seed: request.seed.unwrap_or(0),
     };
     let config = GenerateConfig { max_tokens, sampling, jump_forward: request.jump_forward.unwrap_or(true), picker: Picker::Gpu };
-    let mut constraint: Box<dyn TokenConstraint> = match &compiled.constraint {
-        Some(c) => Box::new(Matcher::new(c, &loaded.vocab)),
-        None => Box::new(Unconstrained::new(loaded.model.config().vocab)),
+    let mut constraint: Box<dyn TokenConstraint> = match planned.output {
+        Output::Text => Box::new(Unconstrained::new(loaded.model.config().vocab)),
+        Output::Ready(c) => Box::new(Matcher::new(&c, &loaded.vocab)),
+        Output::Compile(source) => Box::new(Deferred::new(Box::new(move || {
+            let t0 = now_ms();
+            let c = loaded.constraints.get(&source).map_err(|e| ModelError::Constraint(format!("response_format: {e}")))?;
+            compile_ms.set(compile_ms.get() + now_ms() - t0);
+            Ok(Box::new(Matcher::new(&c, &loaded.vocab)) as Box<dyn TokenConstraint>)
+        }))),
     };
     let first_text = Cell::new(None::<f64>);
     let mut forward = |delta: Delta<'_>| {
@@ -137,7 +143,7 @@ async fn run(loaded: &Loaded, request: &Request, on_delta: Option<&js_sys::Funct
     to_js(&json!({
         "text": out.text,
         "finish_reason": finish_reason,
-        "warnings": compiled.warnings,
+        "warnings": planned.warnings,
         "usage": {
             "prompt_tokens": s.prompt_tokens,
             "completion_tokens": s.completion_tokens,
@@ -145,7 +151,7 @@ async fn run(loaded: &Loaded, request: &Request, on_delta: Option<&js_sys::Funct
             "forced_tokens": s.forced_tokens,
         },
         "timings": {
-            "compile_ms": compile_ms,
+            "compile_ms": compile_ms.get(),
             "ttft_ms": first_text.get(),
             "total_ms": now_ms() - start,
             "decode_ms": s.elapsed_ms,

@@ -57,20 +57,30 @@ pub struct JsonSchemaFormat {
     pub strict: Option<bool>,
 }
 
-/// A compiled output constraint (none for text) and the keywords it left out (lenient schemas
-/// only).
-#[derive(Default)]
-pub struct Compiled {
-    pub constraint: Option<Constraint>,
+/// A request's output constraint as far as it is known before the prompt goes to the GPU.
+pub enum Output {
+    /// Free text.
+    Text,
+    /// Compiled by an earlier request.
+    Ready(Constraint),
+    /// New: compiled while the prompt prefills.
+    Compile(ConstraintSource),
+}
+
+/// The output constraint and the keywords it leaves out (lenient schemas only).
+pub struct Planned {
+    pub output: Output,
     pub warnings: Vec<String>,
 }
 
 impl Request {
-    /// Compiles `response_format`; text (or none) needs no constraint. Schemas become compact
-    /// JSON (no whitespace between tokens), which a small model cannot pad with endless spaces.
-    pub fn compile(&self, cache: &ConstraintCache) -> Result<Compiled, String> {
+    /// Translates `response_format` into a constraint source and looks it up in `cache`. Schemas
+    /// are translated here, so a bad one fails before any GPU work; they become compact JSON (no
+    /// whitespace between tokens), which a small model cannot pad with endless spaces.
+    pub fn plan(&self, cache: &ConstraintCache) -> Result<Planned, String> {
+        let mut warnings = Vec::new();
         let source = match &self.response_format {
-            None | Some(ResponseFormat::Text) => return Ok(Compiled::default()),
+            None | Some(ResponseFormat::Text) => return Ok(Planned { output: Output::Text, warnings }),
             Some(ResponseFormat::JsonObject) => ConstraintSource::AnyJson,
             Some(ResponseFormat::Regex { pattern }) => ConstraintSource::Regex(pattern.clone()),
             Some(ResponseFormat::Grammar { grammar }) => ConstraintSource::Gbnf(grammar.clone()),
@@ -82,12 +92,14 @@ impl Request {
                 };
                 let g = sieve_core::json_schema::to_gbnf(&json_schema.schema, &options)
                     .map_err(|e| format!("response_format.json_schema: {e}"))?;
-                let warnings = g.warnings.iter().map(ToString::to_string).collect();
-                let constraint = cache.get(&ConstraintSource::Gbnf(g.gbnf)).map_err(|e| format!("schema grammar: {e}"))?;
-                return Ok(Compiled { constraint: Some(constraint), warnings });
+                warnings = g.warnings.iter().map(ToString::to_string).collect();
+                ConstraintSource::Gbnf(g.gbnf)
             }
         };
-        let constraint = cache.get(&source).map_err(|e| format!("response_format: {e}"))?;
-        Ok(Compiled { constraint: Some(constraint), warnings: Vec::new() })
+        let output = match cache.cached(&source) {
+            Some(constraint) => Output::Ready(constraint),
+            None => Output::Compile(source),
+        };
+        Ok(Planned { output, warnings })
     }
 }
