@@ -789,6 +789,54 @@ impl Grammar {
         (!out.iter().any(|&s| matches!(self.core[s as usize].kind, Kind::Call { .. }))).then_some(out)
     }
 
+    /// The automaton reachable from `states` (the states of one rule's
+    /// items, as a token-cache group), written out: states numbered in the
+    /// order met from `states`, each with its kind (calls with their rule,
+    /// ends without theirs) and successors. Two groups of one shape take
+    /// every byte string the same way, each to its own rule's end. `None`
+    /// past [`MAX_SHAPE`] states.
+    pub fn shape(&self, states: &[u32]) -> Option<Vec<u32>> {
+        let mut index: FastMap<u32, u32> = FastMap::default();
+        let mut order: Vec<u32> = Vec::new();
+        let mut out = vec![states.len() as u32];
+        let mut number = |s: u32, order: &mut Vec<u32>| {
+            *index.entry(s).or_insert_with(|| {
+                order.push(s);
+                order.len() as u32 - 1
+            })
+        };
+        for &s in states {
+            out.push(number(s, &mut order));
+        }
+        let mut i = 0;
+        while let Some(&s) = order.get(i) {
+            if order.len() > MAX_SHAPE {
+                return None;
+            }
+            let c = self.core[s as usize];
+            match c.kind {
+                Kind::Byte { lo, hi } => out.extend([0, lo as u32, hi as u32]),
+                Kind::Ranges { first, end } => {
+                    out.extend([1, end - first]);
+                    for r in &self.ranges[first as usize..end as usize] {
+                        out.extend([r.lo as u32, r.hi as u32, r.next.1 - r.next.0]);
+                        for &t in self.list(r.next) {
+                            out.push(number(t, &mut order));
+                        }
+                    }
+                }
+                Kind::Call { rule } => out.extend([2, rule]),
+                Kind::Accept { .. } => out.push(3),
+            }
+            out.push(c.next.1 - c.next.0);
+            for &t in self.list(c.next) {
+                out.push(number(t, &mut order));
+            }
+            i += 1;
+        }
+        Some(out)
+    }
+
     /// True when one of `states` ends its rule.
     pub fn has_accept(&self, states: &[u32]) -> bool {
         states.iter().any(|&s| matches!(self.core[s as usize].kind, Kind::Accept { .. }))
@@ -816,6 +864,9 @@ fn mark(set: &mut [u64; 4], lo: u8, hi: u8) {
 fn or(set: &mut [u64; 4], other: &[u64; 4]) {
     set.iter_mut().zip(other).for_each(|(a, b)| *a |= b);
 }
+
+/// Most states [`Grammar::shape`] writes out.
+const MAX_SHAPE: usize = 256;
 
 /// An Earley item: an automaton state and the set where its rule started.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

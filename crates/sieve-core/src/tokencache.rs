@@ -53,6 +53,10 @@ pub(crate) struct Analysis {
 #[derive(Debug, Default)]
 pub(crate) struct TokenCache {
     groups: FastMap<Box<[u32]>, Arc<Analysis>>,
+    /// The same analyses by the shape of the group ([`Grammar::shape`])
+    /// and the bytes that may follow its rule: groups of one shape in
+    /// different rules (a string in each of several members) share one.
+    shapes: FastMap<Box<[u32]>, Arc<Analysis>>,
     dfa: SetDfa,
     /// Per rule, the bytes that may follow its end (computed on first use).
     follow: Vec<[u64; 4]>,
@@ -95,8 +99,22 @@ impl TokenCache {
                         self.slice_seqs = byte_sequences(g, vocab.string_slice().class);
                     }
                     let follow = self.follow.get(rule as usize).copied().unwrap_or([!0; 4]);
-                    let a = Arc::new(analyze(g, vocab, &mut self.dfa, &self.slice_seqs, &states, &follow, fuel, limit)?);
-                    self.bytes += a.allowed.len() * 4 + a.suffixes.nodes.len() * 20 + a.suffixes.tokens.len() * 4 + 64;
+                    let shape = g.shape(&states).map(|mut shape| {
+                        shape.extend(follow.iter().flat_map(|w| [*w as u32, (w >> 32) as u32]));
+                        shape.into_boxed_slice()
+                    });
+                    let a = match shape.as_ref().and_then(|k| self.shapes.get(k)) {
+                        Some(a) => a.clone(),
+                        None => {
+                            let a = Arc::new(analyze(g, vocab, &mut self.dfa, &self.slice_seqs, &states, &follow, fuel, limit)?);
+                            self.bytes += a.allowed.len() * 4 + a.suffixes.nodes.len() * 20 + a.suffixes.tokens.len() * 4 + 64;
+                            if let Some(k) = shape {
+                                self.bytes += k.len() * 4;
+                                self.shapes.insert(k, a.clone());
+                            }
+                            a
+                        }
+                    };
                     self.groups.insert(states.into_boxed_slice(), a.clone());
                     a
                 }
