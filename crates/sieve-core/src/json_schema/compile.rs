@@ -1320,7 +1320,7 @@ impl<'a> Compiler<'a> {
             }
             _ => None,
         };
-        let shape = MemberShape { entries, extra, min_p, max_p, cap: max_p.map_or(min_p, |m| m + 1), lead_extras };
+        let shape = MemberShape { entries, extra, min_p, max_p, cap: max_p.map_or(min_p, |m| m + 1), lead_extras, sep: None };
         if let PropertyOrder::AnyUpTo(n) = self.opts.property_order
             && entries.len() <= usize::from(n.min(16)) && entries.len() > 1
             && self.order_states + (1 << entries.len()) <= self.opts.limits.max_order_states {
@@ -1339,7 +1339,13 @@ impl<'a> Compiler<'a> {
                     Some(x) => Some(self.opaque("extras", x)?),
                     None => None,
                 };
-                let shape = MemberShape { entries: &named, lead_extras, ..shape };
+                let ws = &self.ws;
+                let sep = match &lead_extras {
+                    Some(x) => format!("{ws} \",\" {ws} {x}"),
+                    None => format!("{ws} \",\" {ws}"),
+                };
+                let sep = Some(self.opaque("sep", sep)?);
+                let shape = MemberShape { entries: &named, lead_extras, sep, ..shape };
                 let mut memo = HashMap::new();
                 return self.member_set(&shape, 0, &mut memo);
             }
@@ -1370,10 +1376,13 @@ impl<'a> Compiler<'a> {
         }
         let mut alts = Vec::new();
         if !nexts.is_empty() {
-            let mut lead = if first { String::new() } else { format!("{ws} \",\" {ws} ", ws = self.ws) };
-            if let Some(x) = &sh.lead_extras {
-                lead = format!("{lead}{x} ");
-            }
+            let lead = match (first, &sh.lead_extras, &sh.sep) {
+                (true, Some(x), _) => format!("{x} "),
+                (true, None, _) => String::new(),
+                (false, _, Some(sep)) => format!("{sep} "),
+                (false, Some(x), None) => format!("{ws} \",\" {ws} {x} ", ws = self.ws),
+                (false, None, None) => format!("{ws} \",\" {ws} ", ws = self.ws),
+            };
             alts.push(if nexts.len() == 1 { format!("{lead}{}", nexts[0]) } else { format!("{lead}({})", nexts.join(" | ")) });
         }
         let all_required = sh.entries.iter().enumerate().all(|(i, e)| !e.2 || seen >> i & 1 == 1);
@@ -2108,6 +2117,11 @@ struct MemberShape<'e> {
     /// `(extra (, extra)* ,)?`: undeclared members that may come before a
     /// declared one (only when members are not counted).
     lead_extras: Option<String>,
+    /// In any order: the separator before a declared member that is not the
+    /// first, with `lead_extras`, as one called rule. Every set of members
+    /// shares it, so the token cache analyses what follows a member once
+    /// per object rather than once per set.
+    sep: Option<String>,
 }
 
 /// Fit a string language to length bounds without intersecting automata: a
