@@ -10,7 +10,10 @@
 //! local chart; at mask time a group costs one OR of the cached bits plus a
 //! walk of the remaining suffixes (`,` of `",`) from the set where the rule
 //! has ended, through the real chart. The result is exact: every token is
-//! either decided locally or checked against the full parse.
+//! either decided locally or checked against the full parse. Groups of one
+//! shape (the same automaton reachable from their states, in rules that
+//! the same bytes may follow: a string value inlined into each of several
+//! members) share one analysis.
 //!
 //! The walks share a lazily built DFA over outer sets (sets whose items all
 //! belong to rules called from outside the local chart): what follows such a
