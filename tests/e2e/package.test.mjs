@@ -24,7 +24,13 @@ const PAGE = `<!doctype html>
     const allowed = [];
     mask.forEach((word, w) => { for (let b = 0; b < 32; b++) if (word & (1 << b)) allowed.push(w * 32 + b); });
     const text = (id) => new TextDecoder().decode(vocab.tokenBytes(id));
-    return { size: vocab.size, allowed: allowed.map(text), jump: matcher.jumpForward() };
+    // A mask too short is an error that changes nothing; a longer one keeps its extra words.
+    let shortError = null;
+    try { matcher.fillNextTokenBitmask(new Uint32Array(vocab.maskWords - 1)); } catch (e) { shortError = String(e?.message ?? e); }
+    const longer = new Uint32Array(vocab.maskWords + 1).fill(7);
+    matcher.fillNextTokenBitmask(longer);
+    const sameAgain = mask.every((word, w) => longer[w] === word);
+    return { size: vocab.size, allowed: allowed.map(text), jump: matcher.jumpForward(), shortError, sameAgain, extra: longer[vocab.maskWords] };
   };
   window.complete = async () => {
     const engine = await createEngine({ model: "/assets/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf" });
@@ -57,6 +63,9 @@ test("a plain page imports the packed tarball and runs a constrained completion"
   assert.ok(low.size > 100_000, `the Llama-3 vocabulary has ${low.size} tokens`);
   assert.ok(low.allowed.length > 0 && low.allowed.every((t) => t.startsWith("{")), JSON.stringify(low.allowed.slice(0, 20)));
   assert.equal(low.jump.text, '{"ok":');
+  assert.match(low.shortError ?? "", /the mask has \d+ words; the vocabulary needs \d+/);
+  assert.ok(low.sameAgain, "the mask after the error is the same as before");
+  assert.equal(low.extra, 7);
 
   const r = await page.evaluate(() => window.complete());
   assert.equal(r.object, "text_completion");

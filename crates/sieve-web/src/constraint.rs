@@ -179,6 +179,9 @@ impl Constraint {
 #[wasm_bindgen]
 pub struct Matcher {
     inner: sieve_core::Matcher,
+    /// The mask row, filled here and copied once into the caller's array (a `&mut [u32]`
+    /// argument would cost an allocation and a copy each way per token).
+    row: Vec<u32>,
 }
 
 #[wasm_bindgen]
@@ -186,13 +189,20 @@ impl Matcher {
     /// A matcher at the start of `constraint`.
     #[wasm_bindgen(constructor)]
     pub fn new(constraint: &Constraint, vocabulary: &Vocabulary) -> Matcher {
-        Matcher { inner: sieve_core::Matcher::new(&constraint.inner, &vocabulary.inner) }
+        let row = vec![0; vocabulary.inner.mask_words()];
+        Matcher { inner: sieve_core::Matcher::new(&constraint.inner, &vocabulary.inner), row }
     }
 
-    /// Writes the allowed next tokens into `mask` (`vocabulary.maskWords` words).
+    /// Writes the allowed next tokens into the first `vocabulary.maskWords` words of `mask`.
     #[wasm_bindgen(js_name = fillNextTokenBitmask)]
-    pub fn fill_next_token_bitmask(&mut self, mask: &mut [u32]) -> Result<(), JsError> {
-        self.inner.fill_next_token_bitmask(mask).map_err(js_error)
+    pub fn fill_next_token_bitmask(&mut self, mask: &js_sys::Uint32Array) -> Result<(), JsError> {
+        let words = self.row.len();
+        if (mask.length() as usize) < words {
+            return Err(JsError::new(&format!("the mask has {} words; the vocabulary needs {words}", mask.length())));
+        }
+        self.inner.fill_next_token_bitmask(&mut self.row).map_err(js_error)?;
+        mask.subarray(0, words as u32).copy_from(&self.row);
+        Ok(())
     }
 
     /// Advances past `token`; a token the mask forbids is an error and changes nothing.
@@ -261,7 +271,7 @@ impl Matcher {
 
     /// An independent copy at the same position.
     pub fn fork(&self) -> Matcher {
-        Matcher { inner: self.inner.clone() }
+        Matcher { inner: self.inner.clone(), row: self.row.clone() }
     }
 }
 
