@@ -65,7 +65,7 @@ fn resolve(e: &mut Expr, index: &[u32]) {
     match e {
         Expr::Seq(v) | Expr::Alt(v) => v.iter_mut().for_each(|e| resolve(e, index)),
         Expr::Repeat { expr, .. } => resolve(expr, index),
-        Expr::Ref { rule, .. } => *rule = index[*rule as usize],
+        Expr::Ref { rule } => *rule = index[*rule as usize],
         Expr::Literal(_) | Expr::Class(_) => {}
     }
 }

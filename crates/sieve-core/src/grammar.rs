@@ -224,8 +224,8 @@ impl<'a> Builder<'a> {
                     _ => self.add(N::Ranges { first: first as u32, end: self.alts.len() as u32 })?,
                 }
             }
-            &Expr::Ref { rule: q, .. } if self.inline[q as usize] => self.inlined(q, next)?,
-            &Expr::Ref { rule: q, .. } => {
+            &Expr::Ref { rule: q } if self.inline[q as usize] => self.inlined(q, next)?,
+            &Expr::Ref { rule: q } => {
                 if self.called[q as usize] == u32::MAX {
                     self.called[q as usize] = self.order.len() as u32;
                     self.order.push(q);
@@ -262,7 +262,7 @@ fn refs(e: &Expr, out: &mut Vec<u32>) {
     match e {
         Expr::Seq(v) | Expr::Alt(v) => v.iter().for_each(|e| refs(e, out)),
         Expr::Repeat { expr, .. } => refs(expr, out),
-        Expr::Ref { rule, .. } => out.push(*rule),
+        Expr::Ref { rule } => out.push(*rule),
         Expr::Literal(_) | Expr::Class(_) => {}
     }
 }
@@ -301,7 +301,7 @@ fn cost(e: &Expr, tail: bool, r: &mut dyn FnMut(u32, bool) -> usize) -> usize {
         },
         Expr::Literal(s) => s.len(),
         Expr::Class(ranges) => 1 + 4 * ranges.len(),
-        Expr::Ref { rule, .. } => r(*rule, tail),
+        Expr::Ref { rule } => r(*rule, tail),
     }
 }
 
@@ -314,7 +314,7 @@ fn copies(e: &Expr, times: usize, f: &mut dyn FnMut(u32, usize)) {
             let n = max.map_or(*min as usize + 1, |m| m as usize);
             copies(expr, times.saturating_mul(n), f)
         }
-        Expr::Ref { rule, .. } => f(*rule, times),
+        Expr::Ref { rule } => f(*rule, times),
         Expr::Literal(_) | Expr::Class(_) => {}
     }
 }
