@@ -379,3 +379,23 @@ pub fn fill_next_token_bitmasks(
         matchers.iter_mut().zip(rows).map(|(m, row)| m.fill_next_token_bitmask(row)).collect()
     }
 }
+
+/// The brute-force check of the unit tests: fills `m`'s mask into `mask`, then
+/// takes every token on the parser. Returns the tokens the parser takes, or
+/// the first token where the mask and the parser disagree.
+#[cfg(test)]
+pub(crate) fn mask_equals_parser(m: &mut Matcher, mask: &mut [u32]) -> Result<Vec<u32>, u32> {
+    m.fill_next_token_bitmask(mask).unwrap();
+    let mut allowed = Vec::new();
+    for t in 0..m.vocab.len() as u32 {
+        let ok = m.accept_token(t).is_ok();
+        if ok {
+            m.rollback(1).unwrap();
+            allowed.push(t);
+        }
+        if (mask[t as usize / 32] >> (t % 32) & 1 == 1) != ok {
+            return Err(t);
+        }
+    }
+    Ok(allowed)
+}
