@@ -100,9 +100,11 @@ mod regex;
 mod tokencache;
 mod trie;
 mod vocab;
+mod warm;
 
 pub use constraint::{Constraint, ConstraintCache, ConstraintSource, Limits};
 pub use error::{CompileError, CompileErrorKind, MatchError, VocabError};
 pub use json::ANY_JSON_GBNF;
 pub use matcher::{JumpForward, Matcher, fill_next_token_bitmasks};
 pub use vocab::Vocabulary;
+pub use warm::warm_up;

@@ -136,6 +136,27 @@ impl TokenTrie {
         trie
     }
 
+    /// The longest token whose bytes begin `text` (the first of equal ones).
+    pub fn longest_prefix(&self, text: &[u8]) -> Option<u32> {
+        let (mut i, mut matched, mut best) = (0, 0, None);
+        while let Some(node) = self.nodes.get(i) {
+            // Past the children of the last matched node: no longer a prefix.
+            if node.depth as usize <= matched {
+                break;
+            }
+            if text.get(matched) == Some(&node.byte) {
+                matched += 1;
+                if let Some(&t) = self.tokens.get(node.tok_start as usize..node.tok_end as usize).and_then(<[u32]>::first) {
+                    best = Some(t);
+                }
+                i += 1;
+            } else {
+                i = node.end as usize;
+            }
+        }
+        best
+    }
+
     /// Walks every token through `walker`, setting the bit of each token whose
     /// bytes are all accepted. Returns the number of nodes visited.
     pub fn walk<W: Walker>(&self, walker: &mut W, mask: &mut [u32]) -> Result<usize, crate::MatchError> {
@@ -181,6 +202,13 @@ mod tests {
             t.nodes.iter().map(|n| (n.byte, n.depth, n.end, (n.tok_end - n.tok_start) as usize)).collect();
         assert_eq!(shape, vec![(b'a', 1, 3, 1), (b'b', 2, 3, 2), (b'c', 3, 3, 1), (b'b', 1, 4, 1)]);
         assert_eq!(t.tokens, vec![1, 0, 4, 3, 2]);
+        let longest = |text: &[u8]| t.longest_prefix(text);
+        assert_eq!(longest(b"abd"), Some(0));
+        assert_eq!(longest(b"abcx"), Some(3));
+        assert_eq!(longest(b"bz"), Some(2));
+        assert_eq!(longest(b"a"), Some(1));
+        assert_eq!(longest(b"c"), None);
+        assert_eq!(longest(b""), None);
     }
 
     #[test]

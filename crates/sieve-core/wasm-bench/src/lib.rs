@@ -31,6 +31,13 @@ impl Walks {
         Ok(Walks { vocab, constraint, matcher, mask, rng: seed.wrapping_mul(0x9E3779B97F4A7C15) | 1 })
     }
 
+    /// Runs `sieve_core::warm_up` (as sieve-web does while the model loads); returns its
+    /// number of masks.
+    #[wasm_bindgen(js_name = warmUp)]
+    pub fn warm_up(&self) -> usize {
+        sieve_core::warm_up(&self.vocab)
+    }
+
     /// Starts a new walk.
     pub fn start(&mut self) {
         self.matcher = Matcher::new(&self.constraint, &self.vocab);
@@ -78,6 +85,13 @@ impl Replay {
         let matcher = Matcher::new(&constraint, &vocab);
         let mask = vec![0u32; vocab.mask_words()];
         Ok(Replay { vocab, constraint, matcher, mask })
+    }
+
+    /// Runs `sieve_core::warm_up` (as sieve-web does while the model loads); returns its
+    /// number of masks.
+    #[wasm_bindgen(js_name = warmUp)]
+    pub fn warm_up(&self) -> usize {
+        sieve_core::warm_up(&self.vocab)
     }
 
     /// Starts a new text.
