@@ -17,6 +17,7 @@ const PAGE = `<!doctype html>
   window.lowLevel = async () => {
     await init();
     const vocab = Vocabulary.fromTokenizerJson(await (await fetch("/assets/tokenizers/llama3.json")).text());
+    const warmed = vocab.warmUp();
     const constraint = Constraint.jsonSchema({ type: "object", properties: { ok: { type: "boolean" } }, required: ["ok"], additionalProperties: false }, { whitespace: "compact" });
     const matcher = new Matcher(constraint, vocab);
     const mask = new Uint32Array(vocab.maskWords);
@@ -30,7 +31,7 @@ const PAGE = `<!doctype html>
     const longer = new Uint32Array(vocab.maskWords + 1).fill(7);
     matcher.fillNextTokenBitmask(longer);
     const sameAgain = mask.every((word, w) => longer[w] === word);
-    return { size: vocab.size, allowed: allowed.map(text), jump: matcher.jumpForward(), shortError, sameAgain, extra: longer[vocab.maskWords] };
+    return { size: vocab.size, warmed, allowed: allowed.map(text), jump: matcher.jumpForward(), shortError, sameAgain, extra: longer[vocab.maskWords] };
   };
   window.complete = async () => {
     const engine = await createEngine({ model: "/assets/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf" });
@@ -61,6 +62,8 @@ test("a plain page imports the packed tarball and runs a constrained completion"
 
   const low = await page.evaluate(() => window.lowLevel());
   assert.ok(low.size > 100_000, `the Llama-3 vocabulary has ${low.size} tokens`);
+  // The warm-up walks its sample documents to the end: a few hundred masks with Llama-3.
+  assert.ok(low.warmed > 300, `the warm-up computed ${low.warmed} masks`);
   assert.ok(low.allowed.length > 0 && low.allowed.every((t) => t.startsWith("{")), JSON.stringify(low.allowed.slice(0, 20)));
   assert.equal(low.jump.text, '{"ok":');
   assert.match(low.shortError ?? "", /the mask has \d+ words; the vocabulary needs \d+/);

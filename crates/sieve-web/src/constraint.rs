@@ -57,6 +57,15 @@ impl Vocabulary {
         self.inner.eos_ids().to_vec()
     }
 
+    /// Computes masks along a few sample documents so that the browser has optimised the mask
+    /// code before the first real request: V8 runs new WebAssembly as baseline code first, and
+    /// the first few hundred masks of a page take two to three times as long. Call it once
+    /// while the model loads (a fraction of a second); returns the number of masks computed.
+    #[wasm_bindgen(js_name = warmUp)]
+    pub fn warm_up(&self) -> usize {
+        sieve_core::warm_up(&self.inner)
+    }
+
     /// The bytes of one token (empty for an unknown id).
     #[wasm_bindgen(js_name = tokenBytes)]
     pub fn token_bytes(&self, id: u32) -> Vec<u8> {

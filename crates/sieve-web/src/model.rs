@@ -55,8 +55,11 @@ impl Model {
             .and_then(|v| v.with_eos_ids(&[tokenizer.eos()]))
             .and_then(|v| v.with_width(model.config().vocab))
             .map_err(js_error)?;
+        let vocab = Arc::new(vocab);
+        // The mask code is optimised by the browser before the first request.
+        sieve_core::warm_up(&vocab);
         let constraints = ConstraintCache::new(Limits::default(), CONSTRAINT_CACHE);
-        Ok(Model { inner: Rc::new(Loaded { model, tokenizer, vocab: Arc::new(vocab), constraints }) })
+        Ok(Model { inner: Rc::new(Loaded { model, tokenizer, vocab, constraints }) })
     }
 
     /// The model's vocabulary, for the low-level API.
