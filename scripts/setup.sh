@@ -4,7 +4,7 @@
 # a user with sudo. Sourced by scripts/test.sh and scripts/demo.sh; can also be run alone.
 #
 #   - Debian: chromium, chromium-driver (real browser + driver), mesa-vulkan-drivers (lavapipe
-#     Vulkan for native wgpu), binaryen (wasm-opt), python3, nodejs/npm when missing
+#     Vulkan for native wgpu), python3, nodejs/npm when missing
 #   - rustup target wasm32-unknown-unknown
 #   - cargo: wasm-pack and wasm-bindgen-cli at the versions pinned below (wasm-bindgen-cli must
 #     equal the wasm-bindgen crate pinned in Cargo.toml)
@@ -27,7 +27,7 @@ as_root() {
   if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi
 }
 
-apt_packages=(chromium chromium-driver mesa-vulkan-drivers binaryen python3 nodejs npm)
+apt_packages=(chromium chromium-driver mesa-vulkan-drivers python3 nodejs npm)
 missing=()
 for pkg in "${apt_packages[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
