@@ -19,6 +19,7 @@ const ctx = await start({ mounts });
 try {
   const { page, url, errors } = ctx;
   page.on("console", (m) => m.type() === "error" && console.error(`[page] ${m.text()}`));
+  page.on("response", (r) => r.status() >= 400 && console.error(`[page] ${r.status()} ${r.url()}`));
   await page.goto(`${url}web/bench/`);
   for (const run of runs) {
     await page.click(`#run-${run}`);
