@@ -84,7 +84,7 @@ pub fn run(args: &DecodeBenchArgs) -> Result<i32, CliError> {
     let timed = |c: &mut dyn TokenConstraint, max_tokens: usize, jump_forward: bool| -> Result<Run, CliError> {
         let config = GenerateConfig { max_tokens, sampling: Sampling::GREEDY, jump_forward, picker };
         let t0 = clock();
-        let out = pollster::block_on(generate(&model, &tokenizer, c, &prompt, &config, &clock))?;
+        let out = pollster::block_on(generate(model, tokenizer, c, &prompt, &config, &clock))?;
         Ok(Run { out, ms: clock() - t0 })
     };
     let constrained = |jump_forward: bool| timed(&mut Matcher::new(&constraint, &vocab), args.max_tokens, jump_forward);

@@ -171,7 +171,7 @@ pub fn run(args: &GenerateArgs) -> Result<i32, CliError> {
     };
     let origin = Instant::now();
     let clock = || origin.elapsed().as_secs_f64() * 1000.0;
-    let out = pollster::block_on(generate(&model, &tokenizer, matcher.as_mut(), &prompt, &config, &clock))?;
+    let out = pollster::block_on(generate(model, tokenizer, matcher.as_mut(), &prompt, &config, &clock))?;
     let s = &out.stats;
     if args.json {
         let stats = json!({

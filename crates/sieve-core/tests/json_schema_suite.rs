@@ -54,10 +54,8 @@ fn run_dir(
         let label = format!("{}/{keyword}", dir.path().file_name().unwrap().to_string_lossy());
         for group in groups.as_array().unwrap() {
             let mut schema = group["schema"].clone();
-            if legacy {
-                if let Value::Object(o) = &mut schema {
-                    o.entry("$schema").or_insert_with(|| "http://json-schema.org/draft-07/schema#".into());
-                }
+            if legacy && let Value::Object(o) = &mut schema {
+                o.entry("$schema").or_insert_with(|| "http://json-schema.org/draft-07/schema#".into());
             }
             let t = tally.entry(label.clone()).or_default();
             t.schemas += 1;

@@ -123,9 +123,9 @@ impl LlamaConfig {
     fn validate(&self) -> Result<(), ModelError> {
         let ok = self.heads > 0
             && self.kv_heads > 0
-            && self.hidden % self.heads == 0
-            && self.heads % self.kv_heads == 0
-            && self.head_dim() % 2 == 0
+            && self.hidden.is_multiple_of(self.heads)
+            && self.heads.is_multiple_of(self.kv_heads)
+            && self.head_dim().is_multiple_of(2)
             && self.max_seq > 0
             && self.vocab > 0
             && self.vocab <= i32::MAX as usize;

@@ -113,7 +113,7 @@ impl WgslForward {
         // the attention holds at most 256 dimensions of a head; every index into the
         // largest buffers (head, gate/up weights, a whole-context prefill) must fit a u32.
         let c = config;
-        let quads = c.hidden % 4 == 0 && c.ffn % 4 == 0 && hd % 4 == 0;
+        let quads = c.hidden.is_multiple_of(4) && c.ffn.is_multiple_of(4) && hd.is_multiple_of(4);
         let sizes = [(c.vocab, c.hidden), (c.hidden, 2 * c.ffn), (c.max_seq, c.ffn.max(c.hidden).max(c.heads * hd))];
         if !quads || hd > MAX_HEAD_DIM || sizes.iter().any(|&(a, b)| a.checked_mul(b).is_none_or(|x| u32::try_from(x).is_err())) {
             return None;

@@ -45,7 +45,7 @@ impl Writer {
             offsets.push(offset);
             offset += (data.len() as u64).div_ceil(32) * 32;
         }
-        while out.len() % 32 != 0 {
+        while !out.len().is_multiple_of(32) {
             out.push(0);
         }
         let base = out.len();

@@ -96,8 +96,7 @@ struct SchemaOptions {
 
 impl SchemaOptions {
     fn to_options(&self) -> Result<JsonSchemaOptions, String> {
-        let mut o = JsonSchemaOptions::default();
-        o.whitespace = match &self.whitespace {
+        let whitespace = match &self.whitespace {
             None => Whitespace::Any,
             Some(v) if v == "any" => Whitespace::Any,
             Some(v) if v == "compact" => Whitespace::Compact,
@@ -105,20 +104,25 @@ impl SchemaOptions {
                 v.as_u64().and_then(|n| u32::try_from(n).ok()).ok_or("whitespace: expected \"any\", \"compact\" or a count")?,
             ),
         };
-        o.mode = match self.mode.as_deref() {
+        let mode = match self.mode.as_deref() {
             None | Some("strict") => Mode::Strict,
             Some("lenient") => Mode::Lenient,
             Some(m) => return Err(format!("mode: expected \"strict\" or \"lenient\", got {m:?}")),
         };
-        o.additional_properties_default = self.additional_properties.unwrap_or(true);
-        o.property_order = match &self.property_order {
+        let property_order = match &self.property_order {
             None => PropertyOrder::Schema,
             Some(v) if v == "schema" => PropertyOrder::Schema,
             Some(v) => PropertyOrder::AnyUpTo(
                 v.as_u64().and_then(|n| u8::try_from(n).ok()).ok_or("propertyOrder: expected \"schema\" or a small count")?,
             ),
         };
-        Ok(o)
+        Ok(JsonSchemaOptions {
+            whitespace,
+            mode,
+            property_order,
+            additional_properties_default: self.additional_properties.unwrap_or(true),
+            ..JsonSchemaOptions::default()
+        })
     }
 }
 

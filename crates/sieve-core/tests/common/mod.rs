@@ -152,11 +152,10 @@ pub fn bit(mask: &[u32], t: u32) -> bool {
 pub fn random_tokenization(vocab: &Vocabulary, text: &[u8], rng: &mut Rng) -> Option<Vec<u32>> {
     let mut by_bytes: HashMap<&[u8], u32> = HashMap::new();
     for id in 0..vocab.len() as u32 {
-        if let Some(b) = vocab.token_bytes(id) {
-            if !b.is_empty() {
+        if let Some(b) = vocab.token_bytes(id)
+            && !b.is_empty() {
                 by_bytes.entry(b).or_insert(id);
             }
-        }
     }
     let mut out = Vec::new();
     let mut i = 0;

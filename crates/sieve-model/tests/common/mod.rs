@@ -57,7 +57,7 @@ impl Choices {
     }
 
     fn complete(&self) -> bool {
-        self.options.iter().any(|o| *o == self.text)
+        self.options.contains(&self.text)
     }
 
     fn extends(&self, more: &[u8]) -> bool {
