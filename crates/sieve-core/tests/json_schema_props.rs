@@ -14,7 +14,7 @@ wasm_bindgen_test::wasm_bindgen_test_configure!(run_in_browser);
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
 use sieve_core::Constraint;
-use sieve_core::json_schema::JsonSchemaOptions;
+use sieve_core::json_schema::{JsonSchemaError, JsonSchemaOptions, SchemaErrorKind};
 
 const NAMES: [&str; 4] = ["a", "b", "c", "d"];
 const PATTERNS: [&str; 6] = ["^[a-c]+$", "^x", "b", "^(ab|cd)*$", "^[0-9]{2,3}$", "^[^0-9]*$"];
@@ -146,6 +146,49 @@ proptest! {
             let valid = oracle.is_valid(&inst);
             let accepted = c.matches(text.as_bytes()).unwrap();
             prop_assert_eq!(accepted, valid, "schema {} instance {}", schema, text);
+        }
+    }
+}
+
+/// Small ECMA-262 patterns: alternations, groups, classes, quantifiers, with
+/// and without anchors (unanchored sides search); with lengths or without.
+fn pattern() -> impl Strategy<Value = String> {
+    let atom = proptest::sample::select(vec!["a", "b", "1", "[ab]", "[0-9]", r"\*", "."]);
+    let piece = (atom, proptest::sample::select(vec!["", "+", "*", "?", "{1,2}"])).prop_map(|(a, q)| format!("{a}{q}"));
+    let branch = proptest::collection::vec(piece, 1..3).prop_map(|v| v.concat());
+    let body = proptest::collection::vec(branch, 1..4).prop_map(|v| v.join("|"));
+    (body, any::<bool>(), any::<bool>(), any::<bool>()).prop_map(|(body, group, start, end)| {
+        let body = if group { format!("({body})") } else { body };
+        format!("{}{body}{}", if start { "^" } else { "" }, if end { "$" } else { "" })
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, .. ProptestConfig::default() })]
+
+    #[test]
+    fn patterns_agree_with_an_independent_validator(
+        pattern in pattern(),
+        lengths in proptest::option::of((0u64..3, 0u64..4)),
+        strings in proptest::collection::vec(proptest::collection::vec(proptest::sample::select(vec!['a', 'b', '1', '*', 'x']), 0..5), 8),
+    ) {
+        let mut schema = json!({"type": "string", "pattern": pattern});
+        if let Some((min, extra)) = lengths {
+            schema["minLength"] = json!(min);
+            schema["maxLength"] = json!(min + extra);
+        }
+        let oracle = jsonschema::validator_for(&schema).unwrap();
+        // A schema no string satisfies is an error; the oracle must agree on every string.
+        let c = match Constraint::json_schema(&schema, &JsonSchemaOptions::default()) {
+            Ok((c, _)) => Some(c),
+            Err(JsonSchemaError::Schema(e)) if e.kind == SchemaErrorKind::Unsatisfiable => None,
+            Err(e) => panic!("schema {schema}: {e}"),
+        };
+        for s in strings {
+            let inst = json!(s.into_iter().collect::<String>());
+            let text = spaced(&inst);
+            let accepted = c.as_ref().is_some_and(|c| c.matches(text.as_bytes()).unwrap());
+            prop_assert_eq!(accepted, oracle.is_valid(&inst), "schema {} instance {}", schema, text);
         }
     }
 }

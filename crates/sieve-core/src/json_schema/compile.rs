@@ -1028,7 +1028,8 @@ impl<'a> Compiler<'a> {
     fn string_re(&mut self, re: &Re) -> Res<Expr> {
         let chr = self.chr.clone();
         match gbnf::emit(re, Encoding::JsonString, &mut self.rules, &chr) {
-            Some(e) => Ok(Some(self.add("string", format!("\"\\\"\" {e} \"\\\"\""))?)),
+            // Grouped: a top-level alternation stays between the quotes.
+            Some(e) => Ok(Some(self.add("string", format!("\"\\\"\" ({e}) \"\\\"\""))?)),
             None => Ok(None),
         }
     }
