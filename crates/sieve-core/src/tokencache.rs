@@ -16,11 +16,13 @@
 //! members) share one analysis.
 //!
 //! The walks share a lazily built DFA over outer sets (sets whose items all
-//! belong to rules called from outside the local chart): what follows such a
-//! set depends on nothing else, so each of its byte transitions is computed
-//! by an Earley step once and looked up afterwards. Inside a string or a
-//! number nearly every set is an outer set, so a walk costs about one table
-//! lookup per trie node. Transitions are computed once per byte class.
+//! belong to rules called from outside the local chart) and open sets
+//! (whose other items belong to rules called in the set itself: after a
+//! digit, the member that may follow the number is predicted): what follows
+//! such a set depends on nothing else, so each of its byte transitions is
+//! computed by an Earley step once and looked up afterwards. Inside a string
+//! or a number nearly every set is one of them, so a walk costs about one
+//! table lookup per trie node. Transitions are computed once per byte class.
 //!
 //! Inside a string body most of the vocabulary is allowed, and walking it
 //! all is what costs. When every string of JSON string characters keeps the
@@ -237,25 +239,32 @@ fn analyze(
     Ok(Analysis { allowed, suffixes })
 }
 
-/// No outer set (in a walker frame) or not yet computed (in a transition).
+/// No DFA set (in a walker frame) or not yet computed (in a transition).
 const UNKNOWN: u32 = u32::MAX;
 const DEAD: u32 = u32::MAX - 1;
-/// Tag of a transition to a set that is not an outer set (index into `open`).
+/// A transition to a set that is neither an outer nor an open set: it is
+/// taken by an Earley step on the chart.
+const CHART: u32 = u32::MAX - 2;
+/// Tag of an open set's id (index into `open`).
 const OPEN: u32 = 1 << 31;
 
-/// The lazily built DFA over outer sets (see the module docs).
+/// The lazily built DFA over outer and open sets (see the module docs).
 #[derive(Debug, Default)]
 struct SetDfa {
     ids: FastMap<Box<[u32]>, u32>,
     /// Per outer set: its states and whether the outer rule ended there.
     sets: Vec<(Box<[u32]>, bool)>,
     /// Per outer set, per byte class (every byte of a class goes the same
-    /// way): `UNKNOWN`, `DEAD`, an outer set, or `OPEN | i`; in blocks of
-    /// `ROWS` sets, so growing never copies them.
+    /// way): `UNKNOWN`, `DEAD`, `CHART`, an outer set, or `OPEN | i`; in
+    /// blocks of `ROWS` sets, so growing never copies them.
     trans: Vec<Box<[[u32; 256]]>>,
-    /// Sets reached from an outer set that have items of rules called in the
-    /// set itself.
+    /// Open sets: sets whose items belong to rules called from outside or
+    /// called in the set itself. What follows them depends on nothing else
+    /// either, so they are DFA states too.
     open: Vec<OpenSet>,
+    open_ids: FastMap<Box<[(u32, bool)]>, u32>,
+    /// The transitions of the open sets, as `trans`.
+    open_trans: Vec<Box<[[u32; 256]]>>,
     /// Approximate heap bytes held.
     bytes: usize,
 }
@@ -280,31 +289,58 @@ impl SetDfa {
         id
     }
 
+    /// The id (`OPEN | i`) of the open set of `items` and `end` flag.
+    fn intern_open(&mut self, items: Vec<(u32, bool)>, end: bool) -> u32 {
+        let next = self.open.len() as u32;
+        let id = *self.open_ids.entry(items.clone().into_boxed_slice()).or_insert(next);
+        if id == next {
+            self.bytes += 256 * 4 + items.len() * 16 + 64;
+            self.open.push((items.into_boxed_slice(), end));
+            if (next as usize).is_multiple_of(ROWS) {
+                self.open_trans.push(vec![[UNKNOWN; 256]; ROWS].into_boxed_slice());
+            }
+        }
+        OPEN | id
+    }
+
     fn memory(&self) -> usize {
         self.bytes
     }
 
-    /// The transitions of outer set `id`.
+    /// The transitions of set `id` (outer or open).
     fn row(&mut self, id: u32) -> &mut [u32; 256] {
-        &mut self.trans[id as usize / ROWS][id as usize % ROWS]
+        let (trans, i) = if id & OPEN == 0 { (&mut self.trans, id) } else { (&mut self.open_trans, id & !OPEN) };
+        &mut trans[i as usize / ROWS][i as usize % ROWS]
     }
 
-    /// Opens outer set `id` on the chart.
+    /// True when the outer rule ended in set `id`.
+    fn end(&self, id: u32) -> bool {
+        if id & OPEN == 0 { self.sets[id as usize].1 } else { self.open[(id & !OPEN) as usize].1 }
+    }
+
+    /// Opens set `id` (outer or open) on the chart.
     fn open_on(&self, chart: &mut Chart, id: u32) {
-        let (states, end) = &self.sets[id as usize];
-        chart.push_relative(states.iter().map(|&s| (s, false)), *end);
+        if id & OPEN == 0 {
+            let (states, end) = &self.sets[id as usize];
+            chart.push_relative(states.iter().map(|&s| (s, false)), *end);
+        } else {
+            let (items, end) = &self.open[(id & !OPEN) as usize];
+            chart.push_relative(items.iter().copied(), *end);
+        }
     }
 
-    /// The transition of outer set `from` on `byte` (`DEAD`, an outer set or
-    /// `OPEN | i`), computed the first time a byte of its class is taken:
-    /// directly when the successors call no rule, else by an Earley step.
+    /// The transition of set `from` on `byte` (`DEAD`, `CHART`, an outer
+    /// set or an open set), computed the first time a byte of its class is
+    /// taken: directly from an outer set when the successors call no rule,
+    /// else by an Earley step.
     fn next(&mut self, w: &mut ChartWalker, from: u32, byte: u8) -> Result<u32, MatchError> {
         let class = w.g.class(byte) as usize;
         let known = self.row(from)[class];
         if known != UNKNOWN {
             return Ok(known);
         }
-        let to = match w.g.scan_outer(&self.sets[from as usize].0, byte) {
+        let scanned = if from & OPEN == 0 { w.g.scan_outer(&self.sets[from as usize].0, byte) } else { None };
+        let to = match scanned {
             Some(states) if states.is_empty() => DEAD,
             Some(states) => {
                 let end = w.g.has_accept(&states);
@@ -316,25 +352,15 @@ impl SetDfa {
         Ok(to)
     }
 
-    /// The transition of outer set `from` on `byte` by an Earley step on
-    /// `w`'s chart (for steps that call rules). The chart is left as it was.
+    /// The transition of set `from` on `byte` by an Earley step on `w`'s
+    /// chart (for steps that call rules). The chart is left as it was.
     fn step(&mut self, w: &mut ChartWalker, from: u32, byte: u8) -> Result<u32, MatchError> {
         self.open_on(w.chart, from);
         let to = match w.push(byte) {
             Ok(true) => {
-                let to = match (w.chart.outer_states(), w.chart.relative_set()) {
-                    (Some(states), _) => Ok(self.intern(states, w.chart.outer_end())),
-                    (None, Some((items, end))) => {
-                        self.bytes += items.len() * 8 + 32;
-                        self.open.push((items.into_boxed_slice(), end));
-                        Ok(OPEN | (self.open.len() as u32 - 1))
-                    }
-                    // A step from an outer set only adds items of rules
-                    // called from outside or in the new set.
-                    (None, None) => Err(MatchError::Limit { what: "token cache: unexpected Earley set", limit: 0 }),
-                };
+                let to = self.classify(w.chart);
                 w.chart.pop();
-                to
+                Ok(to)
             }
             Ok(false) => Ok(DEAD),
             Err(e) => Err(e),
@@ -342,14 +368,26 @@ impl SetDfa {
         w.chart.pop();
         to
     }
+
+    /// The id of the chart's newest set: an outer set, an open set, or
+    /// `CHART` when it is neither.
+    fn classify(&mut self, chart: &Chart) -> u32 {
+        match chart.outer_states() {
+            Some(states) => self.intern(states, chart.outer_end()),
+            None => match chart.relative_set() {
+                Some((items, end)) => self.intern_open(items, end),
+                None => CHART,
+            },
+        }
+    }
 }
 
-/// A trie walker that follows the DFA while it stays on outer sets and
-/// falls back to Earley steps on a local chart where it does not.
+/// A trie walker that follows the DFA while it stays on outer and open sets
+/// and falls back to Earley steps on a local chart where it does not.
 struct SetWalker<'a, 'c> {
     inner: ChartWalker<'c>,
     dfa: &'a mut SetDfa,
-    /// Per set on the path: its outer set id (`UNKNOWN` when it is not one)
+    /// Per set on the path: its DFA set id (`UNKNOWN` when it is not one)
     /// and how many sets its step opened on the chart.
     frames: Vec<(u32, u8)>,
 }
@@ -358,7 +396,7 @@ impl SetWalker<'_, '_> {
     /// True when the outer rule ended in the newest set.
     fn outer_end(&self) -> bool {
         match self.frames.last() {
-            Some(&(id, _)) if id != UNKNOWN => self.dfa.sets[id as usize].1,
+            Some(&(id, _)) if id != UNKNOWN => self.dfa.end(id),
             _ => self.inner.chart.outer_end(),
         }
     }
@@ -442,24 +480,31 @@ impl Walker for SetWalker<'_, '_> {
             if !self.inner.push(byte)? {
                 return Ok(false);
             }
-            let id = match self.inner.chart.outer_states() {
-                Some(states) => self.dfa.intern(states, self.inner.chart.outer_end()),
-                None => UNKNOWN,
+            let id = match self.dfa.classify(self.inner.chart) {
+                CHART => UNKNOWN,
+                id => id,
             };
             self.frames.push((id, 1));
             return Ok(true);
         }
         match self.dfa.next(&mut self.inner, from, byte)? {
             DEAD => Ok(false),
-            to if to & OPEN == 0 => {
-                self.frames.push((to, 0));
-                Ok(true)
+            CHART => {
+                // The step was taken once already: open `from` and take it again.
+                self.dfa.open_on(self.inner.chart, from);
+                match self.inner.push(byte) {
+                    Ok(true) => {
+                        self.frames.push((UNKNOWN, 2));
+                        Ok(true)
+                    }
+                    other => {
+                        self.inner.chart.pop();
+                        other
+                    }
+                }
             }
             to => {
-                self.dfa.open_on(self.inner.chart, from);
-                let (items, end) = &self.dfa.open[(to & !OPEN) as usize];
-                self.inner.chart.push_relative(items.iter().copied(), *end);
-                self.frames.push((UNKNOWN, 2));
+                self.frames.push((to, 0));
                 Ok(true)
             }
         }
@@ -519,6 +564,40 @@ mod tests {
         for _ in 0..30 {
             let mut m = Matcher::new(&c, &vocab);
             loop {
+                let allowed = crate::matcher::mask_equals_parser(&mut m, &mut mask)
+                    .unwrap_or_else(|t| panic!("the mask and the parser disagree on token {t} after {} bytes", m.bytes_len()));
+                if allowed.is_empty() {
+                    break;
+                }
+                seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                m.accept_token(allowed[(seed >> 33) as usize % allowed.len()]).unwrap();
+            }
+        }
+    }
+
+    /// Masks where a number that may end inside a token is followed by a
+    /// called rule (predicted in the set after each digit: open sets, and
+    /// sets that are neither open nor outer after the call takes a byte)
+    /// equal taking each token on the parser.
+    #[test]
+    fn open_sets_match_the_parser() {
+        use crate::{Constraint, Matcher, Vocabulary};
+        let alphabet = b"01;x[],";
+        let mut tokens: Vec<Option<Vec<u8>>> = Vec::new();
+        for a in alphabet {
+            tokens.push(Some(vec![*a]));
+            for b in alphabet {
+                tokens.push(Some(vec![*a, *b]));
+                tokens.extend(alphabet.iter().map(|c| Some(vec![*a, *b, *c])));
+            }
+        }
+        let vocab = std::sync::Arc::new(Vocabulary::from_token_bytes(tokens));
+        let c = Constraint::gbnf("root ::= v | \"[\" v (\",\" v)* \"]\"\nv ::= [0-1]+ (\"\" | v \";\" | \"[\" v \"]\") | \"x\"\n").unwrap();
+        let mut mask = vec![0u32; vocab.mask_words()];
+        let mut seed = 11u64;
+        for _ in 0..40 {
+            let mut m = Matcher::new(&c, &vocab);
+            for _ in 0..12 {
                 let allowed = crate::matcher::mask_equals_parser(&mut m, &mut mask)
                     .unwrap_or_else(|t| panic!("the mask and the parser disagree on token {t} after {} bytes", m.bytes_len()));
                 if allowed.is_empty() {
