@@ -40,7 +40,7 @@ use crate::error::MatchError;
 use crate::grammar::{Chart, ChartWalker, Grammar};
 use crate::trie::{Slice, TokenTrie, Walker};
 use crate::vocab::Vocabulary;
-use crate::hash::FastMap;
+use crate::hash::{FastMap, FastSet};
 use std::sync::Arc;
 
 /// What a group of states decides on its own.
@@ -404,27 +404,30 @@ impl SetWalker<'_, '_> {
     /// How far every string of the characters of `seqs` (a class as
     /// [`byte_sequences`]) keeps outer set `id` alive: every such string of
     /// at most the returned number of characters, and every byte prefix of
-    /// one, takes each byte through outer sets (`usize::MAX`: every string
-    /// does). Explores the outer sets such strings reach level by level, up
-    /// to `max_chars` levels and [`MAX_REACHED`] sets.
+    /// one, takes each byte through DFA sets (`usize::MAX`: every string
+    /// does). Explores the sets such strings reach level by level, up to
+    /// `max_chars` levels and [`MAX_REACHED`] sets.
     fn alive_depth(&mut self, id: u32, seqs: &[ByteSequence], max_chars: usize) -> Result<usize, MatchError> {
-        let mut seen = std::collections::HashSet::from([id]);
-        let mut level = vec![id];
+        let mut seen: FastSet<u32> = FastSet::default();
+        seen.insert(id);
+        let (mut level, mut reached) = (vec![id], Vec::new());
+        let (mut at, mut next) = (Vec::new(), Vec::new());
         let mut depth = 0;
         while !level.is_empty() {
             if depth == max_chars {
                 return Ok(depth);
             }
-            let mut reached = Vec::new();
+            reached.clear();
             for &from in &level {
                 for seq in seqs {
-                    let mut at = vec![from];
+                    at.clear();
+                    at.push(from);
                     for bytes in seq {
-                        let mut next = Vec::new();
+                        next.clear();
                         for &s in &at {
                             for &b in bytes {
                                 let to = self.dfa.next(&mut self.inner, s, b)?;
-                                if to == DEAD || to & OPEN != 0 {
+                                if to == DEAD || to == CHART {
                                     return Ok(depth);
                                 }
                                 if !next.contains(&to) {
@@ -432,9 +435,9 @@ impl SetWalker<'_, '_> {
                                 }
                             }
                         }
-                        at = next;
+                        std::mem::swap(&mut at, &mut next);
                     }
-                    for to in at {
+                    for &to in &at {
                         if seen.insert(to) {
                             if seen.len() > MAX_REACHED {
                                 return Ok(depth);
@@ -444,7 +447,7 @@ impl SetWalker<'_, '_> {
                     }
                 }
             }
-            level = reached;
+            std::mem::swap(&mut level, &mut reached);
             depth += 1;
         }
         Ok(usize::MAX)
