@@ -40,7 +40,7 @@ use crate::error::MatchError;
 use crate::grammar::{Chart, ChartWalker, Grammar};
 use crate::trie::{Slice, TokenTrie, Walker};
 use crate::vocab::Vocabulary;
-use crate::hash::{FastMap, FastSet};
+use crate::hash::FastMap;
 use std::sync::Arc;
 
 /// What a group of states decides on its own.
@@ -164,16 +164,19 @@ fn analyze(
     };
     // Where every string of the slice's characters keeps the seed set
     // alive, the slice's tokens are allowed (none can die) and only the
-    // other tokens are walked; where only the short ones surely do, those.
+    // other tokens are walked. Where those of at most `d` characters do,
+    // their tokens are allowed, and the walk takes only the other tokens
+    // when no longer one lives (closed), or those of more than `SHORT`
+    // bytes and the other tokens when `d` is at least `SHORT`.
     let slice = vocab.string_slice();
-    let trie = match walker.alive_depth(seed, slice_seqs, slice.max_len) {
-        Ok(d) if d >= slice.max_len => {
+    let trie = match walker.alive_depth(seed, slice_seqs, slice.max_chars) {
+        Ok((d, _)) if d >= slice.max_chars => {
             allowed.iter_mut().zip(slice.mask.iter()).for_each(|(a, &m)| *a = m);
             &slice.rest
         }
-        Ok(d) if d >= Slice::SHORT => {
-            allowed.iter_mut().zip(slice.short.iter()).for_each(|(a, &m)| *a = m);
-            &slice.long_rest
+        Ok((d, closed)) if closed || d >= Slice::SHORT => {
+            allowed.iter_mut().zip(slice.up_to(d).iter()).for_each(|(a, &m)| *a = m);
+            if closed { &slice.rest } else { &slice.long_rest }
         }
         Ok(_) => vocab.trie(),
         Err(e) => {
@@ -402,34 +405,48 @@ impl SetWalker<'_, '_> {
     }
 
     /// How far every string of the characters of `seqs` (a class as
-    /// [`byte_sequences`]) keeps outer set `id` alive: every such string of
-    /// at most the returned number of characters, and every byte prefix of
+    /// [`byte_sequences`]) keeps set `id` alive: every such string of at
+    /// most the returned number `d` of characters, and every byte prefix of
     /// one, takes each byte through DFA sets (`usize::MAX`: every string
-    /// does). Explores the sets such strings reach level by level, up to
-    /// `max_chars` levels and [`MAX_REACHED`] sets.
-    fn alive_depth(&mut self, id: u32, seqs: &[ByteSequence], max_chars: usize) -> Result<usize, MatchError> {
-        let mut seen: FastSet<u32> = FastSet::default();
-        seen.insert(id);
+    /// does). Also whether it is closed there: no character of the class may
+    /// follow where `d` of them end, and the rule ends nowhere before, so
+    /// no string with more of them lives, in the rule or after it. Explores
+    /// the sets such strings reach level by level, up to `max_chars` levels
+    /// and [`MAX_REACHED`] sets.
+    fn alive_depth(&mut self, id: u32, seqs: &[ByteSequence], max_chars: usize) -> Result<(usize, bool), MatchError> {
+        // The sets met, with the level where they were first met.
+        let mut seen: FastMap<u32, usize> = FastMap::default();
+        seen.insert(id, 0);
+        // No set met on two levels and no rule end so far (else not closed).
+        let mut simple = !self.dfa.end(id);
         let (mut level, mut reached) = (vec![id], Vec::new());
         let (mut at, mut next) = (Vec::new(), Vec::new());
         let mut depth = 0;
         while !level.is_empty() {
             if depth == max_chars {
-                return Ok(depth);
+                return Ok((depth, false));
             }
             reached.clear();
+            // Whether a character's first byte lived, or died, at this level.
+            let (mut lived, mut died) = (false, false);
             for &from in &level {
                 for seq in seqs {
                     at.clear();
                     at.push(from);
-                    for bytes in seq {
+                    for (k, bytes) in seq.iter().enumerate() {
                         next.clear();
                         for &s in &at {
                             for &b in bytes {
                                 let to = self.dfa.next(&mut self.inner, s, b)?;
-                                if to == DEAD || to == CHART {
-                                    return Ok(depth);
+                                if to == DEAD && k == 0 {
+                                    died = true;
+                                    continue;
                                 }
+                                if to == DEAD || to == CHART {
+                                    return Ok((depth, false));
+                                }
+                                lived |= k == 0;
+                                simple &= !self.dfa.end(to);
                                 if !next.contains(&to) {
                                     next.push(to);
                                 }
@@ -437,20 +454,29 @@ impl SetWalker<'_, '_> {
                         }
                         std::mem::swap(&mut at, &mut next);
                     }
+                    if died && lived {
+                        return Ok((depth, false));
+                    }
                     for &to in &at {
-                        if seen.insert(to) {
+                        let known = seen.len();
+                        if *seen.entry(to).or_insert(depth + 1) != depth + 1 {
+                            simple = false;
+                        } else if seen.len() > known {
                             if seen.len() > MAX_REACHED {
-                                return Ok(depth);
+                                return Ok((depth, false));
                             }
                             reached.push(to);
                         }
                     }
                 }
             }
+            if died {
+                return Ok((depth, simple));
+            }
             std::mem::swap(&mut level, &mut reached);
             depth += 1;
         }
-        Ok(usize::MAX)
+        Ok((usize::MAX, false))
     }
 }
 
@@ -541,7 +567,7 @@ mod tests {
         let seed = dfa.intern(states, false);
         let mut w = SetWalker { inner: ChartWalker { g: &g, chart: &mut local, fuel, limit: fuel }, dfa: &mut dfa, frames: vec![] };
         let seqs = byte_sequences(&g, &[(' ', '!'), ('#', '['), (']', char::MAX)]);
-        w.alive_depth(seed, &seqs, 64).unwrap() == usize::MAX
+        w.alive_depth(seed, &seqs, 64).unwrap().0 == usize::MAX
     }
 
     /// Masks inside a string of bounded length, on a vocabulary with
@@ -561,10 +587,16 @@ mod tests {
         }
         tokens.extend([&b"\""[..], b"\xe4", b"\xe4\xb8", b"\xb8\xad", b"\xad", b"\\n"].map(|b| Some(b.to_vec())));
         let vocab = std::sync::Arc::new(Vocabulary::from_token_bytes(tokens));
-        let c = Constraint::gbnf(r#"root ::= "\"" ([^"\\\x00-\x1F] | "\\n"){3,40} "\"""#).unwrap();
+        // A string of bounded length, and one of two bounded parts in a
+        // called rule (it ends inside the string: tokens go on after it).
+        let grammars = [
+            r#"root ::= "\"" ([^"\\\x00-\x1F] | "\\n"){3,40} "\"""#,
+            "root ::= \"\\\"\" b b \"\\\"\"\nb ::= ([^\"\\\\\\x00-\\x1F] | \"\\\\n\"){2,9} | \"(\" b \")\"",
+        ];
         let mut mask = vec![0u32; vocab.mask_words()];
         let mut seed = 7u64;
-        for _ in 0..30 {
+        for i in 0..60 {
+            let c = Constraint::gbnf(grammars[i % 2]).unwrap();
             let mut m = Matcher::new(&c, &vocab);
             loop {
                 let allowed = crate::matcher::mask_equals_parser(&mut m, &mut mask)
