@@ -886,12 +886,28 @@ pub(crate) struct Chart {
     starts: Vec<u32>,
     /// Per set: an item with origin `OUTER` reached its rule's end there.
     outer_end: Vec<bool>,
-    /// Sets opened so far (names the newest set for `index`).
+    /// Sets opened so far (names the newest set for `marks` and `index`).
     opened: u64,
-    /// The newest set's items as a hash set, once it has `INDEXED` items
-    /// (a linear scan per added item would make large sets quadratic), and
-    /// the value of `opened` it was built for.
-    index: (u64, FastSet<Item>),
+    marks: Marks,
+    /// The newest set's items as a hash set, once a state gets a second
+    /// origin in a set of `INDEXED` items or more (a linear scan per added
+    /// item would make large sets quadratic): the value of `opened` it was
+    /// built for, the set, and how many of the set's items it holds.
+    index: (u64, FastSet<Item>, usize),
+}
+
+/// Per automaton state: the newest set (by `Chart::opened`) that got an
+/// item of the state, and that item's origin. Most items are the only one of
+/// their state in a set, so this decides most additions at once. A clone
+/// starts empty (so forking a matcher copies nothing): marks are only ever
+/// a shortcut.
+#[derive(Debug, Default)]
+struct Marks(Vec<(u64, u32)>);
+
+impl Clone for Marks {
+    fn clone(&self) -> Marks {
+        Marks::default()
+    }
 }
 
 /// Size of a set from which `Chart::add` looks items up in a hash set.
@@ -914,7 +930,14 @@ impl Chart {
     /// outside the chart (origin `OUTER`). When such a rule ends the set is
     /// flagged (see `outer_end`) instead of advancing a caller.
     pub fn local() -> Chart {
-        Chart { items: Vec::new(), starts: vec![0], outer_end: vec![false], opened: 0, index: (0, FastSet::default()) }
+        Chart {
+            items: Vec::new(),
+            starts: vec![0],
+            outer_end: vec![false],
+            opened: 0,
+            marks: Marks::default(),
+            index: (0, FastSet::default(), 0),
+        }
     }
 
     /// True when a rule called from outside the chart ended in the newest set.
@@ -980,7 +1003,9 @@ impl Chart {
     pub fn push_relative(&mut self, items: impl IntoIterator<Item = (u32, bool)>, outer_end: bool) {
         let me = self.starts.len() as u32;
         self.open(self.items.len(), outer_end);
-        self.items.extend(items.into_iter().map(|(state, own)| Item { state, origin: if own { me } else { OUTER } }));
+        for (state, own) in items {
+            self.add(Item { state, origin: if own { me } else { OUTER } });
+        }
     }
 
     /// Number of bytes consumed.
@@ -1001,6 +1026,20 @@ impl Chart {
 
     #[inline]
     fn add(&mut self, it: Item) {
+        let s = it.state as usize;
+        if s >= self.marks.0.len() {
+            self.marks.0.resize(s + 1, (u64::MAX, 0));
+        }
+        let mark = &mut self.marks.0[s];
+        if mark.0 != self.opened {
+            *mark = (self.opened, it.origin);
+            self.items.push(it);
+            return;
+        }
+        if mark.1 == it.origin {
+            return;
+        }
+        mark.1 = it.origin;
         let from = self.current();
         if self.items.len() - from < INDEXED {
             if !self.items[from..].contains(&it) {
@@ -1008,12 +1047,16 @@ impl Chart {
             }
             return;
         }
-        if self.index.0 != self.opened || self.index.1.is_empty() {
+        if self.index.0 != self.opened {
             // A new set, not a cleared one: clearing costs the largest set's capacity.
-            self.index = (self.opened, self.items[from..].iter().copied().collect());
+            self.index = (self.opened, FastSet::default(), from);
         }
-        if self.index.1.insert(it) {
+        let (_, set, done) = &mut self.index;
+        set.extend(self.items[*done..].iter().copied());
+        *done = self.items.len();
+        if set.insert(it) {
             self.items.push(it);
+            *done += 1;
         }
     }
 

@@ -2,6 +2,8 @@
 //! depth-first order so a walk is a loop over an array that skips a whole
 //! subtree the moment its first byte is rejected.
 
+use std::sync::OnceLock;
+
 /// One trie node: the byte on the edge into it, its depth (1 = first byte),
 /// the index one past its subtree, and the tokens whose bytes end here.
 #[derive(Debug, Clone, Copy)]
@@ -24,28 +26,48 @@ pub(crate) struct TokenTrie {
 /// whose bytes are all characters of one class, as a mask, and a trie of
 /// every other token. Where a grammar position takes any string of the
 /// class, the block is allowed at once and only the rest is walked; where
-/// it takes any such string of at most [`Slice::SHORT`] characters (a
-/// bounded length), the block's short tokens are.
+/// it takes any such string of at most `c` characters (a bounded length),
+/// the block's tokens of at most `c` characters are ([`Slice::up_to`]).
+/// Characters are counted as code points, a cut last one included.
 #[derive(Debug)]
 pub(crate) struct Slice {
     /// The characters, as `char` ranges.
     pub class: &'static [(char, char)],
-    /// Tokens whose bytes are a prefix of a string of `class` characters
-    /// (`ceil(tokens / 32)` words).
+    /// Tokens whose bytes are a prefix of a string of `class` characters,
+    /// at most 255 of them (`ceil(tokens / 32)` words).
     pub mask: Box<[u32]>,
-    /// The longest of them, in bytes.
-    pub max_len: usize,
+    /// The longest of them, in characters.
+    pub max_chars: usize,
+    /// Per token: its characters when it is in `mask`, else 0.
+    chars: Box<[u8]>,
+    /// Per number of characters below `max_chars`: the tokens of `mask`
+    /// with at most that many, built on first use.
+    up_to: Box<[OnceLock<Box<[u32]>>]>,
     /// The other tokens.
     pub rest: TokenTrie,
-    /// The tokens of `mask` with at most `SHORT` bytes.
-    pub short: Box<[u32]>,
-    /// The other tokens: `rest` and the longer tokens of `mask`.
+    /// The tokens of `rest` and those of `mask` with more than `SHORT` bytes.
     pub long_rest: TokenTrie,
 }
 
 impl Slice {
-    /// Longest token of [`Slice::short`], in bytes.
+    /// Longest token of `mask` left out of [`Slice::long_rest`], in bytes.
     pub const SHORT: usize = 16;
+
+    /// The tokens of `mask` with at most `chars` characters.
+    pub fn up_to(&self, chars: usize) -> &[u32] {
+        match self.up_to.get(chars) {
+            Some(cell) => cell.get_or_init(|| {
+                let mut m = vec![0u32; self.mask.len()].into_boxed_slice();
+                for (t, &c) in self.chars.iter().enumerate() {
+                    if c != 0 && c as usize <= chars {
+                        m[t / 32] |= 1 << (t % 32);
+                    }
+                }
+                m
+            }),
+            None => &self.mask,
+        }
+    }
 
     /// The characters a JSON string holds unescaped: all but `"`, `\` and
     /// U+0000 to U+001F.
@@ -60,30 +82,31 @@ impl Slice {
             };
             whole && b.iter().all(|&c| c >= 0x80 || (c >= b' ' && c != b'"' && c != b'\\'))
         };
-        let words = tokens.len().div_ceil(32);
-        let (mut mask, mut short) = (vec![0u32; words].into_boxed_slice(), vec![0u32; words].into_boxed_slice());
+        let mut mask = vec![0u32; tokens.len().div_ceil(32)].into_boxed_slice();
+        let mut chars = vec![0u8; tokens.len()].into_boxed_slice();
         let mut rest: Vec<(&[u8], u32)> = Vec::new();
         let mut long_rest: Vec<(&[u8], u32)> = Vec::new();
-        let mut max_len = 0;
         for (i, t) in tokens.iter().enumerate() {
             let Some(b) = t.as_deref().filter(|b| !b.is_empty()) else { continue };
-            if !in_class(b) {
+            // Characters start at every byte but UTF-8 continuation bytes.
+            let n = b.iter().filter(|&&c| c & 0xC0 != 0x80).count();
+            if !in_class(b) || n > u8::MAX as usize {
                 rest.push((b, i as u32));
                 long_rest.push((b, i as u32));
                 continue;
             }
             mask[i / 32] |= 1 << (i % 32);
-            max_len = max_len.max(b.len());
-            if b.len() <= Self::SHORT {
-                short[i / 32] |= 1 << (i % 32);
-            } else {
+            chars[i] = n as u8;
+            if b.len() > Self::SHORT {
                 long_rest.push((b, i as u32));
             }
         }
         rest.sort_unstable();
         long_rest.sort_unstable();
         let trie = |v: Vec<(&[u8], u32)>| TokenTrie::from_sorted(v.into_iter().map(|(b, i)| (i, b)));
-        Slice { class: CLASS, mask, max_len, rest: trie(rest), short, long_rest: trie(long_rest) }
+        let max_chars = chars.iter().copied().max().unwrap_or(0) as usize;
+        let up_to = (0..max_chars).map(|_| OnceLock::new()).collect();
+        Slice { class: CLASS, mask, max_chars, chars, up_to, rest: trie(rest), long_rest: trie(long_rest) }
     }
 }
 
