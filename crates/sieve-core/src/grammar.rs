@@ -13,7 +13,8 @@
 use crate::error::{CompileError, CompileErrorKind, MatchError};
 use crate::gbnf::{self, Expr};
 use crate::trie::Walker;
-use regex_syntax::utf8::Utf8Sequences;
+use regex_syntax::utf8::{Utf8Sequence, Utf8Sequences};
+use std::rc::Rc;
 use crate::hash::{FastMap, FastSet};
 
 /// What an automaton state does.
@@ -109,6 +110,10 @@ struct Builder<'a> {
     /// to `next`, by `(lo, hi, next)`: character classes that continue at
     /// the same state share their sequences' tails.
     tails: FastMap<(u8, u8, u32), u32>,
+    /// The UTF-8 sequences of each character class met, by the address of
+    /// its ranges in the source rules (borrowed while building, so each
+    /// address is one class): a class is copied wherever its rule is inlined.
+    utf8: FastMap<usize, Rc<[Utf8Sequence]>>,
     max_states: usize,
 }
 
@@ -189,30 +194,24 @@ impl<'a> Builder<'a> {
             }
             Expr::Class(ranges) => {
                 let first = self.alts.len();
-                for &(lo, hi) in ranges {
-                    let lo = if (0xD800..0xE000).contains(&lo) { 0xE000 } else { lo };
-                    let hi = if (0xD800..0xE000).contains(&hi) { 0xD7FF } else { hi };
-                    let (Some(lo), Some(hi)) = (char::from_u32(lo), char::from_u32(hi)) else { continue };
-                    if lo > hi {
-                        continue;
+                let seqs = self.utf8.entry(ranges.as_ptr() as usize).or_insert_with(|| utf8_sequences(ranges).into()).clone();
+                for seq in seqs.iter() {
+                    let mut s = next;
+                    let (head, rest) = seq
+                        .as_slice()
+                        .split_first()
+                        .ok_or_else(|| CompileError::new(CompileErrorKind::Syntax, "empty UTF-8 sequence"))?;
+                    for r in rest.iter().rev() {
+                        s = match self.tails.get(&(r.start, r.end, s)) {
+                            Some(&t) => t,
+                            None => {
+                                let t = self.add(N::Byte { lo: r.start, hi: r.end, next: s })?;
+                                self.tails.insert((r.start, r.end, s), t);
+                                t
+                            }
+                        };
                     }
-                    for seq in Utf8Sequences::new(lo, hi) {
-                        let mut s = next;
-                        let (head, rest) = seq.as_slice().split_first().ok_or_else(|| {
-                            CompileError::new(CompileErrorKind::Syntax, "empty UTF-8 sequence")
-                        })?;
-                        for r in rest.iter().rev() {
-                            s = match self.tails.get(&(r.start, r.end, s)) {
-                                Some(&t) => t,
-                                None => {
-                                    let t = self.add(N::Byte { lo: r.start, hi: r.end, next: s })?;
-                                    self.tails.insert((r.start, r.end, s), t);
-                                    t
-                                }
-                            };
-                        }
-                        self.alts.push((head.start, head.end, s));
-                    }
+                    self.alts.push((head.start, head.end, s));
                 }
                 match self.alts.len() - first {
                     0 => self.eps(&[])?,
@@ -255,6 +254,20 @@ impl<'a> Builder<'a> {
             }
         })
     }
+}
+
+/// The UTF-8 byte sequences of a class's characters (surrogates left out).
+fn utf8_sequences(ranges: &[(u32, u32)]) -> Vec<Utf8Sequence> {
+    let mut out = Vec::new();
+    for &(lo, hi) in ranges {
+        let lo = if (0xD800..0xE000).contains(&lo) { 0xE000 } else { lo };
+        let hi = if (0xD800..0xE000).contains(&hi) { 0xD7FF } else { hi };
+        let (Some(lo), Some(hi)) = (char::from_u32(lo), char::from_u32(hi)) else { continue };
+        if lo <= hi {
+            out.extend(Utf8Sequences::new(lo, hi));
+        }
+    }
+    out
 }
 
 /// The rules `e` references.
@@ -472,6 +485,7 @@ impl Grammar {
             memo: FastMap::default(),
             pending: Vec::new(),
             tails: FastMap::default(),
+            utf8: FastMap::default(),
             max_states,
         };
         // Compile the rules that are called, root first (the list grows
