@@ -8,7 +8,9 @@ use super::dfa::{Dfa, TooLarge};
 use super::regex::{self, Re};
 use super::{JsonSchemaOptions, Mode, PropertyOrder, SchemaError, SchemaErrorKind, SchemaGrammar, Warning, Whitespace};
 use serde_json::{Map, Value};
+use std::cell::RefCell;
 use std::collections::HashMap;
+use std::rc::Rc;
 
 type Res<T> = Result<T, SchemaError>;
 /// A GBNF expression, `None` when no value matches.
@@ -58,6 +60,9 @@ pub struct Compiler<'a> {
     negations: usize,
     opaque_of: HashMap<String, String>,
     order_states: usize,
+    /// Translated patterns by source text (a pattern is often checked on
+    /// many values and met in many subschemas).
+    patterns: RefCell<HashMap<String, Result<Rc<Re>, regex::PatternError>>>,
 }
 
 impl<'a> Compiler<'a> {
@@ -81,6 +86,7 @@ impl<'a> Compiler<'a> {
             negations: 0,
             opaque_of: HashMap::new(),
             order_states: 0,
+            patterns: RefCell::new(HashMap::new()),
         }
     }
 
@@ -98,6 +104,16 @@ impl<'a> Compiler<'a> {
         let root = self.schema(self.root, "")?.ok_or_else(|| err("", "", SchemaErrorKind::Unsatisfiable))?;
         let root = format!("{ws} {root} {ws}", ws = self.ws);
         Ok(SchemaGrammar { gbnf: self.rules.finish(&root), warnings: self.warnings })
+    }
+
+    /// `regex::parse_pattern`, once per pattern text.
+    fn pattern(&self, p: &str) -> Result<Rc<Re>, regex::PatternError> {
+        if let Some(r) = self.patterns.borrow().get(p) {
+            return r.clone();
+        }
+        let r = regex::parse_pattern(p).map(Rc::new);
+        self.patterns.borrow_mut().insert(p.to_string(), r.clone());
+        r
     }
 
     fn unsupported(&mut self, keyword: &str, pointer: &str, msg: &str) -> Res<()> {
@@ -296,6 +312,9 @@ impl<'a> Compiler<'a> {
                     let r = v.as_str().ok_or_else(|| invalid("$ref", ptr, "must be a string"))?;
                     parts.push((self.resolve(r, ptr)?.clone(), r.trim_start_matches('#').to_string()));
                 }
+                // Annotations constrain nothing (and `definitions` may be most
+                // of the schema: every branch would copy it).
+                k if is_annotation(k) => {}
                 _ => {
                     out.insert(k.clone(), v.clone());
                 }
@@ -320,7 +339,7 @@ impl<'a> Compiler<'a> {
 
     /// Both maps' constraints in one map.
     fn merge(&mut self, mut a: Map<String, Value>, b: Map<String, Value>, ptr: &str) -> Res<Map<String, Value>> {
-        let all_of = |x: &Value, y: &Value| serde_json::json!({"allOf": [x, y]});
+        let all_of = |x: &Value, y: &Value| keyword("allOf", Value::Array(vec![x.clone(), y.clone()]));
         // additionalProperties on one side constrains the other side's extra properties.
         let props_a: Vec<String> = obj_keys(a.get("properties"));
         let props_b: Vec<String> = obj_keys(b.get("properties"));
@@ -364,13 +383,15 @@ impl<'a> Compiler<'a> {
                 }
                 continue;
             }
-            let Some(va) = a.get(&k).cloned() else {
+            let Some(slot) = a.get_mut(&k) else {
                 a.insert(k, vb);
                 continue;
             };
-            if va == vb {
+            if *slot == vb {
                 continue;
             }
+            // Taken out (not copied); every arm below puts a value back or removes the key.
+            let va = std::mem::take(slot);
             let merged = match k.as_str() {
                 NOT_STRINGS | NOT_PATTERNS | PATTERNS => {
                     let mut xa = va.as_array().cloned().unwrap_or_default();
@@ -387,6 +408,7 @@ impl<'a> Compiler<'a> {
                     if !more.contains(&vb) {
                         more.push(vb);
                     }
+                    a.insert(k, va);
                     a.insert(PATTERNS.into(), Value::Array(more));
                     continue;
                 }
@@ -447,7 +469,7 @@ impl<'a> Compiler<'a> {
                     all_of(&va, &vb)
                 }
                 "uniqueItems" => Value::Bool(va.as_bool().unwrap_or(false) || vb.as_bool().unwrap_or(false)),
-                "not" => serde_json::json!({"anyOf": [va, vb]}),
+                "not" => keyword("anyOf", Value::Array(vec![va, vb])),
                 "anyOf" | "oneOf" => {
                     let xa = va.as_array().cloned().unwrap_or_default();
                     let xb = vb.as_array().cloned().unwrap_or_default();
@@ -615,7 +637,7 @@ impl<'a> Compiler<'a> {
                     }
                 }
                 let nots: Vec<Value> = others.iter().map(|mj| Value::Object((*mj).clone())).collect();
-                let not = if nots.len() == 1 { nots[0].clone() } else { serde_json::json!({ "anyOf": nots }) };
+                let not = if nots.len() == 1 { nots[0].clone() } else { keyword("anyOf", Value::Array(nots)) };
                 let mut extra = Map::new();
                 extra.insert("not".into(), not);
                 rewritten.push((i, extra));
@@ -912,8 +934,8 @@ impl<'a> Compiler<'a> {
         let mut res: Vec<(Re, &str)> = Vec::new();
         if let Some(f) = m.get("format").and_then(Value::as_str) {
             if let Some(p) = format::pattern(f) {
-                let re = regex::parse_pattern(&p).map_err(|e| invalid("format", ptr, &e.to_string()))?;
-                res.push((re, "format"));
+                let re = self.pattern(&p).map_err(|e| invalid("format", ptr, &e.to_string()))?;
+                res.push((Re::clone(&re), "format"));
             } else if format::UNSUPPORTED.contains(&f) {
                 self.unsupported("format", ptr, &format!("format {f:?} is not a regular language here"))?;
             }
@@ -921,8 +943,8 @@ impl<'a> Compiler<'a> {
         let more = m.get(PATTERNS).and_then(Value::as_array).cloned().unwrap_or_default();
         for p in m.get("pattern").into_iter().chain(more.iter()) {
             let p = p.as_str().ok_or_else(|| invalid("pattern", ptr, "must be a string"))?;
-            match regex::parse_pattern(p) {
-                Ok(re) => res.push((re, "pattern")),
+            match self.pattern(p) {
+                Ok(re) => res.push((Re::clone(&re), "pattern")),
                 Err(e @ regex::PatternError::Unsupported(_)) => self.unsupported("pattern", ptr, &e.to_string())?,
                 Err(e) => return Err(invalid("pattern", ptr, &e.to_string())),
             }
@@ -931,8 +953,8 @@ impl<'a> Compiler<'a> {
         let mut banned: Vec<Re> = Vec::new();
         for p in m.get(NOT_PATTERNS).and_then(Value::as_array).into_iter().flatten() {
             let p = p.as_str().ok_or_else(|| invalid("not", ptr, "pattern must be a string"))?;
-            match regex::parse_pattern(p) {
-                Ok(re) => banned.push(re),
+            match self.pattern(p) {
+                Ok(re) => banned.push(Re::clone(&re)),
                 Err(e @ regex::PatternError::Unsupported(_)) => {
                     self.unsupported("not", ptr, &format!("negated pattern: {e}"))?
                 }
@@ -1070,7 +1092,7 @@ impl<'a> Compiler<'a> {
             if m.contains_key("maxContains") || !pre.is_empty() || max.is_some() || min > n {
                 self.unsupported("contains", ptr, "contains with maxContains, prefix items, maxItems or minItems above minContains")?;
             } else if n > 0 {
-                let both = serde_json::json!({"allOf": [rest, c]});
+                let both = keyword("allOf", Value::Array(vec![rest.clone(), c.clone()]));
                 let Some(ce) = self.schema(&both, &child(ptr, "contains"))? else { return Ok(None) };
                 let r = match &rest_e {
                     Some(r) => r.clone(),
@@ -1245,8 +1267,8 @@ impl<'a> Compiler<'a> {
         let mut patterns: Vec<(Re, Value, String)> = Vec::new();
         if let Some(Value::Object(pp)) = m.get("patternProperties") {
             for (p, s) in pp {
-                match regex::parse_pattern(p) {
-                    Ok(re) => patterns.push((re, s.clone(), child(&child(ptr, "patternProperties"), p))),
+                match self.pattern(p) {
+                    Ok(re) => patterns.push((Re::clone(&re), s.clone(), child(&child(ptr, "patternProperties"), p))),
                     Err(e @ regex::PatternError::Unsupported(_)) => {
                         self.unsupported("patternProperties", ptr, &e.to_string())?;
                     }
@@ -1282,7 +1304,7 @@ impl<'a> Compiler<'a> {
                     None => self.unsupported("propertyNames", ptr, "propertyNames that cannot be checked on declared names")?,
                 }
             }
-            let s = if parts.len() == 1 { parts.remove(0) } else { serde_json::json!({ "allOf": parts }) };
+            let s = if parts.len() == 1 { parts.remove(0) } else { keyword("allOf", Value::Array(parts)) };
             let e = self.schema(&s, &nptr)?;
             let req = required.contains(&name);
             if e.is_none() && req {
@@ -1520,7 +1542,7 @@ impl<'a> Compiler<'a> {
                 let parts: Vec<Value> =
                     patterns.iter().enumerate().filter(|(i, _)| pats >> i & 1 == 1).map(|(_, p)| p.1.clone()).collect();
                 let ptr0 = patterns.iter().enumerate().find(|(i, _)| pats >> i & 1 == 1).map(|(_, p)| p.2.clone()).unwrap_or_default();
-                let s = if parts.len() == 1 { parts[0].clone() } else { serde_json::json!({ "allOf": parts }) };
+                let s = if parts.len() == 1 { parts[0].clone() } else { keyword("allOf", Value::Array(parts)) };
                 self.schema(&s, &ptr0)?
             };
             let Some(value) = value else { continue };
@@ -1554,7 +1576,7 @@ impl<'a> Compiler<'a> {
                 "type" if type_list(v).iter().any(|t| t == "string") => {}
                 "pattern" => {
                     let p = v.as_str().ok_or_else(|| invalid("pattern", &nptr, "must be a string"))?;
-                    re = regex::parse_pattern(p).map_err(|e| invalid("pattern", &nptr, &e.to_string()))?;
+                    re = Re::clone(&*self.pattern(p).map_err(|e| invalid("pattern", &nptr, &e.to_string()))?);
                 }
                 "maxLength" | "minLength" if !m.contains_key("pattern") => {
                     let lo = count(&m, "minLength", &nptr)?.unwrap_or(0);
@@ -1592,7 +1614,7 @@ impl<'a> Compiler<'a> {
                     Some(sv) => {
                         let mut hit = Vec::new();
                         for p in kv.as_array()? {
-                            hit.push(regex::parse_pattern(p.as_str()?).ok()?.matches(sv));
+                            hit.push(self.pattern(p.as_str()?).ok()?.matches(sv));
                         }
                         Some(if k == NOT_PATTERNS { !hit.contains(&true) } else { !hit.contains(&false) })
                     }
@@ -1602,7 +1624,7 @@ impl<'a> Compiler<'a> {
                     Some(o) => {
                         let mut all = Some(true);
                         for (p, ps) in kv.as_object()? {
-                            let re = regex::parse_pattern(p).ok()?;
+                            let re = self.pattern(p).ok()?;
                             for (pk, pv) in o {
                                 if re.matches(pk) {
                                     all = match (all, self.check(ps, pv, depth + 1)) {
@@ -1652,9 +1674,9 @@ impl<'a> Compiler<'a> {
                         match k.as_str() {
                             "minLength" => Some(len >= kv.as_u64()?),
                             "maxLength" => Some(len <= kv.as_u64()?),
-                            "pattern" => Some(regex::parse_pattern(kv.as_str()?).ok()?.matches(sv)),
+                            "pattern" => Some(self.pattern(kv.as_str()?).ok()?.matches(sv)),
                             _ => match format::pattern(kv.as_str()?) {
-                                Some(p) => Some(regex::parse_pattern(&p).ok()?.matches(sv)),
+                                Some(p) => Some(self.pattern(&p).ok()?.matches(sv)),
                                 None if format::UNSUPPORTED.contains(&kv.as_str()?) => None,
                                 None => Some(true),
                             },
@@ -2218,6 +2240,13 @@ fn number_literal(n: &serde_json::Number) -> String {
         }
         None => gbnf::literal(&n.to_string()),
     }
+}
+
+/// The schema `{k: v}`.
+fn keyword(k: &str, v: Value) -> Value {
+    let mut m = Map::new();
+    m.insert(k.to_string(), v);
+    Value::Object(m)
 }
 
 fn is_annotation(k: &str) -> bool {
