@@ -144,12 +144,30 @@ impl Dfa {
             nfa.tag[t] = Some(i as u8);
         }
         let classes = partition(&nfa.sets);
-        // Whether edge set `set` holds class `ci`, at `set * classes.len() + ci`.
-        let members: Vec<bool> = nfa
+        let words = classes.len().div_ceil(64);
+        // Per edge set, the classes it holds as a bitset (classes are
+        // sorted disjoint ranges, each inside or outside every set).
+        let masks: Vec<Vec<u64>> = nfa
             .sets
             .iter()
-            .flat_map(|s| classes.iter().map(|c| c.0.first().is_some_and(|r| s.contains(r.0))))
+            .map(|s| {
+                let mut m = vec![0u64; words];
+                for &(a, b) in &s.0 {
+                    let from = classes.partition_point(|c| c.0[0].0 < a);
+                    for ci in from..classes.len() {
+                        if classes[ci].0[0].0 > b {
+                            break;
+                        }
+                        m[ci / 64] |= 1 << (ci % 64);
+                    }
+                }
+                m
+            })
             .collect();
+        let mut all = vec![!0u64; words];
+        if classes.len() % 64 != 0 {
+            all[words - 1] = (1u64 << (classes.len() % 64)) - 1;
+        }
         let mut ids: FastMap<Vec<usize>, u32> = FastMap::default();
         let mut order: Vec<Vec<usize>> = Vec::new();
         let mut first = vec![start];
@@ -158,35 +176,40 @@ impl Dfa {
         order.push(first);
         let mut trans = Vec::new();
         let mut tags = Vec::new();
-        // The states one class leads to before their closure, and per
-        // state the DFA state each such list led to (most classes share one).
-        let mut moves: Vec<usize> = Vec::new();
-        let mut seen: Vec<(Vec<usize>, u32)> = Vec::new();
         let mut i = 0;
         while i < order.len() {
             let cur = order[i].clone();
             tags.push(cur.iter().filter_map(|&s| nfa.tag[s]).fold(0u64, |acc, t| acc | 1 << t));
-            let mut row = vec![DEAD; classes.len()];
-            seen.clear();
-            for (ci, slot) in row.iter_mut().enumerate() {
-                moves.clear();
-                for &s in &cur {
-                    for &(set, t) in &nfa.edges[s] {
-                        if members[set * classes.len() + ci] {
+            // Classes split by the states they lead to before closure: one
+            // group per distinct move (refined edge by edge), not one walk per class.
+            let mut groups: Vec<(Vec<u64>, Vec<usize>)> = vec![(all.clone(), Vec::new())];
+            for &s in &cur {
+                for &(set, t) in &nfa.edges[s] {
+                    let m = &masks[set];
+                    let mut split = Vec::new();
+                    for (gm, moves) in groups.iter_mut() {
+                        let inside: Vec<u64> = gm.iter().zip(m).map(|(g, m)| g & m).collect();
+                        if inside.iter().all(|&w| w == 0) {
+                            continue;
+                        }
+                        let outside: Vec<u64> = gm.iter().zip(m).map(|(g, m)| g & !m).collect();
+                        if outside.iter().all(|&w| w == 0) {
                             moves.push(t);
+                        } else {
+                            *gm = outside;
+                            let mut with = moves.clone();
+                            with.push(t);
+                            split.push((inside, with));
                         }
                     }
+                    groups.extend(split);
                 }
-                if moves.is_empty() {
+            }
+            let mut row = vec![DEAD; classes.len()];
+            for (gm, mut next) in groups {
+                if next.is_empty() {
                     continue;
                 }
-                moves.sort_unstable();
-                moves.dedup();
-                if let Some(&(_, id)) = seen.iter().find(|m| m.0 == moves) {
-                    *slot = id;
-                    continue;
-                }
-                let mut next = moves.clone();
                 nfa.closure(&mut next);
                 let id = match ids.get(&next) {
                     Some(&id) => id,
@@ -200,8 +223,13 @@ impl Dfa {
                         id
                     }
                 };
-                seen.push((moves.clone(), id));
-                *slot = id;
+                for (w, &bits) in gm.iter().enumerate() {
+                    let mut bits = bits;
+                    while bits != 0 {
+                        row[w * 64 + bits.trailing_zeros() as usize] = id;
+                        bits &= bits - 1;
+                    }
+                }
             }
             trans.push(row);
             i += 1;
