@@ -7,7 +7,6 @@
 use super::gbnf::{self, Rules};
 use super::regex::{CharSet, MAX_CHAR, Re};
 use crate::hash::FastMap;
-use std::collections::HashMap;
 
 const DEAD: u32 = u32::MAX;
 
@@ -302,9 +301,9 @@ impl Dfa {
         if !live[idx(0, 0)] {
             return Ok(None);
         }
-        let mut names: HashMap<usize, String> = HashMap::new();
+        let mut names: Vec<Option<String>> = vec![None; total];
         let mut todo = vec![(0usize, 0u64)];
-        names.insert(idx(0, 0), rules.reserve("str"));
+        names[idx(0, 0)] = Some(rules.reserve("str"));
         while let Some((s, k)) = todo.pop() {
             let mut alts = Vec::new();
             if k >= min && accept(self.tags[s]) {
@@ -327,11 +326,11 @@ impl Dfa {
                 for (t, ranges) in groups {
                     let set = CharSet::from_ranges(ranges);
                     let key = idx(t, k2);
-                    let name = match names.get(&key) {
+                    let name = match &names[key] {
                         Some(n) => n.clone(),
                         None => {
                             let n = rules.reserve("str");
-                            names.insert(key, n.clone());
+                            names[key] = Some(n.clone());
                             todo.push((t, k2));
                             n
                         }
@@ -341,10 +340,11 @@ impl Dfa {
                     }
                 }
             }
-            let name = names[&idx(s, k)].clone();
-            rules.define(&name, alts.join(" | "));
+            if let Some(name) = &names[idx(s, k)] {
+                rules.define(name, alts.join(" | "));
+            }
         }
-        Ok(Some(names[&idx(0, 0)].clone()))
+        Ok(names[idx(0, 0)].clone())
     }
 }
 

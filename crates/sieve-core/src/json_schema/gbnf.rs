@@ -25,7 +25,6 @@ pub struct Rules {
     pub escape: Option<String>,
     rules: Vec<(String, String)>,
     by_body: HashMap<String, String>,
-    reserved: HashMap<String, usize>,
     total_len: usize,
 }
 
@@ -45,16 +44,17 @@ impl Rules {
     /// Reserve a name for a rule defined later with [`Rules::define`] (recursion).
     pub fn reserve(&mut self, hint: &str) -> String {
         let name = self.fresh(hint);
-        self.reserved.insert(name.clone(), self.rules.len());
         self.rules.push((name.clone(), String::new()));
         name
     }
 
     /// Give a reserved name its body.
     pub fn define(&mut self, name: &str, body: String) {
-        if let Some(&i) = self.reserved.get(name) {
+        // A name ends with its rule's index (see `fresh`).
+        let index = name.rsplit('-').next().and_then(|i| i.parse::<usize>().ok());
+        if let Some(rule) = index.and_then(|i| self.rules.get_mut(i)).filter(|r| r.0 == name) {
             self.total_len += body.len();
-            self.rules[i].1 = body;
+            rule.1 = body;
         }
     }
 
@@ -63,15 +63,22 @@ impl Rules {
         self.total_len
     }
 
+    /// `hint` cleaned (at most 24 letters, digits and inner dashes), then
+    /// `-` and the index the new rule will have.
     fn fresh(&mut self, hint: &str) -> String {
-        let clean: String = hint
-            .chars()
-            .map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '-' })
-            .take(24)
-            .collect();
-        let clean = clean.trim_matches('-');
-        let clean = if clean.is_empty() { "r" } else { clean };
-        format!("{clean}-{}", self.rules.len())
+        let mut name = String::with_capacity(32);
+        for c in hint.chars().take(24) {
+            let c = if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '-' };
+            if c != '-' || !name.is_empty() {
+                name.push(c);
+            }
+        }
+        name.truncate(name.trim_end_matches('-').len());
+        if name.is_empty() {
+            name.push('r');
+        }
+        let _ = write!(name, "-{}", self.rules.len());
+        name
     }
 
     /// The grammar text with `root ::= <root>` first.
