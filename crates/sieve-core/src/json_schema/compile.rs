@@ -16,6 +16,8 @@ type Res<T> = Result<T, SchemaError>;
 /// A GBNF expression, `None` when no value matches.
 type Expr = Option<String>;
 
+/// A GBNF expression that matches nothing.
+const NEVER: &str = "[^\\u0000-\\U0010FFFF]";
 /// Internal keyword: strings a `not` excluded (checked like `enum`'s complement).
 const NOT_STRINGS: &str = "x-sieve-not-strings";
 /// Internal keyword: patterns a string must not match (from `not`).
@@ -145,7 +147,7 @@ impl<'a> Compiler<'a> {
             return Err(err("", "", SchemaErrorKind::Limit("max_grammar_bytes")));
         }
         let name = self.rules.reserve(hint);
-        self.rules.define(&name, format!("{body} | {name} [^\\u0000-\\U0010FFFF]"));
+        self.rules.define(&name, format!("{body} | {name} {NEVER}"));
         Ok(name)
     }
 
@@ -202,7 +204,7 @@ impl<'a> Compiler<'a> {
                     Some(name)
                 }
                 None => {
-                    self.rules.define(&name, "[^\\u0000-\\U0010FFFF]".to_string());
+                    self.rules.define(&name, NEVER.to_string());
                     None
                 }
             });
@@ -234,7 +236,7 @@ impl<'a> Compiler<'a> {
             }
             None => {
                 // No value matches; the reserved rule must still parse.
-                self.rules.define(&name, "[^\\u0000-\\U0010FFFF]".to_string());
+                self.rules.define(&name, NEVER.to_string());
                 Ok(None)
             }
         }
@@ -1342,13 +1344,24 @@ impl<'a> Compiler<'a> {
             }
             _ => None,
         };
-        let shape = MemberShape { entries, extra, min_p, max_p, cap: max_p.map_or(min_p, |m| m + 1), lead_extras, sep: None };
+        let shape = MemberShape {
+            entries,
+            extra,
+            min_p,
+            max_p,
+            cap: max_p.map_or(min_p, |m| m + 1),
+            lead_extras,
+            sep: None,
+            root: String::new(),
+        };
         if let PropertyOrder::AnyUpTo(n) = self.opts.property_order
             && entries.len() <= usize::from(n.min(16)) && entries.len() > 1
             && self.order_states + (1 << entries.len()) <= self.opts.limits.max_order_states {
                 self.order_states += 1 << entries.len();
-                // Each member and each set of members written is one rule,
-                // kept out of line so the grammar stays n * 2^n calls.
+                // Each member is a rule kept out of line, called from each
+                // set of members written. The set rules form one right-linear
+                // cycle, which the grammar compiler inlines as one automaton
+                // of 2^n states and n * 2^(n-1) calls, not a rule per set.
                 let mut named: Vec<(String, Expr, bool)> = Vec::new();
                 for (k, kv, req) in entries {
                     let kv = match kv {
@@ -1367,7 +1380,8 @@ impl<'a> Compiler<'a> {
                     None => format!("{ws} \",\" {ws}"),
                 };
                 let sep = Some(self.opaque("sep", sep)?);
-                let shape = MemberShape { entries: &named, lead_extras, sep, ..shape };
+                let root = self.rules.reserve("members");
+                let shape = MemberShape { entries: &named, lead_extras, sep, root, ..shape };
                 let mut memo = HashMap::new();
                 return self.member_set(&shape, 0, &mut memo);
             }
@@ -1385,6 +1399,8 @@ impl<'a> Compiler<'a> {
         // The next declared member, after the separator and extras they all
         // share (written once, so the grammar holds one copy of them).
         let mut nexts = Vec::new();
+        // Whether this set's rule refers to the rule of a larger set.
+        let mut grows = false;
         if sh.max_p.is_none_or(|m| cnt < m) {
             for (i, (_, kv, _)) in sh.entries.iter().enumerate() {
                 let Some(kv) = kv else { continue };
@@ -1392,6 +1408,7 @@ impl<'a> Compiler<'a> {
                     continue;
                 }
                 if let Some(next) = self.member_set(sh, seen | 1 << i, memo)? {
+                    grows |= next != "\"\"";
                     nexts.push(if next == "\"\"" { kv.clone() } else { format!("{kv} {next}") });
                 }
             }
@@ -1419,10 +1436,32 @@ impl<'a> Compiler<'a> {
         let name = match alts.len() {
             0 => None,
             1 if alts[0] == "\"\"" => Some(alts.remove(0)),
-            _ => Some(self.opaque("members", alts.join(" | "))?),
+            _ => {
+                if !grows {
+                    // A dead edge back to the first set closes the set rules
+                    // into one right-linear cycle.
+                    alts.push(format!("{} {}", self.never()?, sh.root));
+                }
+                let body = alts.join(" | ");
+                if first {
+                    self.rules.define(&sh.root, body);
+                    Some(sh.root.clone())
+                } else {
+                    Some(self.add("members", body)?)
+                }
+            }
         };
+        if first && name.as_ref() != Some(&sh.root) {
+            // Nothing refers to the reserved first set; it still needs a body.
+            self.rules.define(&sh.root, NEVER.to_string());
+        }
         memo.insert(seen, name.clone());
         Ok(name)
+    }
+
+    /// A rule that matches nothing.
+    fn never(&mut self) -> Res<String> {
+        self.add("never", NEVER.to_string())
     }
 
     fn member_state(
@@ -2144,6 +2183,9 @@ struct MemberShape<'e> {
     /// shares it, so the token cache analyses what follows a member once
     /// per object rather than once per set.
     sep: Option<String>,
+    /// In any order: the rule of the empty set, reserved first so that the
+    /// other sets' rules can close the cycle through it.
+    root: String,
 }
 
 /// Fit a string language to length bounds without intersecting automata: a
