@@ -1382,15 +1382,21 @@ impl<'a> Compiler<'a> {
                 let sep = Some(self.opaque("sep", sep)?);
                 let root = self.rules.reserve("members");
                 let shape = MemberShape { entries: &named, lead_extras, sep, root, ..shape };
-                let mut memo = HashMap::new();
-                return self.member_set(&shape, 0, &mut memo);
+                return self.member_set(&shape, 0, &mut HashMap::new(), &mut HashMap::new());
             }
         let mut memo: HashMap<(usize, bool, u64), Option<String>> = HashMap::new();
         self.member_state(&shape, 0, true, 0, &mut memo)
     }
 
     /// Declared members in any order: the state is the set already written.
-    fn member_set(&mut self, sh: &MemberShape<'_>, seen: u32, memo: &mut HashMap<u32, Option<String>>) -> Res<Option<String>> {
+    /// `tails` memoizes [`Compiler::member_state`] past the declared members.
+    fn member_set(
+        &mut self,
+        sh: &MemberShape<'_>,
+        seen: u32,
+        memo: &mut HashMap<u32, Option<String>>,
+        tails: &mut HashMap<(usize, bool, u64), Option<String>>,
+    ) -> Res<Option<String>> {
         if let Some(done) = memo.get(&seen) {
             return Ok(done.clone());
         }
@@ -1398,7 +1404,8 @@ impl<'a> Compiler<'a> {
         let first = seen == 0;
         // The next declared member, after the separator and extras they all
         // share (written once, so the grammar holds one copy of them).
-        let mut nexts = Vec::new();
+        let mut nexts = String::new();
+        let mut count = 0;
         // Whether this set's rule refers to the rule of a larger set.
         let mut grows = false;
         if sh.max_p.is_none_or(|m| cnt < m) {
@@ -1407,47 +1414,66 @@ impl<'a> Compiler<'a> {
                 if seen >> i & 1 == 1 {
                     continue;
                 }
-                if let Some(next) = self.member_set(sh, seen | 1 << i, memo)? {
-                    grows |= next != "\"\"";
-                    nexts.push(if next == "\"\"" { kv.clone() } else { format!("{kv} {next}") });
+                if let Some(next) = self.member_set(sh, seen | 1 << i, memo, tails)? {
+                    if count > 0 {
+                        nexts.push_str(" | ");
+                    }
+                    count += 1;
+                    nexts.push_str(kv);
+                    if next != "\"\"" {
+                        grows = true;
+                        nexts.push(' ');
+                        nexts.push_str(&next);
+                    }
                 }
             }
         }
-        let mut alts = Vec::new();
-        if !nexts.is_empty() {
-            let lead = match (first, &sh.lead_extras, &sh.sep) {
-                (true, Some(x), _) => format!("{x} "),
-                (true, None, _) => String::new(),
-                (false, _, Some(sep)) => format!("{sep} "),
-                (false, Some(x), None) => format!("{ws} \",\" {ws} {x} ", ws = self.ws),
-                (false, None, None) => format!("{ws} \",\" {ws} ", ws = self.ws),
-            };
-            alts.push(if nexts.len() == 1 { format!("{lead}{}", nexts[0]) } else { format!("{lead}({})", nexts.join(" | ")) });
+        let mut body = String::new();
+        if count > 0 {
+            match (first, &sh.lead_extras, &sh.sep) {
+                (true, Some(x), _) => body += &format!("{x} "),
+                (true, None, _) => {}
+                (false, _, Some(sep)) => body += &format!("{sep} "),
+                (false, Some(x), None) => body += &format!("{ws} \",\" {ws} {x} ", ws = self.ws),
+                (false, None, None) => body += &format!("{ws} \",\" {ws} ", ws = self.ws),
+            }
+            if count == 1 {
+                body += &nexts;
+            } else {
+                body += &format!("({nexts})");
+            }
         }
         let all_required = sh.entries.iter().enumerate().all(|(i, e)| !e.2 || seen >> i & 1 == 1);
         if all_required {
             // The tail after the declared members: extras, counted.
-            let mut tail_memo: HashMap<(usize, bool, u64), Option<String>> = HashMap::new();
-            if let Some(t) = self.member_state(sh, sh.entries.len(), first, cnt.min(sh.cap), &mut tail_memo)? {
+            if let Some(t) = self.member_state(sh, sh.entries.len(), first, cnt.min(sh.cap), tails)? {
                 let t = if t == "\"\"" { t } else { self.opaque_once(&t)? };
-                alts.push(t);
+                if !body.is_empty() {
+                    body += " | ";
+                }
+                body += &t;
             }
         }
-        let name = match alts.len() {
-            0 => None,
-            1 if alts[0] == "\"\"" => Some(alts.remove(0)),
+        let name = match body.as_str() {
+            "" => None,
+            "\"\"" => Some(body),
             _ => {
                 if !grows {
                     // A dead edge back to the first set closes the set rules
                     // into one right-linear cycle.
-                    alts.push(format!("{} {}", self.never()?, sh.root));
+                    body += &format!(" | {} {}", self.never()?, sh.root);
                 }
-                let body = alts.join(" | ");
                 if first {
                     self.rules.define(&sh.root, body);
                     Some(sh.root.clone())
                 } else {
-                    Some(self.add("members", body)?)
+                    // Every set's body differs: no lookup for a shared one.
+                    if self.rules.size() > self.opts.limits.max_grammar_bytes {
+                        return Err(err("", "", SchemaErrorKind::Limit("max_grammar_bytes")));
+                    }
+                    let name = self.rules.reserve("members");
+                    self.rules.define(&name, body);
+                    Some(name)
                 }
             }
         };

@@ -83,9 +83,13 @@ impl Rules {
 
     /// The grammar text with `root ::= <root>` first.
     pub fn finish(self, root: &str) -> String {
-        let mut out = format!("root ::= {root}\n");
-        for (name, body) in &self.rules {
-            let _ = writeln!(out, "{name} ::= {body}");
+        let names: usize = self.rules.iter().map(|r| r.0.len() + 6).sum();
+        let mut out = String::with_capacity(root.len() + 10 + names + self.total_len);
+        for (name, body) in std::iter::once(("root", root)).chain(self.rules.iter().map(|(n, b)| (n.as_str(), b.as_str()))) {
+            out.push_str(name);
+            out.push_str(" ::= ");
+            out.push_str(body);
+            out.push('\n');
         }
         out
     }
