@@ -37,37 +37,31 @@ pub(crate) struct Rule {
 /// Largest `{m,n}` bound accepted (repetition is expanded).
 pub(crate) const MAX_REPEAT: u32 = 1000;
 
-/// Parses GBNF text into rules, in source order, with each reference
-/// resolved to the index of its rule.
+/// Parses GBNF text into rules, numbered in order of their name's first
+/// mention (a reference or a definition), so a reference holds its rule's
+/// index as soon as it is read.
 pub(crate) fn parse(src: &str) -> Result<Vec<Rule>, CompileError> {
     let mut p = Parser { src, pos: 0, depth: 0, ids: HashMap::new(), names: Vec::new() };
-    let mut rules = Vec::new();
+    let mut bodies: Vec<Option<Expr>> = Vec::new();
     p.space(true);
     while p.pos < src.len() {
-        rules.push(p.rule(rules.len() as u32)?);
+        let (id, body) = p.rule()?;
+        if bodies.len() <= id {
+            bodies.resize_with(id + 1, || None);
+        }
+        bodies[id] = Some(body);
         p.space(true);
     }
-    // Name ids were given in order of first mention, so the first undefined
-    // one is the first written.
-    let mut index = Vec::with_capacity(p.names.len());
-    for &(name, rule, first) in &p.names {
-        if rule == u32::MAX {
-            return Err(CompileError::at(CompileErrorKind::UndefinedRule, format!("rule {name:?} is not defined"), src, first));
-        }
-        index.push(rule);
-    }
-    rules.iter_mut().for_each(|r| resolve(&mut r.body, &index));
-    Ok(rules)
-}
-
-/// Turns references to name ids into references to rule indexes.
-fn resolve(e: &mut Expr, index: &[u32]) {
-    match e {
-        Expr::Seq(v) | Expr::Alt(v) => v.iter_mut().for_each(|e| resolve(e, index)),
-        Expr::Repeat { expr, .. } => resolve(expr, index),
-        Expr::Ref { rule } => *rule = index[*rule as usize],
-        Expr::Literal(_) | Expr::Class(_) => {}
-    }
+    bodies.resize_with(p.names.len(), || None);
+    p.names
+        .iter()
+        .zip(bodies)
+        .map(|(&(name, _, first), body)| match body {
+            Some(body) => Ok(Rule { name: name.to_string(), body }),
+            // In order of first mention, so the first undefined name is the first written.
+            None => Err(CompileError::at(CompileErrorKind::UndefinedRule, format!("rule {name:?} is not defined"), src, first)),
+        })
+        .collect()
 }
 
 struct Parser<'a> {
@@ -76,9 +70,9 @@ struct Parser<'a> {
     depth: usize,
     /// Id of each rule name met so far, defined or referenced.
     ids: HashMap<&'a str, u32>,
-    /// Per name id: the name, the index of the rule defining it
-    /// (`u32::MAX` until defined), and the offset where it is first written.
-    names: Vec<(&'a str, u32, usize)>,
+    /// Per name id: the name, whether a rule defines it yet, and the offset
+    /// where it is first written.
+    names: Vec<(&'a str, bool, usize)>,
 }
 
 const MAX_NESTING: usize = 200;
@@ -133,17 +127,17 @@ impl<'a> Parser<'a> {
         let next = self.names.len() as u32;
         let id = *self.ids.entry(name).or_insert(next);
         if id == next {
-            self.names.push((name, u32::MAX, offset));
+            self.names.push((name, false, offset));
         }
         id
     }
 
-    /// Parses the rule at `index` in source order.
-    fn rule(&mut self, index: u32) -> Result<Rule, CompileError> {
+    /// Parses one rule: its name's id and its body.
+    fn rule(&mut self) -> Result<(usize, Expr), CompileError> {
         let offset = self.pos;
         let name = self.name()?;
         let id = self.id(name, offset) as usize;
-        if self.names[id].1 != u32::MAX {
+        if self.names[id].1 {
             return Err(CompileError::at(
                 CompileErrorKind::DuplicateRule,
                 format!("rule {name:?} is defined twice"),
@@ -151,7 +145,7 @@ impl<'a> Parser<'a> {
                 offset,
             ));
         }
-        self.names[id].1 = index;
+        self.names[id].1 = true;
         self.space(false);
         if !self.src[self.pos..].starts_with("::=") {
             return self.err(format!("expected '::=' after rule name {name:?}"));
@@ -160,7 +154,7 @@ impl<'a> Parser<'a> {
         self.space(true);
         let body = self.alternates(false)?;
         match self.peek() {
-            None | Some('\n' | '\r') => Ok(Rule { name: name.to_string(), body }),
+            None | Some('\n' | '\r') => Ok((id, body)),
             Some(c) => self.err(format!("unexpected {c:?}")),
         }
     }
