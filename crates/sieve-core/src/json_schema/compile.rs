@@ -102,7 +102,7 @@ impl<'a> Compiler<'a> {
         self.ws = self.rules.add("ws", ws_body);
         self.chr = self.rules.add("char", gbnf::JSON_CHAR_BODY.to_string());
         let esc = self.rules.add("escape", r#""\\" (["\\/bfnrt] | "u00" [01] [0-9a-fA-F])"#.to_string());
-        self.rules.escape = Some(esc);
+        self.rules.set_escape(esc);
         let root = self.schema(self.root, "")?.ok_or_else(|| err("", "", SchemaErrorKind::Unsatisfiable))?;
         let root = format!("{ws} {root} {ws}", ws = self.ws);
         Ok(SchemaGrammar { gbnf: self.rules.finish(&root), warnings: self.warnings })

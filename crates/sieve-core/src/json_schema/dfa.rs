@@ -4,7 +4,7 @@
 //! complement included), which `patternProperties` and `additionalProperties`
 //! need. Each automaton is written back to GBNF as one rule per state.
 
-use super::gbnf::{self, Rules};
+use super::gbnf::Rules;
 use super::regex::{CharSet, MAX_CHAR, Re};
 use crate::hash::FastMap;
 
@@ -335,7 +335,7 @@ impl Dfa {
                             n
                         }
                     };
-                    if let Some(c) = gbnf::json_char(&set, rules.escape.as_deref()) {
+                    if let Some(c) = rules.json_char(&set) {
                         alts.push(format!("{c} {name}"));
                     }
                 }

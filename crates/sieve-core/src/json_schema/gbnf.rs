@@ -21,11 +21,15 @@ pub enum Encoding {
 /// Rules under construction. Identical bodies share one rule.
 #[derive(Default)]
 pub struct Rules {
-    /// A rule for every escape JSON requires (and `\/`), once defined.
-    pub escape: Option<String>,
+    /// A rule for every escape JSON requires (and `\/`), once defined
+    /// (see [`Rules::set_escape`]).
+    escape: Option<String>,
     rules: Vec<(String, String)>,
     by_body: HashMap<String, String>,
     total_len: usize,
+    /// [`json_char`] of each set met (with `escape`): automata built for
+    /// keys and patterns meet the same sets state after state.
+    chars: HashMap<CharSet, Option<String>>,
 }
 
 impl Rules {
@@ -56,6 +60,22 @@ impl Rules {
             self.total_len += body.len();
             rule.1 = body;
         }
+    }
+
+    /// Names the rule for every escape JSON requires (and `\/`).
+    pub fn set_escape(&mut self, rule: String) {
+        self.escape = Some(rule);
+        self.chars.clear();
+    }
+
+    /// [`json_char`] of `set` with this grammar's `escape` rule, memoized.
+    pub fn json_char(&mut self, set: &CharSet) -> Option<String> {
+        if let Some(c) = self.chars.get(set) {
+            return c.clone();
+        }
+        let c = json_char(set, self.escape.as_deref());
+        self.chars.insert(set.clone(), c.clone());
+        c
     }
 
     /// Characters of rule bodies written so far (a size limit's measure).
@@ -251,7 +271,7 @@ pub fn emit(re: &Re, enc: Encoding, rules: &mut Rules, any_char: &str) -> Option
                         }
                         class(s)
                     }
-                    Encoding::JsonString => json_char(s, rules.escape.as_deref())?,
+                    Encoding::JsonString => rules.json_char(s)?,
                 }
             }
         }
