@@ -146,23 +146,19 @@ impl Dfa {
         let words = classes.len().div_ceil(64);
         // Per edge set, the classes it holds as a bitset (classes are
         // sorted disjoint ranges, each inside or outside every set).
-        let masks: Vec<Vec<u64>> = nfa
-            .sets
-            .iter()
-            .map(|s| {
-                let mut m = vec![0u64; words];
-                for &(a, b) in &s.0 {
-                    let from = classes.partition_point(|c| c.0[0].0 < a);
-                    for ci in from..classes.len() {
-                        if classes[ci].0[0].0 > b {
-                            break;
-                        }
-                        m[ci / 64] |= 1 << (ci % 64);
+        // (Set `k`'s words are `masks[k * words..][..words]`.)
+        let mut masks = vec![0u64; nfa.sets.len() * words];
+        for (m, s) in masks.chunks_exact_mut(words.max(1)).zip(&nfa.sets) {
+            for &(a, b) in &s.0 {
+                let from = classes.partition_point(|c| c.0[0].0 < a);
+                for ci in from..classes.len() {
+                    if classes[ci].0[0].0 > b {
+                        break;
                     }
+                    m[ci / 64] |= 1 << (ci % 64);
                 }
-                m
-            })
-            .collect();
+            }
+        }
         let mut all = vec![!0u64; words];
         if classes.len() % 64 != 0 {
             all[words - 1] = (1u64 << (classes.len() % 64)) - 1;
@@ -177,31 +173,29 @@ impl Dfa {
         let mut tags = Vec::new();
         let mut i = 0;
         while i < order.len() {
-            let cur = order[i].clone();
+            let cur = std::mem::take(&mut order[i]);
             tags.push(cur.iter().filter_map(|&s| nfa.tag[s]).fold(0u64, |acc, t| acc | 1 << t));
             // Classes split by the states they lead to before closure: one
             // group per distinct move (refined edge by edge), not one walk per class.
             let mut groups: Vec<(Vec<u64>, Vec<usize>)> = vec![(all.clone(), Vec::new())];
             for &s in &cur {
                 for &(set, t) in &nfa.edges[s] {
-                    let m = &masks[set];
-                    let mut split = Vec::new();
-                    for (gm, moves) in groups.iter_mut() {
-                        let inside: Vec<u64> = gm.iter().zip(m).map(|(g, m)| g & m).collect();
-                        if inside.iter().all(|&w| w == 0) {
+                    let m = &masks[set * words..(set + 1) * words];
+                    for g in 0..groups.len() {
+                        let (gm, moves) = &mut groups[g];
+                        if !gm.iter().zip(m).any(|(g, m)| g & m != 0) {
                             continue;
                         }
-                        let outside: Vec<u64> = gm.iter().zip(m).map(|(g, m)| g & !m).collect();
-                        if outside.iter().all(|&w| w == 0) {
+                        if !gm.iter().zip(m).any(|(g, m)| g & !m != 0) {
                             moves.push(t);
-                        } else {
-                            *gm = outside;
-                            let mut with = moves.clone();
-                            with.push(t);
-                            split.push((inside, with));
+                            continue;
                         }
+                        let inside: Vec<u64> = gm.iter().zip(m).map(|(g, m)| g & m).collect();
+                        gm.iter_mut().zip(m).for_each(|(g, m)| *g &= !m);
+                        let mut with = moves.clone();
+                        with.push(t);
+                        groups.push((inside, with));
                     }
-                    groups.extend(split);
                 }
             }
             let mut row = vec![DEAD; classes.len()];
