@@ -165,7 +165,9 @@ impl<'a> Parser<'a> {
         if self.depth > MAX_NESTING {
             return self.err("grammar nested too deeply");
         }
-        let mut alts = vec![self.sequence(nested)?];
+        let first = self.sequence(nested)?;
+        // Allocated from the second alternative on (most have one).
+        let mut alts = Vec::new();
         loop {
             // A '|' may also start the next line of a top-level rule.
             let save = self.pos;
@@ -180,10 +182,17 @@ impl<'a> Parser<'a> {
             }
         }
         self.depth -= 1;
-        Ok(if alts.len() == 1 { alts.pop().unwrap_or(Expr::Seq(Vec::new())) } else { Expr::Alt(alts) })
+        Ok(if alts.is_empty() {
+            first
+        } else {
+            alts.insert(0, first);
+            Expr::Alt(alts)
+        })
     }
 
     fn sequence(&mut self, nested: bool) -> Result<Expr, CompileError> {
+        // The first item is kept apart, and a vector allocated only for a second.
+        let mut first = None;
         let mut items = Vec::new();
         loop {
             let start = self.pos;
@@ -239,9 +248,13 @@ impl<'a> Parser<'a> {
             };
             self.space(nested);
             let item = self.postfix(item, nested)?;
-            items.push(item);
+            match first.take() {
+                None if items.is_empty() => first = Some(item),
+                Some(f) => items.extend([f, item]),
+                None => items.push(item),
+            }
         }
-        Ok(if items.len() == 1 { items.pop().unwrap_or(Expr::Seq(Vec::new())) } else { Expr::Seq(items) })
+        Ok(first.unwrap_or(Expr::Seq(items)))
     }
 
     fn postfix(&mut self, mut item: Expr, nested: bool) -> Result<Expr, CompileError> {
