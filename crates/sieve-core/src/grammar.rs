@@ -84,7 +84,7 @@ enum N {
 }
 
 struct Builder<'a> {
-    rules: &'a [gbnf::Rule],
+    p: &'a gbnf::Parsed,
     /// Per source rule: references to it are compiled inline (see [`plan`]).
     inline: Vec<bool>,
     n: Vec<N>,
@@ -110,10 +110,9 @@ struct Builder<'a> {
     /// to `next`, by `(lo, hi, next)`: character classes that continue at
     /// the same state share their sequences' tails.
     tails: FastMap<(u8, u8, u32), u32>,
-    /// The UTF-8 sequences of each character class met, by the address of
-    /// its ranges in the source rules (borrowed while building, so each
-    /// address is one class): a class is copied wherever its rule is inlined.
-    utf8: FastMap<usize, Rc<[Utf8Sequence]>>,
+    /// The UTF-8 sequences of each character class met, by its expression:
+    /// a class is copied wherever its rule is inlined.
+    utf8: FastMap<u32, Rc<[Utf8Sequence]>>,
     max_states: usize,
 }
 
@@ -164,37 +163,37 @@ impl<'a> Builder<'a> {
         let accept = self.add(N::Accept { rule: k })?;
         let start = self.inlined(q, accept)?;
         while let Some((q, next, p)) = self.pending.pop() {
-            let rules = self.rules;
-            let e = self.expr(&rules[q as usize].body, next)?;
+            let e = self.expr(self.p.rules[q as usize].body, next)?;
             self.set_eps(p, &[e]);
         }
         Ok(start)
     }
 
     /// Compiles `e` so that it continues at `next`; returns its entry state.
-    fn expr(&mut self, e: &'a Expr, next: u32) -> Result<u32, CompileError> {
-        Ok(match e {
-            Expr::Seq(items) => {
+    fn expr(&mut self, e: u32, next: u32) -> Result<u32, CompileError> {
+        let p = self.p;
+        Ok(match p.expr(e) {
+            Expr::Seq { first, end } => {
                 let mut next = next;
-                for it in items.iter().rev() {
+                for &it in p.kids(first, end).iter().rev() {
                     next = self.expr(it, next)?;
                 }
                 next
             }
-            Expr::Alt(alts) => {
-                let starts = alts.iter().map(|a| self.expr(a, next)).collect::<Result<Vec<_>, _>>()?;
+            Expr::Alt { first, end } => {
+                let starts = p.kids(first, end).iter().map(|&a| self.expr(a, next)).collect::<Result<Vec<_>, _>>()?;
                 self.eps(&starts)?
             }
-            Expr::Literal(s) => {
+            Expr::Literal { first, end } => {
                 let mut next = next;
-                for &b in s.as_bytes().iter().rev() {
+                for &b in p.text(first, end).iter().rev() {
                     next = self.add(N::Byte { lo: b, hi: b, next })?;
                 }
                 next
             }
-            Expr::Class(ranges) => {
+            Expr::Class { first: class, end: class_end } => {
                 let first = self.alts.len();
-                let seqs = self.utf8.entry(ranges.as_ptr() as usize).or_insert_with(|| utf8_sequences(ranges).into()).clone();
+                let seqs = self.utf8.entry(e).or_insert_with(|| utf8_sequences(p.ranges(class, class_end)).into()).clone();
                 for seq in seqs.iter() {
                     let mut s = next;
                     let (head, rest) = seq
@@ -223,8 +222,8 @@ impl<'a> Builder<'a> {
                     _ => self.add(N::Ranges { first: first as u32, end: self.alts.len() as u32 })?,
                 }
             }
-            &Expr::Ref { rule: q } if self.inline[q as usize] => self.inlined(q, next)?,
-            &Expr::Ref { rule: q } => {
+            Expr::Ref { rule: q } if self.inline[q as usize] => self.inlined(q, next)?,
+            Expr::Ref { rule: q } => {
                 if self.called[q as usize] == u32::MAX {
                     self.called[q as usize] = self.order.len() as u32;
                     self.order.push(q);
@@ -241,13 +240,13 @@ impl<'a> Builder<'a> {
                         tail = lp;
                     }
                     Some(max) => {
-                        for _ in *min..*max {
+                        for _ in min..max {
                             let body = self.expr(expr, tail)?;
                             tail = self.eps(&[body, next])?;
                         }
                     }
                 }
-                for _ in 0..*min {
+                for _ in 0..min {
                     tail = self.expr(expr, tail)?;
                 }
                 tail
@@ -271,12 +270,12 @@ fn utf8_sequences(ranges: &[(u32, u32)]) -> Vec<Utf8Sequence> {
 }
 
 /// The rules `e` references.
-fn refs(e: &Expr, out: &mut Vec<u32>) {
-    match e {
-        Expr::Seq(v) | Expr::Alt(v) => v.iter().for_each(|e| refs(e, out)),
-        Expr::Repeat { expr, .. } => refs(expr, out),
-        Expr::Ref { rule } => out.push(*rule),
-        Expr::Literal(_) | Expr::Class(_) => {}
+fn refs(p: &gbnf::Parsed, e: u32, out: &mut Vec<u32>) {
+    match p.expr(e) {
+        Expr::Seq { first, end } | Expr::Alt { first, end } => p.kids(first, end).iter().for_each(|&e| refs(p, e, out)),
+        Expr::Repeat { expr, .. } => refs(p, expr, out),
+        Expr::Ref { rule } => out.push(rule),
+        Expr::Literal { .. } | Expr::Class { .. } => {}
     }
 }
 
@@ -295,40 +294,40 @@ const INLINE_MAX_AUTOMATON: usize = 4000;
 /// Estimated automaton states of `e` (as [`Builder::expr`] compiles it),
 /// with `r(rule, tail)` the cost of a reference; `tail` is true when the
 /// reference continues where `e` does (it ends its rule's body).
-fn cost(e: &Expr, tail: bool, r: &mut dyn FnMut(u32, bool) -> usize) -> usize {
-    match e {
-        Expr::Seq(v) => {
-            let last = v.len().saturating_sub(1);
-            v.iter().enumerate().fold(0, |s, (i, e)| s.saturating_add(cost(e, tail && i == last, r)))
+fn cost(p: &gbnf::Parsed, e: u32, tail: bool, r: &mut dyn FnMut(u32, bool) -> usize) -> usize {
+    match p.expr(e) {
+        Expr::Seq { first, end } => {
+            let last = (end - first).saturating_sub(1) as usize;
+            p.kids(first, end).iter().enumerate().fold(0, |s, (i, &e)| s.saturating_add(cost(p, e, tail && i == last, r)))
         }
-        Expr::Alt(v) => v.iter().fold(1, |s, e| s.saturating_add(cost(e, tail, r))),
-        Expr::Repeat { expr, min, max } => match *max {
+        Expr::Alt { first, end } => p.kids(first, end).iter().fold(1, |s, &e| s.saturating_add(cost(p, e, tail, r))),
+        Expr::Repeat { expr, min, max } => match max {
             // A loop state, the loop body and `min` copies before it.
-            None => cost(expr, false, r).saturating_mul(*min as usize + 1).saturating_add(1),
+            None => cost(p, expr, false, r).saturating_mul(min as usize + 1).saturating_add(1),
             Some(0) => 0,
             // One copy continues where the repetition does; the others do not.
             Some(max) => {
-                let others = cost(expr, false, r).saturating_mul(max as usize - 1);
-                cost(expr, tail, r).saturating_add(others).saturating_add((max - min.min(&max)) as usize)
+                let others = cost(p, expr, false, r).saturating_mul(max as usize - 1);
+                cost(p, expr, tail, r).saturating_add(others).saturating_add((max - min.min(max)) as usize)
             }
         },
-        Expr::Literal(s) => s.len(),
-        Expr::Class(ranges) => 1 + 4 * ranges.len(),
-        Expr::Ref { rule } => r(*rule, tail),
+        Expr::Literal { first, end } => (end - first) as usize,
+        Expr::Class { first, end } => 1 + 4 * (end - first) as usize,
+        Expr::Ref { rule } => r(rule, tail),
     }
 }
 
 /// Calls `f(rule, n)` for each reference in `e`, compiled `n` times when
 /// `e` is compiled `times` times.
-fn copies(e: &Expr, times: usize, f: &mut dyn FnMut(u32, usize)) {
-    match e {
-        Expr::Seq(v) | Expr::Alt(v) => v.iter().for_each(|e| copies(e, times, f)),
+fn copies(p: &gbnf::Parsed, e: u32, times: usize, f: &mut dyn FnMut(u32, usize)) {
+    match p.expr(e) {
+        Expr::Seq { first, end } | Expr::Alt { first, end } => p.kids(first, end).iter().for_each(|&e| copies(p, e, times, f)),
         Expr::Repeat { expr, min, max } => {
-            let n = max.map_or(*min as usize + 1, |m| m as usize);
-            copies(expr, times.saturating_mul(n), f)
+            let n = max.map_or(min as usize + 1, |m| m as usize);
+            copies(p, expr, times.saturating_mul(n), f)
         }
-        Expr::Ref { rule } => f(*rule, times),
-        Expr::Literal(_) | Expr::Class(_) => {}
+        Expr::Ref { rule } => f(rule, times),
+        Expr::Literal { .. } | Expr::Class { .. } => {}
     }
 }
 
@@ -390,7 +389,8 @@ fn components(edges: &[Vec<u32>]) -> (Vec<usize>, usize) {
 /// copies nothing). A copy holds, once each, the
 /// rules reached through tail references (they share one continuation) and
 /// a copy of each rule referenced elsewhere.
-fn plan(rules: &[gbnf::Rule], edges: &[Vec<u32>]) -> Vec<bool> {
+fn plan(p: &gbnf::Parsed, edges: &[Vec<u32>]) -> Vec<bool> {
+    let rules = &p.rules;
     let (comp, ncomp) = components(edges);
     let mut members: Vec<Vec<u32>> = vec![Vec::new(); ncomp];
     for (q, &c) in comp.iter().enumerate() {
@@ -399,7 +399,7 @@ fn plan(rules: &[gbnf::Rule], edges: &[Vec<u32>]) -> Vec<bool> {
     // Per component: how many copies of references from outside it compile.
     let mut outside = vec![0usize; ncomp];
     for (q, r) in rules.iter().enumerate() {
-        copies(&r.body, 1, &mut |t, n| {
+        copies(p, r.body, 1, &mut |t, n| {
             let t = t as usize;
             if comp[t] != comp[q] {
                 outside[comp[t]] = outside[comp[t]].saturating_add(n);
@@ -416,7 +416,7 @@ fn plan(rules: &[gbnf::Rule], edges: &[Vec<u32>]) -> Vec<bool> {
         let (mut linear, mut tails, mut calls) = (true, Vec::new(), false);
         let mut held: Vec<(u32, usize)> = Vec::new();
         for &q in &members[c] {
-            let own = cost(&rules[q as usize].body, true, &mut |r, tail| {
+            let own = cost(p, rules[q as usize].body, true, &mut |r, tail| {
                 let r = r as usize;
                 if comp[r] == c {
                     linear &= tail;
@@ -455,7 +455,8 @@ fn plan(rules: &[gbnf::Rule], edges: &[Vec<u32>]) -> Vec<bool> {
 impl Grammar {
     /// Compiles GBNF text whose start rule is `root`.
     pub fn new(src: &str, max_states: usize) -> Result<Grammar, CompileError> {
-        let rules = gbnf::parse(src)?;
+        let parsed = gbnf::parse(src)?;
+        let rules = &parsed.rules;
         let root = rules
             .iter()
             .position(|r| r.name == "root")
@@ -465,15 +466,15 @@ impl Grammar {
             .iter()
             .map(|r| {
                 let mut out = Vec::new();
-                refs(&r.body, &mut out);
+                refs(&parsed, r.body, &mut out);
                 out
             })
             .collect();
-        let inline = plan(&rules, &edges);
+        let inline = plan(&parsed, &edges);
         let mut called = vec![u32::MAX; rules.len()];
         called[root as usize] = 0;
         let mut b = Builder {
-            rules: &rules,
+            p: &parsed,
             inline,
             n: Vec::new(),
             targets: Vec::new(),
@@ -1220,6 +1221,15 @@ mod tests {
         // A self-reference elsewhere than at the end stays a call.
         let g = Grammar::new("root ::= \"(\" root \")\" | \"x\"", 1000).unwrap();
         assert!(g.core.iter().any(|c| c.kind == Kind::Call { rule: 0 }));
+    }
+
+    #[test]
+    fn each_class_keeps_its_own_characters() {
+        // An empty class read right before another starts at the same place
+        // in the parsed ranges; expansions are kept per class, not per place.
+        assert!(Grammar::new("root ::= [^\\u0000-\\U0010FFFF] [b]", 100).unwrap().is_empty());
+        let g = Grammar::new("root ::= [^\\u0000-\\U0010FFFF] \"a\" | [b]", 100).unwrap();
+        assert!(chart_accepts(&g, b"b") && !chart_accepts(&g, b"a"));
     }
 
     #[test]
