@@ -299,12 +299,13 @@ impl Dfa {
         let mut todo = vec![(0usize, 0u64)];
         names[idx(0, 0)] = Some(rules.reserve("str"));
         while let Some((s, k)) = todo.pop() {
-            let mut alts = Vec::new();
+            let mut body = String::new();
             if k >= min && accept(self.tags[s]) {
-                alts.push("\"\"".to_string());
+                body.push_str("\"\"");
             }
             if let Some(k2) = step(k) {
-                // Per target, the ranges of the classes going there.
+                // Per target, the ranges of the classes going there (classes
+                // are sorted and disjoint: appending keeps a set normalized).
                 let mut groups: Vec<(usize, Vec<(u32, u32)>)> = Vec::new();
                 for (ci, &t) in self.trans[s].iter().enumerate() {
                     if t == DEAD || !live[idx(t as usize, k2)] {
@@ -313,29 +314,35 @@ impl Dfa {
                     let t = t as usize;
                     let class = &self.classes[ci].0;
                     match groups.iter_mut().find(|g| g.0 == t) {
-                        Some(g) => g.1.extend_from_slice(class),
+                        Some((_, ranges)) => {
+                            for &(a, b) in class {
+                                match ranges.last_mut() {
+                                    Some(last) if last.1 + 1 == a => last.1 = b,
+                                    _ => ranges.push((a, b)),
+                                }
+                            }
+                        }
                         None => groups.push((t, class.clone())),
                     }
                 }
                 for (t, ranges) in groups {
-                    let set = CharSet::from_ranges(ranges);
                     let key = idx(t, k2);
-                    let name = match &names[key] {
-                        Some(n) => n.clone(),
-                        None => {
-                            let n = rules.reserve("str");
-                            names[key] = Some(n.clone());
-                            todo.push((t, k2));
-                            n
+                    if names[key].is_none() {
+                        names[key] = Some(rules.reserve("str"));
+                        todo.push((t, k2));
+                    }
+                    if let (Some(c), Some(name)) = (rules.json_char(&CharSet(ranges)), &names[key]) {
+                        if !body.is_empty() {
+                            body.push_str(" | ");
                         }
-                    };
-                    if let Some(c) = rules.json_char(&set) {
-                        alts.push(format!("{c} {name}"));
+                        body.push_str(&c);
+                        body.push(' ');
+                        body.push_str(name);
                     }
                 }
             }
             if let Some(name) = &names[idx(s, k)] {
-                rules.define(name, alts.join(" | "));
+                rules.define(name, body);
             }
         }
         Ok(names[idx(0, 0)].clone())
