@@ -22,23 +22,54 @@ pub struct Dfa {
     tags: Vec<u64>,
 }
 
+/// A Thompson automaton under construction: moves are listed as they are
+/// made (one vector each, not one per state) and grouped by state in
+/// [`Moves`] once it is built.
 struct Nfa {
-    eps: Vec<Vec<usize>>,
-    edges: Vec<Vec<(usize, usize)>>,
+    /// Epsilon moves `(from, to)`.
+    eps: Vec<(usize, usize)>,
+    /// Moves `(from, (set, to))` on a character of `sets[set]`.
+    edges: Vec<(usize, (usize, usize))>,
     sets: Vec<CharSet>,
     tag: Vec<Option<u8>>,
     max_states: usize,
 }
 
+/// Moves grouped by source state, each state's in the order they were made:
+/// state `s`'s are `to[at[s]..at[s + 1]]`.
+struct Moves<T> {
+    at: Vec<usize>,
+    to: Vec<T>,
+}
+
+impl<T: Copy + Default> Moves<T> {
+    fn new(states: usize, moves: &[(usize, T)]) -> Self {
+        let mut at = vec![0; states + 1];
+        moves.iter().for_each(|m| at[m.0 + 1] += 1);
+        for s in 0..states {
+            at[s + 1] += at[s];
+        }
+        let mut fill = at.clone();
+        let mut to = vec![T::default(); moves.len()];
+        for &(s, t) in moves {
+            to[fill[s]] = t;
+            fill[s] += 1;
+        }
+        Moves { at, to }
+    }
+
+    fn of(&self, s: usize) -> &[T] {
+        &self.to[self.at[s]..self.at[s + 1]]
+    }
+}
+
 impl Nfa {
     fn state(&mut self) -> Result<usize, TooLarge> {
-        if self.eps.len() >= self.max_states {
+        if self.tag.len() >= self.max_states {
             return Err(TooLarge);
         }
-        self.eps.push(Vec::new());
-        self.edges.push(Vec::new());
         self.tag.push(None);
-        Ok(self.eps.len() - 1)
+        Ok(self.tag.len() - 1)
     }
 
     fn build(&mut self, re: &Re, start: usize) -> Result<usize, TooLarge> {
@@ -46,7 +77,7 @@ impl Nfa {
             Re::Set(s) => {
                 let end = self.state()?;
                 self.sets.push(s.clone());
-                self.edges[start].push((self.sets.len() - 1, end));
+                self.edges.push((start, (self.sets.len() - 1, end)));
                 end
             }
             Re::Start | Re::End => return Err(TooLarge),
@@ -61,9 +92,9 @@ impl Nfa {
                 let end = self.state()?;
                 for b in branches {
                     let s = self.state()?;
-                    self.eps[start].push(s);
+                    self.eps.push((start, s));
                     let e = self.build(b, s)?;
-                    self.eps[e].push(end);
+                    self.eps.push((e, end));
                 }
                 end
             }
@@ -75,39 +106,40 @@ impl Nfa {
                 match max {
                     None => {
                         let x = self.state()?;
-                        self.eps[cur].push(x);
+                        self.eps.push((cur, x));
                         let e = self.build(inner, x)?;
-                        self.eps[e].push(x);
+                        self.eps.push((e, x));
                         x
                     }
                     Some(m) => {
                         let end = self.state()?;
                         for _ in *min..*m {
-                            self.eps[cur].push(end);
+                            self.eps.push((cur, end));
                             cur = self.build(inner, cur)?;
                         }
-                        self.eps[cur].push(end);
+                        self.eps.push((cur, end));
                         end
                     }
                 }
             }
         })
     }
+}
 
-    fn closure(&self, states: &mut Vec<usize>) {
-        let mut i = 0;
-        while i < states.len() {
-            let s = states[i];
-            for &t in &self.eps[s] {
-                if !states.contains(&t) {
-                    states.push(t);
-                }
+/// Adds to `states` those its epsilon moves reach; sorts them.
+fn closure(eps: &Moves<usize>, states: &mut Vec<usize>) {
+    let mut i = 0;
+    while i < states.len() {
+        let s = states[i];
+        for &t in eps.of(s) {
+            if !states.contains(&t) {
+                states.push(t);
             }
-            i += 1;
         }
-        states.sort_unstable();
-        states.dedup();
+        i += 1;
     }
+    states.sort_unstable();
+    states.dedup();
 }
 
 fn partition(sets: &[CharSet]) -> Vec<CharSet> {
@@ -136,12 +168,14 @@ impl Dfa {
         let start = nfa.state()?;
         for (i, e) in exprs.iter().enumerate() {
             let s = nfa.state()?;
-            nfa.eps[start].push(s);
+            nfa.eps.push((start, s));
             let end = nfa.build(e, s)?;
             let t = nfa.state()?;
-            nfa.eps[end].push(t);
+            nfa.eps.push((end, t));
             nfa.tag[t] = Some(i as u8);
         }
+        let eps = Moves::new(nfa.tag.len(), &nfa.eps);
+        let edges = Moves::new(nfa.tag.len(), &nfa.edges);
         let classes = partition(&nfa.sets);
         let words = classes.len().div_ceil(64);
         // Per edge set, the classes it holds as a bitset (classes are
@@ -166,7 +200,7 @@ impl Dfa {
         let mut ids: FastMap<Vec<usize>, u32> = FastMap::default();
         let mut order: Vec<Vec<usize>> = Vec::new();
         let mut first = vec![start];
-        nfa.closure(&mut first);
+        closure(&eps, &mut first);
         ids.insert(first.clone(), 0);
         order.push(first);
         let mut trans = Vec::new();
@@ -179,7 +213,7 @@ impl Dfa {
             // group per distinct move (refined edge by edge), not one walk per class.
             let mut groups: Vec<(Vec<u64>, Vec<usize>)> = vec![(all.clone(), Vec::new())];
             for &s in &cur {
-                for &(set, t) in &nfa.edges[s] {
+                for &(set, t) in edges.of(s) {
                     let m = &masks[set * words..(set + 1) * words];
                     for g in 0..groups.len() {
                         let (gm, moves) = &mut groups[g];
@@ -203,7 +237,7 @@ impl Dfa {
                 if next.is_empty() {
                     continue;
                 }
-                nfa.closure(&mut next);
+                closure(&eps, &mut next);
                 let id = match ids.get(&next) {
                     Some(&id) => id,
                     None => {
