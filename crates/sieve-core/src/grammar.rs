@@ -269,16 +269,6 @@ fn utf8_sequences(ranges: &[(u32, u32)]) -> Vec<Utf8Sequence> {
     out
 }
 
-/// The rules `e` references.
-fn refs(p: &gbnf::Parsed, e: u32, out: &mut Vec<u32>) {
-    match p.expr(e) {
-        Expr::Seq { first, end } | Expr::Alt { first, end } => p.kids(first, end).iter().for_each(|&e| refs(p, e, out)),
-        Expr::Repeat { expr, .. } => refs(p, expr, out),
-        Expr::Ref { rule } => out.push(rule),
-        Expr::Literal { .. } | Expr::Class { .. } => {}
-    }
-}
-
 /// Largest estimated automaton size (in states) of a rule compiled inline
 /// at each of its references. Inlining keeps lexical structure (strings,
 /// numbers, whitespace, pattern automata written as rules) inside one rule
@@ -334,8 +324,8 @@ fn copies(p: &gbnf::Parsed, e: u32, times: usize, f: &mut dyn FnMut(u32, usize))
 /// Strongly connected components of the call graph (Tarjan), numbered in
 /// the order they complete: a component only calls components numbered
 /// before it, or itself.
-fn components(edges: &[Vec<u32>]) -> (Vec<usize>, usize) {
-    let n = edges.len();
+fn components(calls: &Calls) -> (Vec<usize>, usize) {
+    let n = calls.at.len() - 1;
     let (mut index, mut low, mut on) = (vec![u32::MAX; n], vec![0u32; n], vec![false; n]);
     let (mut stack, mut comp, mut next, mut ncomp) = (Vec::new(), vec![0usize; n], 0u32, 0usize);
     for root in 0..n {
@@ -351,7 +341,7 @@ fn components(edges: &[Vec<u32>]) -> (Vec<usize>, usize) {
                 stack.push(v);
                 on[v] = true;
             }
-            if let Some(&w) = edges[v].get(*ei) {
+            if let Some(&(w, _)) = calls.of(v).get(*ei) {
                 *ei += 1;
                 let w = w as usize;
                 if index[w] == u32::MAX {
@@ -389,22 +379,45 @@ fn components(edges: &[Vec<u32>]) -> (Vec<usize>, usize) {
 /// copies nothing). A copy holds, once each, the
 /// rules reached through tail references (they share one continuation) and
 /// a copy of each rule referenced elsewhere.
-fn plan(p: &gbnf::Parsed, edges: &[Vec<u32>]) -> Vec<bool> {
+/// Per source rule, its references: `(rule, n)`, the rule compiled `n`
+/// times per copy of the body (see [`copies`]); rule `q`'s are
+/// `list[at[q]..at[q + 1]]`.
+struct Calls {
+    at: Vec<usize>,
+    list: Vec<(u32, usize)>,
+}
+
+impl Calls {
+    fn new(p: &gbnf::Parsed) -> Calls {
+        let mut c = Calls { at: vec![0], list: Vec::new() };
+        for r in &p.rules {
+            copies(p, r.body, 1, &mut |t, n| c.list.push((t, n)));
+            c.at.push(c.list.len());
+        }
+        c
+    }
+
+    fn of(&self, q: usize) -> &[(u32, usize)] {
+        &self.list[self.at[q]..self.at[q + 1]]
+    }
+}
+
+fn plan(p: &gbnf::Parsed, calls: &Calls) -> Vec<bool> {
     let rules = &p.rules;
-    let (comp, ncomp) = components(edges);
+    let (comp, ncomp) = components(calls);
     let mut members: Vec<Vec<u32>> = vec![Vec::new(); ncomp];
     for (q, &c) in comp.iter().enumerate() {
         members[c].push(q as u32);
     }
     // Per component: how many copies of references from outside it compile.
     let mut outside = vec![0usize; ncomp];
-    for (q, r) in rules.iter().enumerate() {
-        copies(p, r.body, 1, &mut |t, n| {
+    for q in 0..rules.len() {
+        for &(t, n) in calls.of(q) {
             let t = t as usize;
             if comp[t] != comp[q] {
                 outside[comp[t]] = outside[comp[t]].saturating_add(n);
             }
-        });
+        }
     }
     let mut inline = vec![false; rules.len()];
     // Per inlined component: the rules one copy holds once, with their own
@@ -412,7 +425,7 @@ fn plan(p: &gbnf::Parsed, edges: &[Vec<u32>]) -> Vec<bool> {
     let mut shared: Vec<Vec<(u32, usize)>> = vec![Vec::new(); ncomp];
     let mut regular = vec![false; ncomp];
     for c in 0..ncomp {
-        let cyclic = members[c].len() > 1 || members[c].iter().any(|&q| edges[q as usize].contains(&q));
+        let cyclic = members[c].len() > 1 || members[c].iter().any(|&q| calls.of(q as usize).iter().any(|c| c.0 == q));
         let (mut linear, mut tails, mut calls) = (true, Vec::new(), false);
         let mut held: Vec<(u32, usize)> = Vec::new();
         for &q in &members[c] {
@@ -462,15 +475,7 @@ impl Grammar {
             .position(|r| r.name == "root")
             .ok_or(CompileError::new(CompileErrorKind::NoRoot, "the grammar has no rule named \"root\""))?
             as u32;
-        let edges: Vec<Vec<u32>> = rules
-            .iter()
-            .map(|r| {
-                let mut out = Vec::new();
-                refs(&parsed, r.body, &mut out);
-                out
-            })
-            .collect();
-        let inline = plan(&parsed, &edges);
+        let inline = plan(&parsed, &Calls::new(&parsed));
         let mut called = vec![u32::MAX; rules.len()];
         called[root as usize] = 0;
         let mut b = Builder {
