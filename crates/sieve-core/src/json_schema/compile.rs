@@ -434,13 +434,15 @@ impl<'a> Compiler<'a> {
                     Value::Array(t)
                 }
                 "properties" | "patternProperties" => {
-                    let mut pa = va.as_object().cloned().unwrap_or_default();
-                    for (pk, pv) in vb.as_object().cloned().unwrap_or_default() {
-                        let nv = match pa.get(&pk) {
-                            Some(old) => all_of(old, &pv),
-                            None => pv,
-                        };
-                        pa.insert(pk, nv);
+                    let object = |v: Value| if let Value::Object(o) = v { o } else { Map::new() };
+                    let (mut pa, pb) = (object(va), object(vb));
+                    for (pk, pv) in pb {
+                        match pa.get_mut(&pk) {
+                            Some(old) => *old = keyword("allOf", Value::Array(vec![std::mem::take(old), pv])),
+                            None => {
+                                pa.insert(pk, pv);
+                            }
+                        }
                     }
                     Value::Object(pa)
                 }
