@@ -100,7 +100,8 @@ impl<'a> Compiler<'a> {
             Whitespace::Bounded(n) => format!("[ \\t\\n\\r]{{0,{n}}}"),
         };
         self.ws = self.rules.add("ws", ws_body);
-        self.chr = self.rules.add("char", gbnf::JSON_CHAR_BODY.to_string());
+        let hex2 = self.rules.add("hex", "[0-9a-fA-F]{2}".to_string());
+        self.chr = self.rules.add("char", gbnf::json_char_body(&hex2));
         let esc = self.rules.add("escape", r#""\\" (["\\/bfnrt] | "u00" [01] [0-9a-fA-F])"#.to_string());
         self.rules.set_escape(esc);
         let root = self.schema(self.root, "")?.ok_or_else(|| err("", "", SchemaErrorKind::Unsatisfiable))?;

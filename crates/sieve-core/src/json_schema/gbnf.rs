@@ -254,8 +254,14 @@ static JSON_SETS: LazyLock<JsonSets> = LazyLock::new(|| {
 });
 
 /// Any one JSON string character, all escapes included (`\uD83D\uDE00`-style
-/// surrogate pairs count as the one character they encode).
-pub const JSON_CHAR_BODY: &str = r#"[^"\\\u0000-\u001F] | "\\" (["\\/bfnrt] | "u" ([0-9a-cA-Ce-fE-F] [0-9a-fA-F]{3} | [dD] [0-7] [0-9a-fA-F]{2} | [dD] [89abAB] [0-9a-fA-F]{2} "\\u" [dD] [c-fC-F] [0-9a-fA-F]{2}))"#;
+/// surrogate pairs count as the one character they encode), given a rule
+/// `hex2` for two hex digits: the escapes' last two digits are one reference
+/// at the end of each, so an inlined copy holds them once.
+pub fn json_char_body(hex2: &str) -> String {
+    format!(
+        r#"[^"\\\u0000-\u001F] | "\\" (["\\/bfnrt] | "u" ([0-9a-cA-Ce-fE-F] [0-9a-fA-F] {hex2} | [dD] ([0-7] {hex2} | [89abAB] {hex2} "\\u" [dD] [c-fC-F] {hex2})))"#
+    )
+}
 
 /// Emit a regular expression as a GBNF expression.
 pub fn emit(re: &Re, enc: Encoding, rules: &mut Rules, any_char: &str) -> Option<String> {
@@ -430,6 +436,31 @@ mod tests {
                     proptest::prop_assert_eq!(c.matches(text.as_bytes()).unwrap(), bits >> ch & 1 == 1, "{}", text);
                 }
             }
+        }
+    }
+
+    #[test]
+    fn json_char_escapes_are_exact() {
+        let g = format!("root ::= {}\nhex2 ::= [0-9a-fA-F]{{2}}\n", json_char_body("hex2"));
+        let c = crate::Constraint::gbnf(&g).unwrap();
+        let re = regex_automata::meta::Regex::new(
+            r#"^(?:[^"\\\x00-\x1F]|\\(?:["\\/bfnrt]|u(?:[0-9a-cA-Ce-fE-F][0-9a-fA-F]{3}|[dD][0-7][0-9a-fA-F]{2}|[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2})))$"#,
+        )
+        .unwrap();
+        let hex = ["0", "7", "8", "b", "B", "c", "D", "e", "F", "g", "\\"];
+        let mut texts = vec!["a".to_string(), "\"".into(), "\\n".into(), "\\x".into(), "é".into()];
+        for a in hex {
+            for b in hex {
+                for d in hex {
+                    texts.push(format!("\\u{a}{b}{d}f"));
+                    texts.push(format!("\\u{a}{b}{d}"));
+                    texts.push(format!("\\u{a}{b}0f\\u{d}c0f"));
+                    texts.push(format!("\\ud{a}0f\\u{b}{d}0f"));
+                }
+            }
+        }
+        for t in &texts {
+            assert_eq!(c.matches(t.as_bytes()).unwrap(), re.is_match(t), "{t}");
         }
     }
 
