@@ -194,7 +194,7 @@ impl Dfa {
             }
         }
         let mut all = vec![!0u64; words];
-        if classes.len() % 64 != 0 {
+        if !classes.len().is_multiple_of(64) {
             all[words - 1] = (1u64 << (classes.len() % 64)) - 1;
         }
         let mut ids: FastMap<Vec<usize>, u32> = FastMap::default();
