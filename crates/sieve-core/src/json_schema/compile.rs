@@ -8,6 +8,7 @@ use super::dfa::{Dfa, TooLarge};
 use super::regex::{self, Re};
 use super::{JsonSchemaOptions, Mode, PropertyOrder, SchemaError, SchemaErrorKind, SchemaGrammar, Warning, Whitespace};
 use serde_json::{Map, Value};
+use std::borrow::Cow;
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
@@ -277,13 +278,14 @@ impl<'a> Compiler<'a> {
                 return Ok(out);
             }
         let mut out = Map::new();
-        let mut parts: Vec<(Value, String)> = Vec::new();
+        // Schemas to merge in: borrowed where they are in the schema already.
+        let mut parts: Vec<(Cow<'_, Value>, String)> = Vec::new();
         for (k, v) in m {
             match k.as_str() {
                 "allOf" => {
                     let items = v.as_array().ok_or_else(|| invalid("allOf", ptr, "must be an array"))?;
                     for (i, it) in items.iter().enumerate() {
-                        parts.push((it.clone(), child(&child(ptr, "allOf"), &i.to_string())));
+                        parts.push((Cow::Borrowed(it), child(&child(ptr, "allOf"), &i.to_string())));
                     }
                 }
                 "if" if m.contains_key("then") || m.contains_key("else") => {
@@ -292,7 +294,7 @@ impl<'a> Compiler<'a> {
                     let then = m.get("then").cloned().unwrap_or(Value::Bool(true));
                     let other = m.get("else").cloned().unwrap_or(Value::Bool(true));
                     let split = serde_json::json!({"anyOf": [{"allOf": [v, then]}, {"allOf": [{"not": v}, other]}]});
-                    parts.push((split, child(ptr, "if")));
+                    parts.push((Cow::Owned(split), child(ptr, "if")));
                 }
                 "if" | "then" | "else" => {}
                 "dependencies" | "dependentRequired" | "dependentSchemas" => {
@@ -308,12 +310,12 @@ impl<'a> Compiler<'a> {
                             schema => serde_json::json!({"required": [name], "allOf": [schema]}),
                         };
                         let absent = serde_json::json!({"properties": {name: false}});
-                        parts.push((serde_json::json!({"anyOf": [absent, when_present]}), child(&child(ptr, k), name)));
+                        parts.push((Cow::Owned(serde_json::json!({"anyOf": [absent, when_present]})), child(&child(ptr, k), name)));
                     }
                 }
                 "$ref" if !self.legacy => {
                     let r = v.as_str().ok_or_else(|| invalid("$ref", ptr, "must be a string"))?;
-                    parts.push((self.resolve(r, ptr)?.clone(), r.trim_start_matches('#').to_string()));
+                    parts.push((Cow::Borrowed(self.resolve(r, ptr)?), r.trim_start_matches('#').to_string()));
                 }
                 // Annotations constrain nothing (and `definitions` may be most
                 // of the schema: every branch would copy it).
@@ -324,14 +326,14 @@ impl<'a> Compiler<'a> {
             }
         }
         for (part, pptr) in parts {
-            let pm = match part {
+            let pm = match &*part {
                 Value::Bool(true) => continue,
                 Value::Bool(false) => {
                     let mut f = Map::new();
                     f.insert("type".into(), Value::Array(Vec::new()));
                     f
                 }
-                Value::Object(pm) => self.flatten(&pm, &pptr)?,
+                Value::Object(pm) => self.flatten(pm, &pptr)?,
                 _ => return Err(invalid("allOf", &pptr, "a schema must be an object or a boolean")),
             };
             out = self.merge(out, pm, ptr)?;
@@ -555,13 +557,11 @@ impl<'a> Compiler<'a> {
         if let Some(c) = m.remove("const") {
             m.insert("enum".into(), Value::Array(vec![c]));
         }
-        if let Some(e) = m.get("enum").cloned() {
-            let values = e.as_array().ok_or_else(|| invalid("enum", ptr, "must be an array"))?;
-            let mut rest = m.clone();
-            rest.remove("enum");
-            let rest = Value::Object(rest);
+        if let Some(e) = m.remove("enum") {
+            let Value::Array(values) = e else { return Err(invalid("enum", ptr, "must be an array")) };
+            let rest = Value::Object(m);
             let mut alts = Vec::new();
-            for v in values {
+            for v in &values {
                 match self.check(&rest, v, 0) {
                     Some(true) => alts.push(self.literal_value(v)),
                     Some(false) => {}
