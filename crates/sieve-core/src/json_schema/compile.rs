@@ -1407,7 +1407,7 @@ impl<'a> Compiler<'a> {
         let first = seen == 0;
         // The next declared member, after the separator and extras they all
         // share (written once, so the grammar holds one copy of them).
-        let mut nexts = String::new();
+        let mut nexts = String::with_capacity(32 * sh.entries.len());
         let mut count = 0;
         // Whether this set's rule refers to the rule of a larger set.
         let mut grows = false;
@@ -1431,7 +1431,7 @@ impl<'a> Compiler<'a> {
                 }
             }
         }
-        let mut body = String::new();
+        let mut body = String::with_capacity(nexts.len() + 64);
         if count > 0 {
             match (first, &sh.lead_extras, &sh.sep) {
                 (true, Some(x), _) => body += &format!("{x} "),
