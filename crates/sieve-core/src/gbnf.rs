@@ -1,4 +1,5 @@
-//! GBNF (llama.cpp's grammar format) parsed into an expression tree.
+//! GBNF (llama.cpp's grammar format) parsed into expression trees, stored
+//! flat: nodes, children, literal bytes and class ranges each in one array.
 //!
 //! Supported: `name ::= body` rules (names of letters, digits, `-`, `_`),
 //! `|`, `( )`, `*` `+` `?` `{m}` `{m,}` `{m,n}`, string literals and
@@ -10,64 +11,100 @@
 use crate::error::{CompileError, CompileErrorKind};
 use std::collections::HashMap;
 
-/// A grammar expression.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A grammar expression; what it holds lives in the [`Parsed`] arrays its
+/// ranges index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Expr {
-    /// Concatenation (empty = the empty string).
-    Seq(Vec<Expr>),
-    /// Alternation.
-    Alt(Vec<Expr>),
-    /// `e{min,max}`; `max = None` is unbounded.
-    Repeat { expr: Box<Expr>, min: u32, max: Option<u32> },
-    /// A literal string.
-    Literal(String),
-    /// A set of Unicode scalar ranges (already negated if written `[^...]`).
-    Class(Vec<(u32, u32)>),
-    /// A reference to the `rule`-th rule of the parsed list.
+    /// Concatenation of the expressions `kids[first..end]` (none: the empty string).
+    Seq { first: u32, end: u32 },
+    /// Alternation of the expressions `kids[first..end]`.
+    Alt { first: u32, end: u32 },
+    /// Expression `expr` `{min,max}` times; `max = None` is unbounded.
+    Repeat { expr: u32, min: u32, max: Option<u32> },
+    /// A literal string, the UTF-8 bytes `text[first..end]`.
+    Literal { first: u32, end: u32 },
+    /// The Unicode scalar ranges `ranges[first..end]` (already negated if
+    /// written `[^...]`).
+    Class { first: u32, end: u32 },
+    /// A reference to the `rule`-th rule.
     Ref { rule: u32 },
 }
 
-/// One `name ::= body` rule.
+/// One `name ::= body` rule; `body` is an expression index.
 #[derive(Debug, Clone)]
 pub(crate) struct Rule {
     pub name: String,
-    pub body: Expr,
+    pub body: u32,
+}
+
+/// Parsed rules with their expressions in flat arrays (an allocation per
+/// array, not per node).
+#[derive(Debug, Default)]
+pub(crate) struct Parsed {
+    pub rules: Vec<Rule>,
+    exprs: Vec<Expr>,
+    kids: Vec<u32>,
+    text: Vec<u8>,
+    ranges: Vec<(u32, u32)>,
+}
+
+impl Parsed {
+    /// Expression `e`.
+    pub fn expr(&self, e: u32) -> Expr {
+        self.exprs[e as usize]
+    }
+
+    /// The expressions of a `Seq` or `Alt`.
+    pub fn kids(&self, first: u32, end: u32) -> &[u32] {
+        &self.kids[first as usize..end as usize]
+    }
+
+    /// The bytes of a `Literal`.
+    pub fn text(&self, first: u32, end: u32) -> &[u8] {
+        &self.text[first as usize..end as usize]
+    }
+
+    /// The ranges of a `Class`.
+    pub fn ranges(&self, first: u32, end: u32) -> &[(u32, u32)] {
+        &self.ranges[first as usize..end as usize]
+    }
+
+    fn push(&mut self, e: Expr) -> u32 {
+        self.exprs.push(e);
+        self.exprs.len() as u32 - 1
+    }
 }
 
 /// Largest `{m,n}` bound accepted (repetition is expanded).
 pub(crate) const MAX_REPEAT: u32 = 1000;
 
-/// Parses GBNF text into rules, in source order, with each reference
-/// resolved to the index of its rule.
-pub(crate) fn parse(src: &str) -> Result<Vec<Rule>, CompileError> {
-    let mut p = Parser { src, pos: 0, depth: 0, ids: HashMap::new(), names: Vec::new() };
-    let mut rules = Vec::new();
+/// Parses GBNF text into rules, numbered in order of their name's first
+/// mention (a reference or a definition), so a reference holds its rule's
+/// index as soon as it is read.
+pub(crate) fn parse(src: &str) -> Result<Parsed, CompileError> {
+    let mut p = Parser { src, pos: 0, depth: 0, ids: HashMap::new(), names: Vec::new(), out: Parsed::default(), stack: Vec::new() };
+    let mut bodies: Vec<Option<u32>> = Vec::new();
     p.space(true);
     while p.pos < src.len() {
-        rules.push(p.rule(rules.len() as u32)?);
+        let (id, body) = p.rule()?;
+        if bodies.len() <= id {
+            bodies.resize_with(id + 1, || None);
+        }
+        bodies[id] = Some(body);
         p.space(true);
     }
-    // Name ids were given in order of first mention, so the first undefined
-    // one is the first written.
-    let mut index = Vec::with_capacity(p.names.len());
-    for &(name, rule, first) in &p.names {
-        if rule == u32::MAX {
-            return Err(CompileError::at(CompileErrorKind::UndefinedRule, format!("rule {name:?} is not defined"), src, first));
-        }
-        index.push(rule);
-    }
-    rules.iter_mut().for_each(|r| resolve(&mut r.body, &index));
-    Ok(rules)
-}
-
-/// Turns references to name ids into references to rule indexes.
-fn resolve(e: &mut Expr, index: &[u32]) {
-    match e {
-        Expr::Seq(v) | Expr::Alt(v) => v.iter_mut().for_each(|e| resolve(e, index)),
-        Expr::Repeat { expr, .. } => resolve(expr, index),
-        Expr::Ref { rule } => *rule = index[*rule as usize],
-        Expr::Literal(_) | Expr::Class(_) => {}
-    }
+    bodies.resize_with(p.names.len(), || None);
+    let rules = p
+        .names
+        .iter()
+        .zip(bodies)
+        .map(|(&(name, _, first), body)| match body {
+            Some(body) => Ok(Rule { name: name.to_string(), body }),
+            // In order of first mention, so the first undefined name is the first written.
+            None => Err(CompileError::at(CompileErrorKind::UndefinedRule, format!("rule {name:?} is not defined"), src, first)),
+        })
+        .collect::<Result<_, _>>()?;
+    Ok(Parsed { rules, ..p.out })
 }
 
 struct Parser<'a> {
@@ -76,9 +113,13 @@ struct Parser<'a> {
     depth: usize,
     /// Id of each rule name met so far, defined or referenced.
     ids: HashMap<&'a str, u32>,
-    /// Per name id: the name, the index of the rule defining it
-    /// (`u32::MAX` until defined), and the offset where it is first written.
-    names: Vec<(&'a str, u32, usize)>,
+    /// Per name id: the name, whether a rule defines it yet, and the offset
+    /// where it is first written.
+    names: Vec<(&'a str, bool, usize)>,
+    out: Parsed,
+    /// Expressions of the sequences and alternations being read, innermost
+    /// last (each takes its own off when it ends).
+    stack: Vec<u32>,
 }
 
 const MAX_NESTING: usize = 200;
@@ -133,17 +174,17 @@ impl<'a> Parser<'a> {
         let next = self.names.len() as u32;
         let id = *self.ids.entry(name).or_insert(next);
         if id == next {
-            self.names.push((name, u32::MAX, offset));
+            self.names.push((name, false, offset));
         }
         id
     }
 
-    /// Parses the rule at `index` in source order.
-    fn rule(&mut self, index: u32) -> Result<Rule, CompileError> {
+    /// Parses one rule: its name's id and its body.
+    fn rule(&mut self) -> Result<(usize, u32), CompileError> {
         let offset = self.pos;
         let name = self.name()?;
         let id = self.id(name, offset) as usize;
-        if self.names[id].1 != u32::MAX {
+        if self.names[id].1 {
             return Err(CompileError::at(
                 CompileErrorKind::DuplicateRule,
                 format!("rule {name:?} is defined twice"),
@@ -151,7 +192,7 @@ impl<'a> Parser<'a> {
                 offset,
             ));
         }
-        self.names[id].1 = index;
+        self.names[id].1 = true;
         self.space(false);
         if !self.src[self.pos..].starts_with("::=") {
             return self.err(format!("expected '::=' after rule name {name:?}"));
@@ -160,18 +201,31 @@ impl<'a> Parser<'a> {
         self.space(true);
         let body = self.alternates(false)?;
         match self.peek() {
-            None | Some('\n' | '\r') => Ok(Rule { name: name.to_string(), body }),
+            None | Some('\n' | '\r') => Ok((id, body)),
             Some(c) => self.err(format!("unexpected {c:?}")),
         }
     }
 
     /// `seq ('|' seq)*`; inside parentheses newlines are blanks.
-    fn alternates(&mut self, nested: bool) -> Result<Expr, CompileError> {
+    /// The expressions on the stack from `base` as one: itself when alone,
+    /// else `make(first, end)` over them.
+    fn group(&mut self, base: usize, make: fn(u32, u32) -> Expr) -> u32 {
+        if self.stack.len() == base + 1 {
+            return self.stack.pop().unwrap_or_default();
+        }
+        let first = self.out.kids.len() as u32;
+        self.out.kids.extend(self.stack.drain(base..));
+        self.out.push(make(first, self.out.kids.len() as u32))
+    }
+
+    fn alternates(&mut self, nested: bool) -> Result<u32, CompileError> {
         self.depth += 1;
         if self.depth > MAX_NESTING {
             return self.err("grammar nested too deeply");
         }
-        let mut alts = vec![self.sequence(nested)?];
+        let base = self.stack.len();
+        let first = self.sequence(nested)?;
+        self.stack.push(first);
         loop {
             // A '|' may also start the next line of a top-level rule.
             let save = self.pos;
@@ -179,29 +233,30 @@ impl<'a> Parser<'a> {
             if self.peek() == Some('|') {
                 self.pos += 1;
                 self.space(true);
-                alts.push(self.sequence(nested)?);
+                let alt = self.sequence(nested)?;
+                self.stack.push(alt);
             } else {
                 self.pos = save;
                 break;
             }
         }
         self.depth -= 1;
-        Ok(if alts.len() == 1 { alts.pop().unwrap_or(Expr::Seq(Vec::new())) } else { Expr::Alt(alts) })
+        Ok(self.group(base, |first, end| Expr::Alt { first, end }))
     }
 
-    fn sequence(&mut self, nested: bool) -> Result<Expr, CompileError> {
-        let mut items = Vec::new();
+    fn sequence(&mut self, nested: bool) -> Result<u32, CompileError> {
+        let base = self.stack.len();
         loop {
             let start = self.pos;
             let item = match self.peek() {
                 Some('"') => {
                     self.pos += 1;
-                    let mut s = String::new();
+                    let first = self.out.text.len() as u32;
                     loop {
                         // Plain characters up to the next quote, escape or line end at once.
                         let rest = &self.src.as_bytes()[self.pos..];
                         let plain = rest.iter().position(|b| matches!(b, b'"' | b'\\' | b'\n' | b'\r')).unwrap_or(rest.len());
-                        s.push_str(&self.src[self.pos..self.pos + plain]);
+                        self.out.text.extend_from_slice(&rest[..plain]);
                         self.pos += plain;
                         match self.peek() {
                             None | Some('\n' | '\r') => return self.err("unterminated string literal"),
@@ -209,15 +264,20 @@ impl<'a> Parser<'a> {
                                 self.pos += 1;
                                 break;
                             }
-                            _ => s.push(self.char_in_literal()?),
+                            _ => {
+                                let c = self.char_in_literal()?;
+                                self.out.text.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes());
+                            }
                         }
                     }
-                    Expr::Literal(s)
+                    self.out.push(Expr::Literal { first, end: self.out.text.len() as u32 })
                 }
                 Some('[') => self.class()?,
                 Some('.') => {
                     self.pos += 1;
-                    Expr::Class(vec![(0, 0x10FFFF)])
+                    let first = self.out.ranges.len() as u32;
+                    self.out.ranges.push((0, 0x10FFFF));
+                    self.out.push(Expr::Class { first, end: first + 1 })
                 }
                 Some('(') => {
                     self.pos += 1;
@@ -239,18 +299,24 @@ impl<'a> Parser<'a> {
                         self.pos = start;
                         break;
                     }
-                    Expr::Ref { rule: self.id(name, start) }
+                    let rule = self.id(name, start);
+                    self.out.push(Expr::Ref { rule })
                 }
                 _ => break,
             };
             self.space(nested);
             let item = self.postfix(item, nested)?;
-            items.push(item);
+            self.stack.push(item);
         }
-        Ok(if items.len() == 1 { items.pop().unwrap_or(Expr::Seq(Vec::new())) } else { Expr::Seq(items) })
+        if self.stack.len() == base {
+            // Nothing: the empty string.
+            let end = self.out.kids.len() as u32;
+            return Ok(self.out.push(Expr::Seq { first: end, end }));
+        }
+        Ok(self.group(base, |first, end| Expr::Seq { first, end }))
     }
 
-    fn postfix(&mut self, mut item: Expr, nested: bool) -> Result<Expr, CompileError> {
+    fn postfix(&mut self, mut item: u32, nested: bool) -> Result<u32, CompileError> {
         loop {
             let (min, max) = match self.peek() {
                 Some('*') => (0, None),
@@ -289,7 +355,7 @@ impl<'a> Parser<'a> {
             };
             self.pos += 1;
             self.space(nested);
-            item = Expr::Repeat { expr: Box::new(item), min, max };
+            item = self.out.push(Expr::Repeat { expr: item, min, max });
         }
     }
 
@@ -301,7 +367,7 @@ impl<'a> Parser<'a> {
         self.src[start..self.pos].parse().or_else(|_| self.err("expected a number"))
     }
 
-    fn class(&mut self) -> Result<Expr, CompileError> {
+    fn class(&mut self) -> Result<u32, CompileError> {
         self.pos += 1;
         let negated = self.peek() == Some('^');
         if negated {
@@ -330,7 +396,9 @@ impl<'a> Parser<'a> {
             ranges.push((lo, hi));
         }
         let ranges = normalize(ranges);
-        Ok(Expr::Class(if negated { complement(&ranges) } else { ranges }))
+        let first = self.out.ranges.len() as u32;
+        self.out.ranges.extend(if negated { complement(&ranges) } else { ranges });
+        Ok(self.out.push(Expr::Class { first, end: self.out.ranges.len() as u32 }))
     }
 
     fn char_in_class(&mut self) -> Result<char, CompileError> {
@@ -421,10 +489,10 @@ mod tests {
     #[test]
     fn parses_llama_cpp_shapes() {
         let g = "root ::= (\"a\" | b)* # c\nb ::= [^x-z\\n] .\n  | \"\\u00e9\"{2,3}\n";
-        let rules = parse(g).expect("parses");
-        assert_eq!(rules.len(), 2);
-        assert_eq!(rules[1].name, "b");
-        assert!(matches!(rules[1].body, Expr::Alt(ref a) if a.len() == 2));
+        let p = parse(g).expect("parses");
+        assert_eq!(p.rules.len(), 2);
+        assert_eq!(p.rules[1].name, "b");
+        assert!(matches!(p.expr(p.rules[1].body), Expr::Alt { first, end } if end - first == 2));
     }
 
     #[test]

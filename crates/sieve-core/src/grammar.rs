@@ -13,7 +13,8 @@
 use crate::error::{CompileError, CompileErrorKind, MatchError};
 use crate::gbnf::{self, Expr};
 use crate::trie::Walker;
-use regex_syntax::utf8::Utf8Sequences;
+use regex_syntax::utf8::{Utf8Sequence, Utf8Sequences};
+use std::rc::Rc;
 use crate::hash::{FastMap, FastSet};
 
 /// What an automaton state does.
@@ -83,7 +84,7 @@ enum N {
 }
 
 struct Builder<'a> {
-    rules: &'a [gbnf::Rule],
+    p: &'a gbnf::Parsed,
     /// Per source rule: references to it are compiled inline (see [`plan`]).
     inline: Vec<bool>,
     n: Vec<N>,
@@ -109,6 +110,9 @@ struct Builder<'a> {
     /// to `next`, by `(lo, hi, next)`: character classes that continue at
     /// the same state share their sequences' tails.
     tails: FastMap<(u8, u8, u32), u32>,
+    /// The UTF-8 sequences of each character class met, by its expression:
+    /// a class is copied wherever its rule is inlined.
+    utf8: FastMap<u32, Rc<[Utf8Sequence]>>,
     max_states: usize,
 }
 
@@ -159,60 +163,54 @@ impl<'a> Builder<'a> {
         let accept = self.add(N::Accept { rule: k })?;
         let start = self.inlined(q, accept)?;
         while let Some((q, next, p)) = self.pending.pop() {
-            let rules = self.rules;
-            let e = self.expr(&rules[q as usize].body, next)?;
+            let e = self.expr(self.p.rules[q as usize].body, next)?;
             self.set_eps(p, &[e]);
         }
         Ok(start)
     }
 
     /// Compiles `e` so that it continues at `next`; returns its entry state.
-    fn expr(&mut self, e: &'a Expr, next: u32) -> Result<u32, CompileError> {
-        Ok(match e {
-            Expr::Seq(items) => {
+    fn expr(&mut self, e: u32, next: u32) -> Result<u32, CompileError> {
+        let p = self.p;
+        Ok(match p.expr(e) {
+            Expr::Seq { first, end } => {
                 let mut next = next;
-                for it in items.iter().rev() {
+                for &it in p.kids(first, end).iter().rev() {
                     next = self.expr(it, next)?;
                 }
                 next
             }
-            Expr::Alt(alts) => {
-                let starts = alts.iter().map(|a| self.expr(a, next)).collect::<Result<Vec<_>, _>>()?;
+            Expr::Alt { first, end } => {
+                let starts = p.kids(first, end).iter().map(|&a| self.expr(a, next)).collect::<Result<Vec<_>, _>>()?;
                 self.eps(&starts)?
             }
-            Expr::Literal(s) => {
+            Expr::Literal { first, end } => {
                 let mut next = next;
-                for &b in s.as_bytes().iter().rev() {
+                for &b in p.text(first, end).iter().rev() {
                     next = self.add(N::Byte { lo: b, hi: b, next })?;
                 }
                 next
             }
-            Expr::Class(ranges) => {
+            Expr::Class { first: class, end: class_end } => {
                 let first = self.alts.len();
-                for &(lo, hi) in ranges {
-                    let lo = if (0xD800..0xE000).contains(&lo) { 0xE000 } else { lo };
-                    let hi = if (0xD800..0xE000).contains(&hi) { 0xD7FF } else { hi };
-                    let (Some(lo), Some(hi)) = (char::from_u32(lo), char::from_u32(hi)) else { continue };
-                    if lo > hi {
-                        continue;
+                let seqs = self.utf8.entry(e).or_insert_with(|| utf8_sequences(p.ranges(class, class_end)).into()).clone();
+                for seq in seqs.iter() {
+                    let mut s = next;
+                    let (head, rest) = seq
+                        .as_slice()
+                        .split_first()
+                        .ok_or_else(|| CompileError::new(CompileErrorKind::Syntax, "empty UTF-8 sequence"))?;
+                    for r in rest.iter().rev() {
+                        s = match self.tails.get(&(r.start, r.end, s)) {
+                            Some(&t) => t,
+                            None => {
+                                let t = self.add(N::Byte { lo: r.start, hi: r.end, next: s })?;
+                                self.tails.insert((r.start, r.end, s), t);
+                                t
+                            }
+                        };
                     }
-                    for seq in Utf8Sequences::new(lo, hi) {
-                        let mut s = next;
-                        let (head, rest) = seq.as_slice().split_first().ok_or_else(|| {
-                            CompileError::new(CompileErrorKind::Syntax, "empty UTF-8 sequence")
-                        })?;
-                        for r in rest.iter().rev() {
-                            s = match self.tails.get(&(r.start, r.end, s)) {
-                                Some(&t) => t,
-                                None => {
-                                    let t = self.add(N::Byte { lo: r.start, hi: r.end, next: s })?;
-                                    self.tails.insert((r.start, r.end, s), t);
-                                    t
-                                }
-                            };
-                        }
-                        self.alts.push((head.start, head.end, s));
-                    }
+                    self.alts.push((head.start, head.end, s));
                 }
                 match self.alts.len() - first {
                     0 => self.eps(&[])?,
@@ -224,8 +222,8 @@ impl<'a> Builder<'a> {
                     _ => self.add(N::Ranges { first: first as u32, end: self.alts.len() as u32 })?,
                 }
             }
-            &Expr::Ref { rule: q } if self.inline[q as usize] => self.inlined(q, next)?,
-            &Expr::Ref { rule: q } => {
+            Expr::Ref { rule: q } if self.inline[q as usize] => self.inlined(q, next)?,
+            Expr::Ref { rule: q } => {
                 if self.called[q as usize] == u32::MAX {
                     self.called[q as usize] = self.order.len() as u32;
                     self.order.push(q);
@@ -242,13 +240,13 @@ impl<'a> Builder<'a> {
                         tail = lp;
                     }
                     Some(max) => {
-                        for _ in *min..*max {
+                        for _ in min..max {
                             let body = self.expr(expr, tail)?;
                             tail = self.eps(&[body, next])?;
                         }
                     }
                 }
-                for _ in 0..*min {
+                for _ in 0..min {
                     tail = self.expr(expr, tail)?;
                 }
                 tail
@@ -257,14 +255,18 @@ impl<'a> Builder<'a> {
     }
 }
 
-/// The rules `e` references.
-fn refs(e: &Expr, out: &mut Vec<u32>) {
-    match e {
-        Expr::Seq(v) | Expr::Alt(v) => v.iter().for_each(|e| refs(e, out)),
-        Expr::Repeat { expr, .. } => refs(expr, out),
-        Expr::Ref { rule } => out.push(*rule),
-        Expr::Literal(_) | Expr::Class(_) => {}
+/// The UTF-8 byte sequences of a class's characters (surrogates left out).
+fn utf8_sequences(ranges: &[(u32, u32)]) -> Vec<Utf8Sequence> {
+    let mut out = Vec::new();
+    for &(lo, hi) in ranges {
+        let lo = if (0xD800..0xE000).contains(&lo) { 0xE000 } else { lo };
+        let hi = if (0xD800..0xE000).contains(&hi) { 0xD7FF } else { hi };
+        let (Some(lo), Some(hi)) = (char::from_u32(lo), char::from_u32(hi)) else { continue };
+        if lo <= hi {
+            out.extend(Utf8Sequences::new(lo, hi));
+        }
     }
+    out
 }
 
 /// Largest estimated automaton size (in states) of a rule compiled inline
@@ -282,48 +284,48 @@ const INLINE_MAX_AUTOMATON: usize = 4000;
 /// Estimated automaton states of `e` (as [`Builder::expr`] compiles it),
 /// with `r(rule, tail)` the cost of a reference; `tail` is true when the
 /// reference continues where `e` does (it ends its rule's body).
-fn cost(e: &Expr, tail: bool, r: &mut dyn FnMut(u32, bool) -> usize) -> usize {
-    match e {
-        Expr::Seq(v) => {
-            let last = v.len().saturating_sub(1);
-            v.iter().enumerate().fold(0, |s, (i, e)| s.saturating_add(cost(e, tail && i == last, r)))
+fn cost(p: &gbnf::Parsed, e: u32, tail: bool, r: &mut dyn FnMut(u32, bool) -> usize) -> usize {
+    match p.expr(e) {
+        Expr::Seq { first, end } => {
+            let last = (end - first).saturating_sub(1) as usize;
+            p.kids(first, end).iter().enumerate().fold(0, |s, (i, &e)| s.saturating_add(cost(p, e, tail && i == last, r)))
         }
-        Expr::Alt(v) => v.iter().fold(1, |s, e| s.saturating_add(cost(e, tail, r))),
-        Expr::Repeat { expr, min, max } => match *max {
+        Expr::Alt { first, end } => p.kids(first, end).iter().fold(1, |s, &e| s.saturating_add(cost(p, e, tail, r))),
+        Expr::Repeat { expr, min, max } => match max {
             // A loop state, the loop body and `min` copies before it.
-            None => cost(expr, false, r).saturating_mul(*min as usize + 1).saturating_add(1),
+            None => cost(p, expr, false, r).saturating_mul(min as usize + 1).saturating_add(1),
             Some(0) => 0,
             // One copy continues where the repetition does; the others do not.
             Some(max) => {
-                let others = cost(expr, false, r).saturating_mul(max as usize - 1);
-                cost(expr, tail, r).saturating_add(others).saturating_add((max - min.min(&max)) as usize)
+                let others = cost(p, expr, false, r).saturating_mul(max as usize - 1);
+                cost(p, expr, tail, r).saturating_add(others).saturating_add((max - min.min(max)) as usize)
             }
         },
-        Expr::Literal(s) => s.len(),
-        Expr::Class(ranges) => 1 + 4 * ranges.len(),
-        Expr::Ref { rule } => r(*rule, tail),
+        Expr::Literal { first, end } => (end - first) as usize,
+        Expr::Class { first, end } => 1 + 4 * (end - first) as usize,
+        Expr::Ref { rule } => r(rule, tail),
     }
 }
 
 /// Calls `f(rule, n)` for each reference in `e`, compiled `n` times when
 /// `e` is compiled `times` times.
-fn copies(e: &Expr, times: usize, f: &mut dyn FnMut(u32, usize)) {
-    match e {
-        Expr::Seq(v) | Expr::Alt(v) => v.iter().for_each(|e| copies(e, times, f)),
+fn copies(p: &gbnf::Parsed, e: u32, times: usize, f: &mut dyn FnMut(u32, usize)) {
+    match p.expr(e) {
+        Expr::Seq { first, end } | Expr::Alt { first, end } => p.kids(first, end).iter().for_each(|&e| copies(p, e, times, f)),
         Expr::Repeat { expr, min, max } => {
-            let n = max.map_or(*min as usize + 1, |m| m as usize);
-            copies(expr, times.saturating_mul(n), f)
+            let n = max.map_or(min as usize + 1, |m| m as usize);
+            copies(p, expr, times.saturating_mul(n), f)
         }
-        Expr::Ref { rule } => f(*rule, times),
-        Expr::Literal(_) | Expr::Class(_) => {}
+        Expr::Ref { rule } => f(rule, times),
+        Expr::Literal { .. } | Expr::Class { .. } => {}
     }
 }
 
 /// Strongly connected components of the call graph (Tarjan), numbered in
 /// the order they complete: a component only calls components numbered
 /// before it, or itself.
-fn components(edges: &[Vec<u32>]) -> (Vec<usize>, usize) {
-    let n = edges.len();
+fn components(calls: &Calls) -> (Vec<usize>, usize) {
+    let n = calls.at.len() - 1;
     let (mut index, mut low, mut on) = (vec![u32::MAX; n], vec![0u32; n], vec![false; n]);
     let (mut stack, mut comp, mut next, mut ncomp) = (Vec::new(), vec![0usize; n], 0u32, 0usize);
     for root in 0..n {
@@ -339,7 +341,7 @@ fn components(edges: &[Vec<u32>]) -> (Vec<usize>, usize) {
                 stack.push(v);
                 on[v] = true;
             }
-            if let Some(&w) = edges[v].get(*ei) {
+            if let Some(&(w, _)) = calls.of(v).get(*ei) {
                 *ei += 1;
                 let w = w as usize;
                 if index[w] == u32::MAX {
@@ -377,21 +379,45 @@ fn components(edges: &[Vec<u32>]) -> (Vec<usize>, usize) {
 /// copies nothing). A copy holds, once each, the
 /// rules reached through tail references (they share one continuation) and
 /// a copy of each rule referenced elsewhere.
-fn plan(rules: &[gbnf::Rule], edges: &[Vec<u32>]) -> Vec<bool> {
-    let (comp, ncomp) = components(edges);
+/// Per source rule, its references: `(rule, n)`, the rule compiled `n`
+/// times per copy of the body (see [`copies`]); rule `q`'s are
+/// `list[at[q]..at[q + 1]]`.
+struct Calls {
+    at: Vec<usize>,
+    list: Vec<(u32, usize)>,
+}
+
+impl Calls {
+    fn new(p: &gbnf::Parsed) -> Calls {
+        let mut c = Calls { at: vec![0], list: Vec::new() };
+        for r in &p.rules {
+            copies(p, r.body, 1, &mut |t, n| c.list.push((t, n)));
+            c.at.push(c.list.len());
+        }
+        c
+    }
+
+    fn of(&self, q: usize) -> &[(u32, usize)] {
+        &self.list[self.at[q]..self.at[q + 1]]
+    }
+}
+
+fn plan(p: &gbnf::Parsed, calls: &Calls) -> Vec<bool> {
+    let rules = &p.rules;
+    let (comp, ncomp) = components(calls);
     let mut members: Vec<Vec<u32>> = vec![Vec::new(); ncomp];
     for (q, &c) in comp.iter().enumerate() {
         members[c].push(q as u32);
     }
     // Per component: how many copies of references from outside it compile.
     let mut outside = vec![0usize; ncomp];
-    for (q, r) in rules.iter().enumerate() {
-        copies(&r.body, 1, &mut |t, n| {
+    for q in 0..rules.len() {
+        for &(t, n) in calls.of(q) {
             let t = t as usize;
             if comp[t] != comp[q] {
                 outside[comp[t]] = outside[comp[t]].saturating_add(n);
             }
-        });
+        }
     }
     let mut inline = vec![false; rules.len()];
     // Per inlined component: the rules one copy holds once, with their own
@@ -399,11 +425,11 @@ fn plan(rules: &[gbnf::Rule], edges: &[Vec<u32>]) -> Vec<bool> {
     let mut shared: Vec<Vec<(u32, usize)>> = vec![Vec::new(); ncomp];
     let mut regular = vec![false; ncomp];
     for c in 0..ncomp {
-        let cyclic = members[c].len() > 1 || members[c].iter().any(|&q| edges[q as usize].contains(&q));
+        let cyclic = members[c].len() > 1 || members[c].iter().any(|&q| calls.of(q as usize).iter().any(|c| c.0 == q));
         let (mut linear, mut tails, mut calls) = (true, Vec::new(), false);
         let mut held: Vec<(u32, usize)> = Vec::new();
         for &q in &members[c] {
-            let own = cost(&rules[q as usize].body, true, &mut |r, tail| {
+            let own = cost(p, rules[q as usize].body, true, &mut |r, tail| {
                 let r = r as usize;
                 if comp[r] == c {
                     linear &= tail;
@@ -442,25 +468,18 @@ fn plan(rules: &[gbnf::Rule], edges: &[Vec<u32>]) -> Vec<bool> {
 impl Grammar {
     /// Compiles GBNF text whose start rule is `root`.
     pub fn new(src: &str, max_states: usize) -> Result<Grammar, CompileError> {
-        let rules = gbnf::parse(src)?;
+        let parsed = gbnf::parse(src)?;
+        let rules = &parsed.rules;
         let root = rules
             .iter()
             .position(|r| r.name == "root")
             .ok_or(CompileError::new(CompileErrorKind::NoRoot, "the grammar has no rule named \"root\""))?
             as u32;
-        let edges: Vec<Vec<u32>> = rules
-            .iter()
-            .map(|r| {
-                let mut out = Vec::new();
-                refs(&r.body, &mut out);
-                out
-            })
-            .collect();
-        let inline = plan(&rules, &edges);
+        let inline = plan(&parsed, &Calls::new(&parsed));
         let mut called = vec![u32::MAX; rules.len()];
         called[root as usize] = 0;
         let mut b = Builder {
-            rules: &rules,
+            p: &parsed,
             inline,
             n: Vec::new(),
             targets: Vec::new(),
@@ -472,6 +491,7 @@ impl Grammar {
             memo: FastMap::default(),
             pending: Vec::new(),
             tails: FastMap::default(),
+            utf8: FastMap::default(),
             max_states,
         };
         // Compile the rules that are called, root first (the list grows
@@ -1249,6 +1269,15 @@ mod tests {
         // A self-reference elsewhere than at the end stays a call.
         let g = Grammar::new("root ::= \"(\" root \")\" | \"x\"", 1000).unwrap();
         assert!(g.core.iter().any(|c| c.kind == Kind::Call { rule: 0 }));
+    }
+
+    #[test]
+    fn each_class_keeps_its_own_characters() {
+        // An empty class read right before another starts at the same place
+        // in the parsed ranges; expansions are kept per class, not per place.
+        assert!(Grammar::new("root ::= [^\\u0000-\\U0010FFFF] [b]", 100).unwrap().is_empty());
+        let g = Grammar::new("root ::= [^\\u0000-\\U0010FFFF] \"a\" | [b]", 100).unwrap();
+        assert!(chart_accepts(&g, b"b") && !chart_accepts(&g, b"a"));
     }
 
     #[test]

@@ -189,6 +189,41 @@ proptest! {
             let text = spaced(&inst);
             let accepted = c.as_ref().is_some_and(|c| c.matches(text.as_bytes()).unwrap());
             prop_assert_eq!(accepted, oracle.is_valid(&inst), "schema {} instance {}", schema, text);
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 128, .. ProptestConfig::default() })]
+
+    /// With `PropertyOrder::AnyUpTo`, members in any order are accepted
+    /// exactly when the instance is valid, and a declared member written
+    /// twice never is.
+    #[test]
+    fn any_order_grammar_agrees_with_an_independent_validator(
+        schema in schema(),
+        instances in proptest::collection::vec((instance(), any::<u64>()), 8),
+    ) {
+        use sieve_core::json_schema::PropertyOrder;
+        let options = JsonSchemaOptions { property_order: PropertyOrder::AnyUpTo(8), ..Default::default() };
+        let compiled = Constraint::json_schema(&schema, &options);
+        prop_assume!(compiled.is_ok());
+        let (c, _) = compiled.unwrap();
+        let oracle = jsonschema::validator_for(&schema).unwrap();
+        for (inst, seed) in &instances {
+            // The members in an order drawn from `seed`.
+            let mut members: Vec<(String, Value)> = inst.as_object().unwrap().clone().into_iter().collect();
+            let mut s = *seed;
+            for i in (1..members.len()).rev() {
+                s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                members.swap(i, (s >> 33) as usize % (i + 1));
+            }
+            let text = |m: &[(String, Value)]| {
+                format!("{{{}}}", m.iter().map(|(k, v)| format!("{}: {}", Value::String(k.clone()), spaced(v))).collect::<Vec<_>>().join(", "))
+            };
+            let valid = oracle.is_valid(inst);
+            prop_assert_eq!(c.matches(text(&members).as_bytes()).unwrap(), valid, "schema {} instance {}", schema, text(&members));
+            if let Some(dup) = members.iter().find(|(k, _)| schema["properties"].get(k).is_some()).cloned() {
+                members.push(dup);
+                prop_assert!(!c.matches(text(&members).as_bytes()).unwrap(), "schema {} instance {}", schema, text(&members));
+            }
         }
     }
 }

@@ -134,3 +134,40 @@ fn choices_equal_the_oracle() {
     let mut oracle = Oracle::new(&pattern);
     check_walks("toy", &vocab, &Constraint::choices(&choices).unwrap(), &mut oracle, 5, 30, 12);
 }
+
+/// Members in any order (`PropertyOrder::AnyUpTo`), each at most once, the
+/// required ones present and `maxProperties` counted, against a regex that
+/// lists every allowed order.
+#[test]
+fn any_order_members_equal_the_oracle() {
+    use sieve_core::json_schema::{JsonSchemaOptions, PropertyOrder, Whitespace};
+    let members = [r#""a":"y""#, r#""b":true"#, r#""c":"x""#, r#""d":null"#];
+    let schema = serde_json::json!({"type": "object", "additionalProperties": false,
+        "properties": {"a": {"const": "y"}, "b": {"const": true}, "c": {"enum": ["x"]}, "d": {"type": "null"}},
+        "required": ["a", "c"], "maxProperties": 3});
+    // Every sequence of distinct members with `a` and `c`, at most three.
+    fn orders(members: &[&str], used: u32, out: &mut Vec<String>, at: &mut Vec<usize>) {
+        if used & 0b101 == 0b101 {
+            out.push(at.iter().map(|&i| members[i]).collect::<Vec<_>>().join(","));
+        }
+        if at.len() == 3 {
+            return;
+        }
+        for i in 0..members.len() {
+            if used >> i & 1 == 0 {
+                at.push(i);
+                orders(members, used | 1 << i, out, at);
+                at.pop();
+            }
+        }
+    }
+    let mut all = Vec::new();
+    orders(&members, 0, &mut all, &mut Vec::new());
+    let pattern = format!(r"\{{(?:{})\}}", all.iter().map(|o| regex_syntax::escape(o)).collect::<Vec<_>>().join("|"));
+    let options = JsonSchemaOptions { whitespace: Whitespace::Compact, property_order: PropertyOrder::AnyUpTo(8), ..Default::default() };
+    let (c, _) = Constraint::json_schema(&schema, &options).unwrap();
+    for (vname, vocab) in all_vocabs() {
+        let (walks, steps) = if vname == "toy" { (30, 16) } else { (4, 8) };
+        check_walks(vname, &vocab, &c, &mut Oracle::new(&pattern), 11, walks, steps);
+    }
+}

@@ -8,12 +8,17 @@ use super::dfa::{Dfa, TooLarge};
 use super::regex::{self, Re};
 use super::{JsonSchemaOptions, Mode, PropertyOrder, SchemaError, SchemaErrorKind, SchemaGrammar, Warning, Whitespace};
 use serde_json::{Map, Value};
+use std::borrow::Cow;
+use std::cell::RefCell;
 use std::collections::HashMap;
+use std::rc::Rc;
 
 type Res<T> = Result<T, SchemaError>;
 /// A GBNF expression, `None` when no value matches.
 type Expr = Option<String>;
 
+/// A GBNF expression that matches nothing.
+const NEVER: &str = "[^\\u0000-\\U0010FFFF]";
 /// Internal keyword: strings a `not` excluded (checked like `enum`'s complement).
 const NOT_STRINGS: &str = "x-sieve-not-strings";
 /// Internal keyword: patterns a string must not match (from `not`).
@@ -58,6 +63,9 @@ pub struct Compiler<'a> {
     negations: usize,
     opaque_of: HashMap<String, String>,
     order_states: usize,
+    /// Translated patterns by source text (a pattern is often checked on
+    /// many values and met in many subschemas).
+    patterns: RefCell<HashMap<String, Result<Rc<Re>, regex::PatternError>>>,
 }
 
 impl<'a> Compiler<'a> {
@@ -81,6 +89,7 @@ impl<'a> Compiler<'a> {
             negations: 0,
             opaque_of: HashMap::new(),
             order_states: 0,
+            patterns: RefCell::new(HashMap::new()),
         }
     }
 
@@ -92,12 +101,23 @@ impl<'a> Compiler<'a> {
             Whitespace::Bounded(n) => format!("[ \\t\\n\\r]{{0,{n}}}"),
         };
         self.ws = self.rules.add("ws", ws_body);
-        self.chr = self.rules.add("char", gbnf::JSON_CHAR_BODY.to_string());
+        let hex2 = self.rules.add("hex", "[0-9a-fA-F]{2}".to_string());
+        self.chr = self.rules.add("char", gbnf::json_char_body(&hex2));
         let esc = self.rules.add("escape", r#""\\" (["\\/bfnrt] | "u00" [01] [0-9a-fA-F])"#.to_string());
-        self.rules.escape = Some(esc);
+        self.rules.set_escape(esc);
         let root = self.schema(self.root, "")?.ok_or_else(|| err("", "", SchemaErrorKind::Unsatisfiable))?;
         let root = format!("{ws} {root} {ws}", ws = self.ws);
         Ok(SchemaGrammar { gbnf: self.rules.finish(&root), warnings: self.warnings })
+    }
+
+    /// `regex::parse_pattern`, once per pattern text.
+    fn pattern(&self, p: &str) -> Result<Rc<Re>, regex::PatternError> {
+        if let Some(r) = self.patterns.borrow().get(p) {
+            return r.clone();
+        }
+        let r = regex::parse_pattern(p).map(Rc::new);
+        self.patterns.borrow_mut().insert(p.to_string(), r.clone());
+        r
     }
 
     fn unsupported(&mut self, keyword: &str, pointer: &str, msg: &str) -> Res<()> {
@@ -129,7 +149,7 @@ impl<'a> Compiler<'a> {
             return Err(err("", "", SchemaErrorKind::Limit("max_grammar_bytes")));
         }
         let name = self.rules.reserve(hint);
-        self.rules.define(&name, format!("{body} | {name} [^\\u0000-\\U0010FFFF]"));
+        self.rules.define(&name, format!("{body} | {name} {NEVER}"));
         Ok(name)
     }
 
@@ -186,7 +206,7 @@ impl<'a> Compiler<'a> {
                     Some(name)
                 }
                 None => {
-                    self.rules.define(&name, "[^\\u0000-\\U0010FFFF]".to_string());
+                    self.rules.define(&name, NEVER.to_string());
                     None
                 }
             });
@@ -218,7 +238,7 @@ impl<'a> Compiler<'a> {
             }
             None => {
                 // No value matches; the reserved rule must still parse.
-                self.rules.define(&name, "[^\\u0000-\\U0010FFFF]".to_string());
+                self.rules.define(&name, NEVER.to_string());
                 Ok(None)
             }
         }
@@ -258,13 +278,14 @@ impl<'a> Compiler<'a> {
                 return Ok(out);
             }
         let mut out = Map::new();
-        let mut parts: Vec<(Value, String)> = Vec::new();
+        // Schemas to merge in: borrowed where they are in the schema already.
+        let mut parts: Vec<(Cow<'_, Value>, String)> = Vec::new();
         for (k, v) in m {
             match k.as_str() {
                 "allOf" => {
                     let items = v.as_array().ok_or_else(|| invalid("allOf", ptr, "must be an array"))?;
                     for (i, it) in items.iter().enumerate() {
-                        parts.push((it.clone(), child(&child(ptr, "allOf"), &i.to_string())));
+                        parts.push((Cow::Borrowed(it), child(&child(ptr, "allOf"), &i.to_string())));
                     }
                 }
                 "if" if m.contains_key("then") || m.contains_key("else") => {
@@ -273,7 +294,7 @@ impl<'a> Compiler<'a> {
                     let then = m.get("then").cloned().unwrap_or(Value::Bool(true));
                     let other = m.get("else").cloned().unwrap_or(Value::Bool(true));
                     let split = serde_json::json!({"anyOf": [{"allOf": [v, then]}, {"allOf": [{"not": v}, other]}]});
-                    parts.push((split, child(ptr, "if")));
+                    parts.push((Cow::Owned(split), child(ptr, "if")));
                 }
                 "if" | "then" | "else" => {}
                 "dependencies" | "dependentRequired" | "dependentSchemas" => {
@@ -289,27 +310,30 @@ impl<'a> Compiler<'a> {
                             schema => serde_json::json!({"required": [name], "allOf": [schema]}),
                         };
                         let absent = serde_json::json!({"properties": {name: false}});
-                        parts.push((serde_json::json!({"anyOf": [absent, when_present]}), child(&child(ptr, k), name)));
+                        parts.push((Cow::Owned(serde_json::json!({"anyOf": [absent, when_present]})), child(&child(ptr, k), name)));
                     }
                 }
                 "$ref" if !self.legacy => {
                     let r = v.as_str().ok_or_else(|| invalid("$ref", ptr, "must be a string"))?;
-                    parts.push((self.resolve(r, ptr)?.clone(), r.trim_start_matches('#').to_string()));
+                    parts.push((Cow::Borrowed(self.resolve(r, ptr)?), r.trim_start_matches('#').to_string()));
                 }
+                // Annotations constrain nothing (and `definitions` may be most
+                // of the schema: every branch would copy it).
+                k if is_annotation(k) => {}
                 _ => {
                     out.insert(k.clone(), v.clone());
                 }
             }
         }
         for (part, pptr) in parts {
-            let pm = match part {
+            let pm = match &*part {
                 Value::Bool(true) => continue,
                 Value::Bool(false) => {
                     let mut f = Map::new();
                     f.insert("type".into(), Value::Array(Vec::new()));
                     f
                 }
-                Value::Object(pm) => self.flatten(&pm, &pptr)?,
+                Value::Object(pm) => self.flatten(pm, &pptr)?,
                 _ => return Err(invalid("allOf", &pptr, "a schema must be an object or a boolean")),
             };
             out = self.merge(out, pm, ptr)?;
@@ -320,7 +344,7 @@ impl<'a> Compiler<'a> {
 
     /// Both maps' constraints in one map.
     fn merge(&mut self, mut a: Map<String, Value>, b: Map<String, Value>, ptr: &str) -> Res<Map<String, Value>> {
-        let all_of = |x: &Value, y: &Value| serde_json::json!({"allOf": [x, y]});
+        let all_of = |x: &Value, y: &Value| keyword("allOf", Value::Array(vec![x.clone(), y.clone()]));
         // additionalProperties on one side constrains the other side's extra properties.
         let props_a: Vec<String> = obj_keys(a.get("properties"));
         let props_b: Vec<String> = obj_keys(b.get("properties"));
@@ -364,13 +388,15 @@ impl<'a> Compiler<'a> {
                 }
                 continue;
             }
-            let Some(va) = a.get(&k).cloned() else {
+            let Some(slot) = a.get_mut(&k) else {
                 a.insert(k, vb);
                 continue;
             };
-            if va == vb {
+            if *slot == vb {
                 continue;
             }
+            // Taken out (not copied); every arm below puts a value back or removes the key.
+            let va = std::mem::take(slot);
             let merged = match k.as_str() {
                 NOT_STRINGS | NOT_PATTERNS | PATTERNS => {
                     let mut xa = va.as_array().cloned().unwrap_or_default();
@@ -387,6 +413,7 @@ impl<'a> Compiler<'a> {
                     if !more.contains(&vb) {
                         more.push(vb);
                     }
+                    a.insert(k, va);
                     a.insert(PATTERNS.into(), Value::Array(more));
                     continue;
                 }
@@ -410,13 +437,15 @@ impl<'a> Compiler<'a> {
                     Value::Array(t)
                 }
                 "properties" | "patternProperties" => {
-                    let mut pa = va.as_object().cloned().unwrap_or_default();
-                    for (pk, pv) in vb.as_object().cloned().unwrap_or_default() {
-                        let nv = match pa.get(&pk) {
-                            Some(old) => all_of(old, &pv),
-                            None => pv,
-                        };
-                        pa.insert(pk, nv);
+                    let object = |v: Value| if let Value::Object(o) = v { o } else { Map::new() };
+                    let (mut pa, pb) = (object(va), object(vb));
+                    for (pk, pv) in pb {
+                        match pa.get_mut(&pk) {
+                            Some(old) => *old = keyword("allOf", Value::Array(vec![std::mem::take(old), pv])),
+                            None => {
+                                pa.insert(pk, pv);
+                            }
+                        }
                     }
                     Value::Object(pa)
                 }
@@ -447,7 +476,7 @@ impl<'a> Compiler<'a> {
                     all_of(&va, &vb)
                 }
                 "uniqueItems" => Value::Bool(va.as_bool().unwrap_or(false) || vb.as_bool().unwrap_or(false)),
-                "not" => serde_json::json!({"anyOf": [va, vb]}),
+                "not" => keyword("anyOf", Value::Array(vec![va, vb])),
                 "anyOf" | "oneOf" => {
                     let xa = va.as_array().cloned().unwrap_or_default();
                     let xb = vb.as_array().cloned().unwrap_or_default();
@@ -528,13 +557,11 @@ impl<'a> Compiler<'a> {
         if let Some(c) = m.remove("const") {
             m.insert("enum".into(), Value::Array(vec![c]));
         }
-        if let Some(e) = m.get("enum").cloned() {
-            let values = e.as_array().ok_or_else(|| invalid("enum", ptr, "must be an array"))?;
-            let mut rest = m.clone();
-            rest.remove("enum");
-            let rest = Value::Object(rest);
+        if let Some(e) = m.remove("enum") {
+            let Value::Array(values) = e else { return Err(invalid("enum", ptr, "must be an array")) };
+            let rest = Value::Object(m);
             let mut alts = Vec::new();
-            for v in values {
+            for v in &values {
                 match self.check(&rest, v, 0) {
                     Some(true) => alts.push(self.literal_value(v)),
                     Some(false) => {}
@@ -615,7 +642,7 @@ impl<'a> Compiler<'a> {
                     }
                 }
                 let nots: Vec<Value> = others.iter().map(|mj| Value::Object((*mj).clone())).collect();
-                let not = if nots.len() == 1 { nots[0].clone() } else { serde_json::json!({ "anyOf": nots }) };
+                let not = if nots.len() == 1 { nots[0].clone() } else { keyword("anyOf", Value::Array(nots)) };
                 let mut extra = Map::new();
                 extra.insert("not".into(), not);
                 rewritten.push((i, extra));
@@ -912,8 +939,8 @@ impl<'a> Compiler<'a> {
         let mut res: Vec<(Re, &str)> = Vec::new();
         if let Some(f) = m.get("format").and_then(Value::as_str) {
             if let Some(p) = format::pattern(f) {
-                let re = regex::parse_pattern(&p).map_err(|e| invalid("format", ptr, &e.to_string()))?;
-                res.push((re, "format"));
+                let re = self.pattern(&p).map_err(|e| invalid("format", ptr, &e.to_string()))?;
+                res.push((Re::clone(&re), "format"));
             } else if format::UNSUPPORTED.contains(&f) {
                 self.unsupported("format", ptr, &format!("format {f:?} is not a regular language here"))?;
             }
@@ -921,8 +948,8 @@ impl<'a> Compiler<'a> {
         let more = m.get(PATTERNS).and_then(Value::as_array).cloned().unwrap_or_default();
         for p in m.get("pattern").into_iter().chain(more.iter()) {
             let p = p.as_str().ok_or_else(|| invalid("pattern", ptr, "must be a string"))?;
-            match regex::parse_pattern(p) {
-                Ok(re) => res.push((re, "pattern")),
+            match self.pattern(p) {
+                Ok(re) => res.push((Re::clone(&re), "pattern")),
                 Err(e @ regex::PatternError::Unsupported(_)) => self.unsupported("pattern", ptr, &e.to_string())?,
                 Err(e) => return Err(invalid("pattern", ptr, &e.to_string())),
             }
@@ -931,8 +958,8 @@ impl<'a> Compiler<'a> {
         let mut banned: Vec<Re> = Vec::new();
         for p in m.get(NOT_PATTERNS).and_then(Value::as_array).into_iter().flatten() {
             let p = p.as_str().ok_or_else(|| invalid("not", ptr, "pattern must be a string"))?;
-            match regex::parse_pattern(p) {
-                Ok(re) => banned.push(re),
+            match self.pattern(p) {
+                Ok(re) => banned.push(Re::clone(&re)),
                 Err(e @ regex::PatternError::Unsupported(_)) => {
                     self.unsupported("not", ptr, &format!("negated pattern: {e}"))?
                 }
@@ -1071,7 +1098,7 @@ impl<'a> Compiler<'a> {
             if m.contains_key("maxContains") || !pre.is_empty() || max.is_some() || min > n {
                 self.unsupported("contains", ptr, "contains with maxContains, prefix items, maxItems or minItems above minContains")?;
             } else if n > 0 {
-                let both = serde_json::json!({"allOf": [rest, c]});
+                let both = keyword("allOf", Value::Array(vec![rest.clone(), c.clone()]));
                 let Some(ce) = self.schema(&both, &child(ptr, "contains"))? else { return Ok(None) };
                 let r = match &rest_e {
                     Some(r) => r.clone(),
@@ -1246,8 +1273,8 @@ impl<'a> Compiler<'a> {
         let mut patterns: Vec<(Re, Value, String)> = Vec::new();
         if let Some(Value::Object(pp)) = m.get("patternProperties") {
             for (p, s) in pp {
-                match regex::parse_pattern(p) {
-                    Ok(re) => patterns.push((re, s.clone(), child(&child(ptr, "patternProperties"), p))),
+                match self.pattern(p) {
+                    Ok(re) => patterns.push((Re::clone(&re), s.clone(), child(&child(ptr, "patternProperties"), p))),
                     Err(e @ regex::PatternError::Unsupported(_)) => {
                         self.unsupported("patternProperties", ptr, &e.to_string())?;
                     }
@@ -1283,7 +1310,7 @@ impl<'a> Compiler<'a> {
                     None => self.unsupported("propertyNames", ptr, "propertyNames that cannot be checked on declared names")?,
                 }
             }
-            let s = if parts.len() == 1 { parts.remove(0) } else { serde_json::json!({ "allOf": parts }) };
+            let s = if parts.len() == 1 { parts.remove(0) } else { keyword("allOf", Value::Array(parts)) };
             let e = self.schema(&s, &nptr)?;
             let req = required.contains(&name);
             if e.is_none() && req {
@@ -1321,13 +1348,24 @@ impl<'a> Compiler<'a> {
             }
             _ => None,
         };
-        let shape = MemberShape { entries, extra, min_p, max_p, cap: max_p.map_or(min_p, |m| m + 1), lead_extras, sep: None };
+        let shape = MemberShape {
+            entries,
+            extra,
+            min_p,
+            max_p,
+            cap: max_p.map_or(min_p, |m| m + 1),
+            lead_extras,
+            sep: None,
+            root: String::new(),
+        };
         if let PropertyOrder::AnyUpTo(n) = self.opts.property_order
             && entries.len() <= usize::from(n.min(16)) && entries.len() > 1
             && self.order_states + (1 << entries.len()) <= self.opts.limits.max_order_states {
                 self.order_states += 1 << entries.len();
-                // Each member and each set of members written is one rule,
-                // kept out of line so the grammar stays n * 2^n calls.
+                // Each member is a rule kept out of line, called from each
+                // set of members written. The set rules form one right-linear
+                // cycle, which the grammar compiler inlines as one automaton
+                // of 2^n states and n * 2^(n-1) calls, not a rule per set.
                 let mut named: Vec<(String, Expr, bool)> = Vec::new();
                 for (k, kv, req) in entries {
                     let kv = match kv {
@@ -1346,16 +1384,23 @@ impl<'a> Compiler<'a> {
                     None => format!("{ws} \",\" {ws}"),
                 };
                 let sep = Some(self.opaque("sep", sep)?);
-                let shape = MemberShape { entries: &named, lead_extras, sep, ..shape };
-                let mut memo = HashMap::new();
-                return self.member_set(&shape, 0, &mut memo);
+                let root = self.rules.reserve("members");
+                let shape = MemberShape { entries: &named, lead_extras, sep, root, ..shape };
+                return self.member_set(&shape, 0, &mut HashMap::new(), &mut HashMap::new());
             }
         let mut memo: HashMap<(usize, bool, u64), Option<String>> = HashMap::new();
         self.member_state(&shape, 0, true, 0, &mut memo)
     }
 
     /// Declared members in any order: the state is the set already written.
-    fn member_set(&mut self, sh: &MemberShape<'_>, seen: u32, memo: &mut HashMap<u32, Option<String>>) -> Res<Option<String>> {
+    /// `tails` memoizes [`Compiler::member_state`] past the declared members.
+    fn member_set(
+        &mut self,
+        sh: &MemberShape<'_>,
+        seen: u32,
+        memo: &mut HashMap<u32, Option<String>>,
+        tails: &mut HashMap<(usize, bool, u64), Option<String>>,
+    ) -> Res<Option<String>> {
         if let Some(done) = memo.get(&seen) {
             return Ok(done.clone());
         }
@@ -1363,45 +1408,90 @@ impl<'a> Compiler<'a> {
         let first = seen == 0;
         // The next declared member, after the separator and extras they all
         // share (written once, so the grammar holds one copy of them).
-        let mut nexts = Vec::new();
+        let mut nexts = String::with_capacity(32 * sh.entries.len());
+        let mut count = 0;
+        // Whether this set's rule refers to the rule of a larger set.
+        let mut grows = false;
         if sh.max_p.is_none_or(|m| cnt < m) {
             for (i, (_, kv, _)) in sh.entries.iter().enumerate() {
                 let Some(kv) = kv else { continue };
                 if seen >> i & 1 == 1 {
                     continue;
                 }
-                if let Some(next) = self.member_set(sh, seen | 1 << i, memo)? {
-                    nexts.push(if next == "\"\"" { kv.clone() } else { format!("{kv} {next}") });
+                if let Some(next) = self.member_set(sh, seen | 1 << i, memo, tails)? {
+                    if count > 0 {
+                        nexts.push_str(" | ");
+                    }
+                    count += 1;
+                    nexts.push_str(kv);
+                    if next != "\"\"" {
+                        grows = true;
+                        nexts.push(' ');
+                        nexts.push_str(&next);
+                    }
                 }
             }
         }
-        let mut alts = Vec::new();
-        if !nexts.is_empty() {
-            let lead = match (first, &sh.lead_extras, &sh.sep) {
-                (true, Some(x), _) => format!("{x} "),
-                (true, None, _) => String::new(),
-                (false, _, Some(sep)) => format!("{sep} "),
-                (false, Some(x), None) => format!("{ws} \",\" {ws} {x} ", ws = self.ws),
-                (false, None, None) => format!("{ws} \",\" {ws} ", ws = self.ws),
-            };
-            alts.push(if nexts.len() == 1 { format!("{lead}{}", nexts[0]) } else { format!("{lead}({})", nexts.join(" | ")) });
+        let mut body = String::with_capacity(nexts.len() + 64);
+        if count > 0 {
+            match (first, &sh.lead_extras, &sh.sep) {
+                (true, Some(x), _) => body += &format!("{x} "),
+                (true, None, _) => {}
+                (false, _, Some(sep)) => body += &format!("{sep} "),
+                (false, Some(x), None) => body += &format!("{ws} \",\" {ws} {x} ", ws = self.ws),
+                (false, None, None) => body += &format!("{ws} \",\" {ws} ", ws = self.ws),
+            }
+            if count == 1 {
+                body += &nexts;
+            } else {
+                body += &format!("({nexts})");
+            }
         }
         let all_required = sh.entries.iter().enumerate().all(|(i, e)| !e.2 || seen >> i & 1 == 1);
         if all_required {
             // The tail after the declared members: extras, counted.
-            let mut tail_memo: HashMap<(usize, bool, u64), Option<String>> = HashMap::new();
-            if let Some(t) = self.member_state(sh, sh.entries.len(), first, cnt.min(sh.cap), &mut tail_memo)? {
+            if let Some(t) = self.member_state(sh, sh.entries.len(), first, cnt.min(sh.cap), tails)? {
                 let t = if t == "\"\"" { t } else { self.opaque_once(&t)? };
-                alts.push(t);
+                if !body.is_empty() {
+                    body += " | ";
+                }
+                body += &t;
             }
         }
-        let name = match alts.len() {
-            0 => None,
-            1 if alts[0] == "\"\"" => Some(alts.remove(0)),
-            _ => Some(self.opaque("members", alts.join(" | "))?),
+        let name = match body.as_str() {
+            "" => None,
+            "\"\"" => Some(body),
+            _ => {
+                if !grows {
+                    // A dead edge back to the first set closes the set rules
+                    // into one right-linear cycle.
+                    body += &format!(" | {} {}", self.never()?, sh.root);
+                }
+                if first {
+                    self.rules.define(&sh.root, body);
+                    Some(sh.root.clone())
+                } else {
+                    // Every set's body differs: no lookup for a shared one.
+                    if self.rules.size() > self.opts.limits.max_grammar_bytes {
+                        return Err(err("", "", SchemaErrorKind::Limit("max_grammar_bytes")));
+                    }
+                    let name = self.rules.reserve("members");
+                    self.rules.define(&name, body);
+                    Some(name)
+                }
+            }
         };
+        if first && name.as_ref() != Some(&sh.root) {
+            // Nothing refers to the reserved first set; it still needs a body.
+            self.rules.define(&sh.root, NEVER.to_string());
+        }
         memo.insert(seen, name.clone());
         Ok(name)
+    }
+
+    /// A rule that matches nothing.
+    fn never(&mut self) -> Res<String> {
+        self.add("never", NEVER.to_string())
     }
 
     fn member_state(
@@ -1521,7 +1611,7 @@ impl<'a> Compiler<'a> {
                 let parts: Vec<Value> =
                     patterns.iter().enumerate().filter(|(i, _)| pats >> i & 1 == 1).map(|(_, p)| p.1.clone()).collect();
                 let ptr0 = patterns.iter().enumerate().find(|(i, _)| pats >> i & 1 == 1).map(|(_, p)| p.2.clone()).unwrap_or_default();
-                let s = if parts.len() == 1 { parts[0].clone() } else { serde_json::json!({ "allOf": parts }) };
+                let s = if parts.len() == 1 { parts[0].clone() } else { keyword("allOf", Value::Array(parts)) };
                 self.schema(&s, &ptr0)?
             };
             let Some(value) = value else { continue };
@@ -1555,7 +1645,7 @@ impl<'a> Compiler<'a> {
                 "type" if type_list(v).iter().any(|t| t == "string") => {}
                 "pattern" => {
                     let p = v.as_str().ok_or_else(|| invalid("pattern", &nptr, "must be a string"))?;
-                    re = regex::parse_pattern(p).map_err(|e| invalid("pattern", &nptr, &e.to_string()))?;
+                    re = Re::clone(&*self.pattern(p).map_err(|e| invalid("pattern", &nptr, &e.to_string()))?);
                 }
                 "maxLength" | "minLength" if !m.contains_key("pattern") => {
                     let lo = count(&m, "minLength", &nptr)?.unwrap_or(0);
@@ -1593,7 +1683,7 @@ impl<'a> Compiler<'a> {
                     Some(sv) => {
                         let mut hit = Vec::new();
                         for p in kv.as_array()? {
-                            hit.push(regex::parse_pattern(p.as_str()?).ok()?.matches(sv));
+                            hit.push(self.pattern(p.as_str()?).ok()?.matches(sv));
                         }
                         Some(if k == NOT_PATTERNS { !hit.contains(&true) } else { !hit.contains(&false) })
                     }
@@ -1603,7 +1693,7 @@ impl<'a> Compiler<'a> {
                     Some(o) => {
                         let mut all = Some(true);
                         for (p, ps) in kv.as_object()? {
-                            let re = regex::parse_pattern(p).ok()?;
+                            let re = self.pattern(p).ok()?;
                             for (pk, pv) in o {
                                 if re.matches(pk) {
                                     all = match (all, self.check(ps, pv, depth + 1)) {
@@ -1653,9 +1743,9 @@ impl<'a> Compiler<'a> {
                         match k.as_str() {
                             "minLength" => Some(len >= kv.as_u64()?),
                             "maxLength" => Some(len <= kv.as_u64()?),
-                            "pattern" => Some(regex::parse_pattern(kv.as_str()?).ok()?.matches(sv)),
+                            "pattern" => Some(self.pattern(kv.as_str()?).ok()?.matches(sv)),
                             _ => match format::pattern(kv.as_str()?) {
-                                Some(p) => Some(regex::parse_pattern(&p).ok()?.matches(sv)),
+                                Some(p) => Some(self.pattern(&p).ok()?.matches(sv)),
                                 None if format::UNSUPPORTED.contains(&kv.as_str()?) => None,
                                 None => Some(true),
                             },
@@ -2123,6 +2213,9 @@ struct MemberShape<'e> {
     /// shares it, so the token cache analyses what follows a member once
     /// per object rather than once per set.
     sep: Option<String>,
+    /// In any order: the rule of the empty set, reserved first so that the
+    /// other sets' rules can close the cycle through it.
+    root: String,
 }
 
 /// Fit a string language to length bounds without intersecting automata: a
@@ -2219,6 +2312,13 @@ fn number_literal(n: &serde_json::Number) -> String {
         }
         None => gbnf::literal(&n.to_string()),
     }
+}
+
+/// The schema `{k: v}`.
+fn keyword(k: &str, v: Value) -> Value {
+    let mut m = Map::new();
+    m.insert(k.to_string(), v);
+    Value::Object(m)
 }
 
 fn is_annotation(k: &str) -> bool {

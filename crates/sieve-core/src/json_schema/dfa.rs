@@ -4,10 +4,9 @@
 //! complement included), which `patternProperties` and `additionalProperties`
 //! need. Each automaton is written back to GBNF as one rule per state.
 
-use super::gbnf::{self, Rules};
+use super::gbnf::Rules;
 use super::regex::{CharSet, MAX_CHAR, Re};
 use crate::hash::FastMap;
-use std::collections::HashMap;
 
 const DEAD: u32 = u32::MAX;
 
@@ -23,23 +22,54 @@ pub struct Dfa {
     tags: Vec<u64>,
 }
 
+/// A Thompson automaton under construction: moves are listed as they are
+/// made (one vector each, not one per state) and grouped by state in
+/// [`Moves`] once it is built.
 struct Nfa {
-    eps: Vec<Vec<usize>>,
-    edges: Vec<Vec<(usize, usize)>>,
+    /// Epsilon moves `(from, to)`.
+    eps: Vec<(usize, usize)>,
+    /// Moves `(from, (set, to))` on a character of `sets[set]`.
+    edges: Vec<(usize, (usize, usize))>,
     sets: Vec<CharSet>,
     tag: Vec<Option<u8>>,
     max_states: usize,
 }
 
+/// Moves grouped by source state, each state's in the order they were made:
+/// state `s`'s are `to[at[s]..at[s + 1]]`.
+struct Moves<T> {
+    at: Vec<usize>,
+    to: Vec<T>,
+}
+
+impl<T: Copy + Default> Moves<T> {
+    fn new(states: usize, moves: &[(usize, T)]) -> Self {
+        let mut at = vec![0; states + 1];
+        moves.iter().for_each(|m| at[m.0 + 1] += 1);
+        for s in 0..states {
+            at[s + 1] += at[s];
+        }
+        let mut fill = at.clone();
+        let mut to = vec![T::default(); moves.len()];
+        for &(s, t) in moves {
+            to[fill[s]] = t;
+            fill[s] += 1;
+        }
+        Moves { at, to }
+    }
+
+    fn of(&self, s: usize) -> &[T] {
+        &self.to[self.at[s]..self.at[s + 1]]
+    }
+}
+
 impl Nfa {
     fn state(&mut self) -> Result<usize, TooLarge> {
-        if self.eps.len() >= self.max_states {
+        if self.tag.len() >= self.max_states {
             return Err(TooLarge);
         }
-        self.eps.push(Vec::new());
-        self.edges.push(Vec::new());
         self.tag.push(None);
-        Ok(self.eps.len() - 1)
+        Ok(self.tag.len() - 1)
     }
 
     fn build(&mut self, re: &Re, start: usize) -> Result<usize, TooLarge> {
@@ -47,7 +77,7 @@ impl Nfa {
             Re::Set(s) => {
                 let end = self.state()?;
                 self.sets.push(s.clone());
-                self.edges[start].push((self.sets.len() - 1, end));
+                self.edges.push((start, (self.sets.len() - 1, end)));
                 end
             }
             Re::Start | Re::End => return Err(TooLarge),
@@ -62,9 +92,9 @@ impl Nfa {
                 let end = self.state()?;
                 for b in branches {
                     let s = self.state()?;
-                    self.eps[start].push(s);
+                    self.eps.push((start, s));
                     let e = self.build(b, s)?;
-                    self.eps[e].push(end);
+                    self.eps.push((e, end));
                 }
                 end
             }
@@ -76,39 +106,40 @@ impl Nfa {
                 match max {
                     None => {
                         let x = self.state()?;
-                        self.eps[cur].push(x);
+                        self.eps.push((cur, x));
                         let e = self.build(inner, x)?;
-                        self.eps[e].push(x);
+                        self.eps.push((e, x));
                         x
                     }
                     Some(m) => {
                         let end = self.state()?;
                         for _ in *min..*m {
-                            self.eps[cur].push(end);
+                            self.eps.push((cur, end));
                             cur = self.build(inner, cur)?;
                         }
-                        self.eps[cur].push(end);
+                        self.eps.push((cur, end));
                         end
                     }
                 }
             }
         })
     }
+}
 
-    fn closure(&self, states: &mut Vec<usize>) {
-        let mut i = 0;
-        while i < states.len() {
-            let s = states[i];
-            for &t in &self.eps[s] {
-                if !states.contains(&t) {
-                    states.push(t);
-                }
+/// Adds to `states` those its epsilon moves reach; sorts them.
+fn closure(eps: &Moves<usize>, states: &mut Vec<usize>) {
+    let mut i = 0;
+    while i < states.len() {
+        let s = states[i];
+        for &t in eps.of(s) {
+            if !states.contains(&t) {
+                states.push(t);
             }
-            i += 1;
         }
-        states.sort_unstable();
-        states.dedup();
+        i += 1;
     }
+    states.sort_unstable();
+    states.dedup();
 }
 
 fn partition(sets: &[CharSet]) -> Vec<CharSet> {
@@ -137,57 +168,76 @@ impl Dfa {
         let start = nfa.state()?;
         for (i, e) in exprs.iter().enumerate() {
             let s = nfa.state()?;
-            nfa.eps[start].push(s);
+            nfa.eps.push((start, s));
             let end = nfa.build(e, s)?;
             let t = nfa.state()?;
-            nfa.eps[end].push(t);
+            nfa.eps.push((end, t));
             nfa.tag[t] = Some(i as u8);
         }
+        let eps = Moves::new(nfa.tag.len(), &nfa.eps);
+        let edges = Moves::new(nfa.tag.len(), &nfa.edges);
         let classes = partition(&nfa.sets);
-        // Whether edge set `set` holds class `ci`, at `set * classes.len() + ci`.
-        let members: Vec<bool> = nfa
-            .sets
-            .iter()
-            .flat_map(|s| classes.iter().map(|c| c.0.first().is_some_and(|r| s.contains(r.0))))
-            .collect();
+        let words = classes.len().div_ceil(64);
+        // Per edge set, the classes it holds as a bitset (classes are
+        // sorted disjoint ranges, each inside or outside every set).
+        // (Set `k`'s words are `masks[k * words..][..words]`.)
+        let mut masks = vec![0u64; nfa.sets.len() * words];
+        for (m, s) in masks.chunks_exact_mut(words.max(1)).zip(&nfa.sets) {
+            for &(a, b) in &s.0 {
+                let from = classes.partition_point(|c| c.0[0].0 < a);
+                for ci in from..classes.len() {
+                    if classes[ci].0[0].0 > b {
+                        break;
+                    }
+                    m[ci / 64] |= 1 << (ci % 64);
+                }
+            }
+        }
+        let mut all = vec![!0u64; words];
+        if !classes.len().is_multiple_of(64) {
+            all[words - 1] = (1u64 << (classes.len() % 64)) - 1;
+        }
         let mut ids: FastMap<Vec<usize>, u32> = FastMap::default();
         let mut order: Vec<Vec<usize>> = Vec::new();
         let mut first = vec![start];
-        nfa.closure(&mut first);
+        closure(&eps, &mut first);
         ids.insert(first.clone(), 0);
         order.push(first);
         let mut trans = Vec::new();
         let mut tags = Vec::new();
-        // The states one class leads to before their closure, and per
-        // state the DFA state each such list led to (most classes share one).
-        let mut moves: Vec<usize> = Vec::new();
-        let mut seen: Vec<(Vec<usize>, u32)> = Vec::new();
         let mut i = 0;
         while i < order.len() {
-            let cur = order[i].clone();
+            let cur = std::mem::take(&mut order[i]);
             tags.push(cur.iter().filter_map(|&s| nfa.tag[s]).fold(0u64, |acc, t| acc | 1 << t));
-            let mut row = vec![DEAD; classes.len()];
-            seen.clear();
-            for (ci, slot) in row.iter_mut().enumerate() {
-                moves.clear();
-                for &s in &cur {
-                    for &(set, t) in &nfa.edges[s] {
-                        if members[set * classes.len() + ci] {
-                            moves.push(t);
+            // Classes split by the states they lead to before closure: one
+            // group per distinct move (refined edge by edge), not one walk per class.
+            let mut groups: Vec<(Vec<u64>, Vec<usize>)> = vec![(all.clone(), Vec::new())];
+            for &s in &cur {
+                for &(set, t) in edges.of(s) {
+                    let m = &masks[set * words..(set + 1) * words];
+                    for g in 0..groups.len() {
+                        let (gm, moves) = &mut groups[g];
+                        if !gm.iter().zip(m).any(|(g, m)| g & m != 0) {
+                            continue;
                         }
+                        if !gm.iter().zip(m).any(|(g, m)| g & !m != 0) {
+                            moves.push(t);
+                            continue;
+                        }
+                        let inside: Vec<u64> = gm.iter().zip(m).map(|(g, m)| g & m).collect();
+                        gm.iter_mut().zip(m).for_each(|(g, m)| *g &= !m);
+                        let mut with = moves.clone();
+                        with.push(t);
+                        groups.push((inside, with));
                     }
                 }
-                if moves.is_empty() {
+            }
+            let mut row = vec![DEAD; classes.len()];
+            for (gm, mut next) in groups {
+                if next.is_empty() {
                     continue;
                 }
-                moves.sort_unstable();
-                moves.dedup();
-                if let Some(&(_, id)) = seen.iter().find(|m| m.0 == moves) {
-                    *slot = id;
-                    continue;
-                }
-                let mut next = moves.clone();
-                nfa.closure(&mut next);
+                closure(&eps, &mut next);
                 let id = match ids.get(&next) {
                     Some(&id) => id,
                     None => {
@@ -200,8 +250,13 @@ impl Dfa {
                         id
                     }
                 };
-                seen.push((moves.clone(), id));
-                *slot = id;
+                for (w, &bits) in gm.iter().enumerate() {
+                    let mut bits = bits;
+                    while bits != 0 {
+                        row[w * 64 + bits.trailing_zeros() as usize] = id;
+                        bits &= bits - 1;
+                    }
+                }
             }
             trans.push(row);
             i += 1;
@@ -274,16 +329,17 @@ impl Dfa {
         if !live[idx(0, 0)] {
             return Ok(None);
         }
-        let mut names: HashMap<usize, String> = HashMap::new();
+        let mut names: Vec<Option<String>> = vec![None; total];
         let mut todo = vec![(0usize, 0u64)];
-        names.insert(idx(0, 0), rules.reserve("str"));
+        names[idx(0, 0)] = Some(rules.reserve("str"));
         while let Some((s, k)) = todo.pop() {
-            let mut alts = Vec::new();
+            let mut body = String::new();
             if k >= min && accept(self.tags[s]) {
-                alts.push("\"\"".to_string());
+                body.push_str("\"\"");
             }
             if let Some(k2) = step(k) {
-                // Per target, the ranges of the classes going there.
+                // Per target, the ranges of the classes going there (classes
+                // are sorted and disjoint: appending keeps a set normalized).
                 let mut groups: Vec<(usize, Vec<(u32, u32)>)> = Vec::new();
                 for (ci, &t) in self.trans[s].iter().enumerate() {
                     if t == DEAD || !live[idx(t as usize, k2)] {
@@ -292,31 +348,38 @@ impl Dfa {
                     let t = t as usize;
                     let class = &self.classes[ci].0;
                     match groups.iter_mut().find(|g| g.0 == t) {
-                        Some(g) => g.1.extend_from_slice(class),
+                        Some((_, ranges)) => {
+                            for &(a, b) in class {
+                                match ranges.last_mut() {
+                                    Some(last) if last.1 + 1 == a => last.1 = b,
+                                    _ => ranges.push((a, b)),
+                                }
+                            }
+                        }
                         None => groups.push((t, class.clone())),
                     }
                 }
                 for (t, ranges) in groups {
-                    let set = CharSet::from_ranges(ranges);
                     let key = idx(t, k2);
-                    let name = match names.get(&key) {
-                        Some(n) => n.clone(),
-                        None => {
-                            let n = rules.reserve("str");
-                            names.insert(key, n.clone());
-                            todo.push((t, k2));
-                            n
+                    if names[key].is_none() {
+                        names[key] = Some(rules.reserve("str"));
+                        todo.push((t, k2));
+                    }
+                    if let (Some(c), Some(name)) = (rules.json_char(&CharSet(ranges)), &names[key]) {
+                        if !body.is_empty() {
+                            body.push_str(" | ");
                         }
-                    };
-                    if let Some(c) = gbnf::json_char(&set, rules.escape.as_deref()) {
-                        alts.push(format!("{c} {name}"));
+                        body.push_str(&c);
+                        body.push(' ');
+                        body.push_str(name);
                     }
                 }
             }
-            let name = names[&idx(s, k)].clone();
-            rules.define(&name, alts.join(" | "));
+            if let Some(name) = &names[idx(s, k)] {
+                rules.define(name, body);
+            }
         }
-        Ok(Some(names[&idx(0, 0)].clone()))
+        Ok(names[idx(0, 0)].clone())
     }
 }
 

@@ -21,12 +21,15 @@ pub enum Encoding {
 /// Rules under construction. Identical bodies share one rule.
 #[derive(Default)]
 pub struct Rules {
-    /// A rule for every escape JSON requires (and `\/`), once defined.
-    pub escape: Option<String>,
+    /// A rule for every escape JSON requires (and `\/`), once defined
+    /// (see [`Rules::set_escape`]).
+    escape: Option<String>,
     rules: Vec<(String, String)>,
     by_body: HashMap<String, String>,
-    reserved: HashMap<String, usize>,
     total_len: usize,
+    /// [`json_char`] of each set met (with `escape`): automata built for
+    /// keys and patterns meet the same sets state after state.
+    chars: HashMap<CharSet, Option<String>>,
 }
 
 impl Rules {
@@ -45,17 +48,34 @@ impl Rules {
     /// Reserve a name for a rule defined later with [`Rules::define`] (recursion).
     pub fn reserve(&mut self, hint: &str) -> String {
         let name = self.fresh(hint);
-        self.reserved.insert(name.clone(), self.rules.len());
         self.rules.push((name.clone(), String::new()));
         name
     }
 
     /// Give a reserved name its body.
     pub fn define(&mut self, name: &str, body: String) {
-        if let Some(&i) = self.reserved.get(name) {
+        // A name ends with its rule's index (see `fresh`).
+        let index = name.rsplit('-').next().and_then(|i| i.parse::<usize>().ok());
+        if let Some(rule) = index.and_then(|i| self.rules.get_mut(i)).filter(|r| r.0 == name) {
             self.total_len += body.len();
-            self.rules[i].1 = body;
+            rule.1 = body;
         }
+    }
+
+    /// Names the rule for every escape JSON requires (and `\/`).
+    pub fn set_escape(&mut self, rule: String) {
+        self.escape = Some(rule);
+        self.chars.clear();
+    }
+
+    /// [`json_char`] of `set` with this grammar's `escape` rule, memoized.
+    pub fn json_char(&mut self, set: &CharSet) -> Option<String> {
+        if let Some(c) = self.chars.get(set) {
+            return c.clone();
+        }
+        let c = json_char(set, self.escape.as_deref());
+        self.chars.insert(set.clone(), c.clone());
+        c
     }
 
     /// Characters of rule bodies written so far (a size limit's measure).
@@ -63,22 +83,33 @@ impl Rules {
         self.total_len
     }
 
+    /// `hint` cleaned (at most 24 letters, digits and inner dashes), then
+    /// `-` and the index the new rule will have.
     fn fresh(&mut self, hint: &str) -> String {
-        let clean: String = hint
-            .chars()
-            .map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '-' })
-            .take(24)
-            .collect();
-        let clean = clean.trim_matches('-');
-        let clean = if clean.is_empty() { "r" } else { clean };
-        format!("{clean}-{}", self.rules.len())
+        let mut name = String::with_capacity(32);
+        for c in hint.chars().take(24) {
+            let c = if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '-' };
+            if c != '-' || !name.is_empty() {
+                name.push(c);
+            }
+        }
+        name.truncate(name.trim_end_matches('-').len());
+        if name.is_empty() {
+            name.push('r');
+        }
+        let _ = write!(name, "-{}", self.rules.len());
+        name
     }
 
     /// The grammar text with `root ::= <root>` first.
     pub fn finish(self, root: &str) -> String {
-        let mut out = format!("root ::= {root}\n");
-        for (name, body) in &self.rules {
-            let _ = writeln!(out, "{name} ::= {body}");
+        let names: usize = self.rules.iter().map(|r| r.0.len() + 6).sum();
+        let mut out = String::with_capacity(root.len() + 10 + names + self.total_len);
+        for (name, body) in std::iter::once(("root", root)).chain(self.rules.iter().map(|(n, b)| (n.as_str(), b.as_str()))) {
+            out.push_str(name);
+            out.push_str(" ::= ");
+            out.push_str(body);
+            out.push('\n');
         }
         out
     }
@@ -223,8 +254,14 @@ static JSON_SETS: LazyLock<JsonSets> = LazyLock::new(|| {
 });
 
 /// Any one JSON string character, all escapes included (`\uD83D\uDE00`-style
-/// surrogate pairs count as the one character they encode).
-pub const JSON_CHAR_BODY: &str = r#"[^"\\\u0000-\u001F] | "\\" (["\\/bfnrt] | "u" ([0-9a-cA-Ce-fE-F] [0-9a-fA-F]{3} | [dD] [0-7] [0-9a-fA-F]{2} | [dD] [89abAB] [0-9a-fA-F]{2} "\\u" [dD] [c-fC-F] [0-9a-fA-F]{2}))"#;
+/// surrogate pairs count as the one character they encode), given a rule
+/// `hex2` for two hex digits: the escapes' last two digits are one reference
+/// at the end of each, so an inlined copy holds them once.
+pub fn json_char_body(hex2: &str) -> String {
+    format!(
+        r#"[^"\\\u0000-\u001F] | "\\" (["\\/bfnrt] | "u" ([0-9a-cA-Ce-fE-F] [0-9a-fA-F] {hex2} | [dD] ([0-7] {hex2} | [89abAB] {hex2} "\\u" [dD] [c-fC-F] {hex2})))"#
+    )
+}
 
 /// Emit a regular expression as a GBNF expression.
 pub fn emit(re: &Re, enc: Encoding, rules: &mut Rules, any_char: &str) -> Option<String> {
@@ -240,7 +277,7 @@ pub fn emit(re: &Re, enc: Encoding, rules: &mut Rules, any_char: &str) -> Option
                         }
                         class(s)
                     }
-                    Encoding::JsonString => json_char(s, rules.escape.as_deref())?,
+                    Encoding::JsonString => rules.json_char(s)?,
                 }
             }
         }
@@ -399,6 +436,31 @@ mod tests {
                     proptest::prop_assert_eq!(c.matches(text.as_bytes()).unwrap(), bits >> ch & 1 == 1, "{}", text);
                 }
             }
+        }
+    }
+
+    #[test]
+    fn json_char_escapes_are_exact() {
+        let g = format!("root ::= {}\nhex2 ::= [0-9a-fA-F]{{2}}\n", json_char_body("hex2"));
+        let c = crate::Constraint::gbnf(&g).unwrap();
+        let re = regex_automata::meta::Regex::new(
+            r#"^(?:[^"\\\x00-\x1F]|\\(?:["\\/bfnrt]|u(?:[0-9a-cA-Ce-fE-F][0-9a-fA-F]{3}|[dD][0-7][0-9a-fA-F]{2}|[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2})))$"#,
+        )
+        .unwrap();
+        let hex = ["0", "7", "8", "b", "B", "c", "D", "e", "F", "g", "\\"];
+        let mut texts = vec!["a".to_string(), "\"".into(), "\\n".into(), "\\x".into(), "é".into()];
+        for a in hex {
+            for b in hex {
+                for d in hex {
+                    texts.push(format!("\\u{a}{b}{d}f"));
+                    texts.push(format!("\\u{a}{b}{d}"));
+                    texts.push(format!("\\u{a}{b}0f\\u{d}c0f"));
+                    texts.push(format!("\\ud{a}0f\\u{b}{d}0f"));
+                }
+            }
+        }
+        for t in &texts {
+            assert_eq!(c.matches(t.as_bytes()).unwrap(), re.is_match(t), "{t}");
         }
     }
 
