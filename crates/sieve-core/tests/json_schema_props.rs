@@ -189,6 +189,9 @@ proptest! {
             let text = spaced(&inst);
             let accepted = c.as_ref().is_some_and(|c| c.matches(text.as_bytes()).unwrap());
             prop_assert_eq!(accepted, oracle.is_valid(&inst), "schema {} instance {}", schema, text);
+        }
+    }
+}
 
 proptest! {
     #![proptest_config(ProptestConfig { cases: 128, .. ProptestConfig::default() })]
