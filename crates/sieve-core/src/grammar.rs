@@ -1376,17 +1376,8 @@ mod tests {
             accepting in prop::collection::vec(any::<bool>(), 4),
             picks in prop::collection::vec(any::<prop::sample::Index>(), 1..10),
         ) {
-            use crate::{Constraint, Matcher, Vocabulary};
-            let alphabet = b"abcd<>";
-            let mut tokens: Vec<Option<Vec<u8>>> = Vec::new();
-            for a in alphabet {
-                tokens.push(Some(vec![*a]));
-                for b in alphabet {
-                    tokens.push(Some(vec![*a, *b]));
-                    tokens.extend(alphabet.iter().map(|c| Some(vec![*a, *b, *c])));
-                }
-            }
-            let vocab = std::sync::Arc::new(Vocabulary::from_token_bytes(tokens));
+            use crate::{Constraint, Matcher};
+            let vocab = crate::matcher::short_strings_vocab(b"abcd<>");
             let c = Constraint::gbnf(&automaton_rules(&edges, &accepting)).unwrap();
             let mut m = Matcher::new(&c, &vocab);
             let mut mask = vec![0u32; vocab.mask_words()];

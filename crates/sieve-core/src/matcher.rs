@@ -380,6 +380,20 @@ pub fn fill_next_token_bitmasks(
     }
 }
 
+/// The unit tests' vocabulary: every string of one to three bytes of `alphabet`.
+#[cfg(test)]
+pub(crate) fn short_strings_vocab(alphabet: &[u8]) -> Arc<Vocabulary> {
+    let mut tokens: Vec<Option<Vec<u8>>> = Vec::new();
+    for a in alphabet {
+        tokens.push(Some(vec![*a]));
+        for b in alphabet {
+            tokens.push(Some(vec![*a, *b]));
+            tokens.extend(alphabet.iter().map(|c| Some(vec![*a, *b, *c])));
+        }
+    }
+    Arc::new(Vocabulary::from_token_bytes(tokens))
+}
+
 /// The brute-force check of the unit tests: fills `m`'s mask into `mask`, then
 /// takes every token on the parser. Returns the tokens the parser takes, or
 /// the first token where the mask and the parser disagree.

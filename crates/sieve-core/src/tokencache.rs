@@ -434,14 +434,10 @@ impl SetWalker<'_, '_> {
                 && let Some(&to) = self.dfa.links.get(&from)
             {
                 level.clear();
-                let known = seen.len();
-                if *seen.entry(to).or_insert(depth + 1) != depth + 1 {
-                    simple = false;
-                } else if seen.len() > known {
-                    if seen.len() > MAX_REACHED {
-                        return Ok((depth, false));
-                    }
-                    level.push(to);
+                match meet(&mut seen, &mut simple, to, depth + 1) {
+                    None => return Ok((depth, false)),
+                    Some(true) => level.push(to),
+                    Some(false) => {}
                 }
                 depth += 1;
                 continue;
@@ -485,14 +481,10 @@ impl SetWalker<'_, '_> {
                             Some(Some(t)) if t == to => Some(Some(t)),
                             _ => Some(None),
                         };
-                        let known = seen.len();
-                        if *seen.entry(to).or_insert(depth + 1) != depth + 1 {
-                            simple = false;
-                        } else if seen.len() > known {
-                            if seen.len() > MAX_REACHED {
-                                return Ok((depth, false));
-                            }
-                            reached.push(to);
+                        match meet(&mut seen, &mut simple, to, depth + 1) {
+                            None => return Ok((depth, false)),
+                            Some(true) => reached.push(to),
+                            Some(false) => {}
                         }
                     }
                 }
@@ -510,6 +502,22 @@ impl SetWalker<'_, '_> {
         }
         Ok((usize::MAX, false))
     }
+}
+
+/// Records set `to` as met on `level` in [`SetWalker::alive_depth`]:
+/// `Some(true)` when it is new (to explore next), `Some(false)` when it was
+/// met before (and `simple` turns false if on another level), `None` when
+/// more than [`MAX_REACHED`] sets have been met.
+fn meet(seen: &mut FastMap<u32, usize>, simple: &mut bool, to: u32, level: usize) -> Option<bool> {
+    let known = seen.len();
+    if *seen.entry(to).or_insert(level) != level {
+        *simple = false;
+        return Some(false);
+    }
+    if seen.len() == known {
+        return Some(false);
+    }
+    (seen.len() <= MAX_REACHED).then_some(true)
 }
 
 /// One UTF-8 sequence of a character class: per byte, one byte of each
@@ -651,17 +659,8 @@ mod tests {
     /// equal taking each token on the parser.
     #[test]
     fn open_sets_match_the_parser() {
-        use crate::{Constraint, Matcher, Vocabulary};
-        let alphabet = b"01;x[],";
-        let mut tokens: Vec<Option<Vec<u8>>> = Vec::new();
-        for a in alphabet {
-            tokens.push(Some(vec![*a]));
-            for b in alphabet {
-                tokens.push(Some(vec![*a, *b]));
-                tokens.extend(alphabet.iter().map(|c| Some(vec![*a, *b, *c])));
-            }
-        }
-        let vocab = std::sync::Arc::new(Vocabulary::from_token_bytes(tokens));
+        use crate::{Constraint, Matcher};
+        let vocab = crate::matcher::short_strings_vocab(b"01;x[],");
         let c = Constraint::gbnf("root ::= v | \"[\" v (\",\" v)* \"]\"\nv ::= [0-1]+ (\"\" | v \";\" | \"[\" v \"]\") | \"x\"\n").unwrap();
         let mut mask = vec![0u32; vocab.mask_words()];
         let mut seed = 11u64;
