@@ -98,6 +98,48 @@ fn bench_reports_figures() {
     assert!(out[0]["constraint_bytes_compiled"].as_u64().unwrap() > 0);
 }
 
+#[test]
+fn maskbench_follows_the_protocol() {
+    let t = tokenizer();
+    let dir = std::env::temp_dir().join(format!("sieve-cli-{}-maskbench", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    let file = serde_json::json!({
+        "schema": {"type": "object", "properties": {"n": {"type": "integer", "minimum": 0}}, "required": ["n"]},
+        "tests": [{"data": {"n": 12}, "valid": true}, {"data": {"n": -1}, "valid": false}, {"data": {}, "valid": false}]
+    });
+    std::fs::write(dir.join("a.json"), file.to_string()).expect("write");
+    std::fs::write(dir.join("b.json"), r#"{"schema": {"type": "string", "pattern": "(?<=a)b"}, "tests": []}"#).expect("write");
+    let out = std::env::temp_dir().join(format!("sieve-cli-{}-maskbench.jsonl", std::process::id()));
+    let run = Command::new(env!("CARGO_BIN_EXE_sieve"))
+        .args(["maskbench", "--tokenizer", &t, "--out", &out.display().to_string(), &dir.display().to_string()])
+        .output()
+        .expect("runs");
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    let summary = String::from_utf8_lossy(&run.stdout);
+    assert!(summary.lines().any(|l| l.starts_with("passing") && l.contains(" 1 (50.0%)")), "{summary}");
+    assert!(summary.lines().any(|l| l.starts_with("compile errors") && l.ends_with(" 1")), "{summary}");
+    assert!(summary.lines().any(|l| l.starts_with("mask") && l.contains(" masks)")), "{summary}");
+    let lines: Vec<Value> = std::fs::read_to_string(&out).expect("results").lines().map(|l| serde_json::from_str(l).expect("JSON")).collect();
+    assert_eq!(lines.len(), 2);
+    assert!(lines[1]["compile_error"].as_str().is_some_and(|e| e.contains("pattern")), "{}", lines[1]);
+    let line = &lines[0];
+    assert_eq!(line["id"], "a.json");
+    assert!(line["ttfm_us"].as_u64().is_some());
+    let tests = line["tests"].as_array().expect("tests");
+    assert_eq!(tests.iter().map(|t| (t["valid"].as_bool(), t["accepted"].as_bool())).collect::<Vec<_>>(), [
+        (Some(true), Some(true)),
+        (Some(false), Some(false)),
+        (Some(false), Some(false))
+    ]);
+    // `{"n": -` is refused at the minus sign, `{}` at the brace that closes it too early.
+    assert!(tests[1]["rejected_at"].as_u64().is_some_and(|i| i > 2));
+    assert!(tests[2]["rejected_at"].as_u64().is_some());
+    // One time per token committed, plus the refused one.
+    let masks = line["mask_us"].as_array().expect("mask_us").len();
+    assert!(masks > 5, "{masks}");
+    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_file(&out);
+}
 fn model() -> String {
     let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../assets/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf");
     assert!(p.exists(), "{}: run `bash scripts/fetch-assets.sh` from the repository root", p.display());

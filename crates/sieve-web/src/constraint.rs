@@ -209,12 +209,17 @@ impl Matcher {
     /// Writes the allowed next tokens into the first `vocabulary.maskWords` words of `mask`.
     #[wasm_bindgen(js_name = fillNextTokenBitmask)]
     pub fn fill_next_token_bitmask(&mut self, mask: &js_sys::Uint32Array) -> Result<(), JsError> {
-        let words = self.row.len();
-        if (mask.length() as usize) < words {
-            return Err(JsError::new(&format!("the mask has {} words; the vocabulary needs {words}", mask.length())));
+        let (words, length) = (self.row.len(), mask.length() as usize);
+        if length < words {
+            return Err(JsError::new(&format!("the mask has {length} words; the vocabulary needs {words}")));
         }
         self.inner.fill_next_token_bitmask(&mut self.row).map_err(js_error)?;
-        mask.subarray(0, words as u32).copy_from(&self.row);
+        // A longer array takes a view of its head; an exact one (the usual case) needs none.
+        if length == words {
+            mask.copy_from(&self.row);
+        } else {
+            mask.subarray(0, words as u32).copy_from(&self.row);
+        }
         Ok(())
     }
 
