@@ -340,7 +340,7 @@ fn int_bounds(lo: Option<&Bound>, hi: Option<&Bound>) -> (Option<Dec>, Option<De
         Dec { neg, int, frac: String::new() }
     });
     let hi = hi.map(|(d, excl)| {
-        let down = d.neg && (!d.frac.is_empty() || *excl) || !d.neg && d.frac.is_empty() && *excl;
+        let down = if d.neg { !d.frac.is_empty() || *excl } else { d.frac.is_empty() && *excl };
         let (neg, int) = if d.neg {
             (true, if down { inc(&d.int) } else { d.int.clone() })
         } else if down {
