@@ -63,6 +63,10 @@ pub struct Compiler<'a> {
     negations: usize,
     opaque_of: HashMap<String, String>,
     order_states: usize,
+    /// The member sets written in any order, by the object's members,
+    /// extras and counts: an identical object (a definition met again)
+    /// reuses them.
+    member_sets: HashMap<MemberKey, Option<String>>,
     /// Translated patterns by source text (a pattern is often checked on
     /// many values and met in many subschemas).
     patterns: RefCell<HashMap<String, Result<Rc<Re>, regex::PatternError>>>,
@@ -89,6 +93,7 @@ impl<'a> Compiler<'a> {
             negations: 0,
             opaque_of: HashMap::new(),
             order_states: 0,
+            member_sets: HashMap::new(),
             patterns: RefCell::new(HashMap::new()),
         }
     }
@@ -1361,7 +1366,13 @@ impl<'a> Compiler<'a> {
         if let PropertyOrder::AnyUpTo(n) = self.opts.property_order
             && entries.len() <= usize::from(n.min(16)) && entries.len() > 1
             && self.order_states + (1 << entries.len()) <= self.opts.limits.max_order_states {
+                // Counted at every object, shared or not, so that the same
+                // objects take any order as when each is written out.
                 self.order_states += 1 << entries.len();
+                let key = (entries.to_vec(), extra.map(String::from), min_p, max_p);
+                if let Some(done) = self.member_sets.get(&key) {
+                    return Ok(done.clone());
+                }
                 // Each member is a rule kept out of line, called from each
                 // set of members written. The set rules form one right-linear
                 // cycle, which the grammar compiler inlines as one automaton
@@ -1386,7 +1397,9 @@ impl<'a> Compiler<'a> {
                 let sep = Some(self.opaque("sep", sep)?);
                 let root = self.rules.reserve("members");
                 let shape = MemberShape { entries: &named, lead_extras, sep, root, ..shape };
-                return self.member_set(&shape, 0, &mut HashMap::new(), &mut HashMap::new());
+                let sets = self.member_set(&shape, 0, &mut HashMap::new(), &mut HashMap::new())?;
+                self.member_sets.insert(key, sets.clone());
+                return Ok(sets);
             }
         let mut memo: HashMap<(usize, bool, u64), Option<String>> = HashMap::new();
         self.member_state(&shape, 0, true, 0, &mut memo)
@@ -2197,6 +2210,10 @@ fn negate(nm: &Map<String, Value>, want: &[&'static str], int_only: bool, legacy
     }
     Ok(out)
 }
+
+/// What an object's members in any order depend on: its members (name,
+/// expression, required), its extras rule and its member counts.
+type MemberKey = (Vec<(String, Expr, bool)>, Option<String>, u64, Option<u64>);
 
 /// The fixed parts of an object's member sequence.
 struct MemberShape<'e> {
