@@ -31,6 +31,22 @@ const PATTERNS: &str = "x-sieve-patterns";
 const TYPES: [&str; 7] = ["null", "boolean", "object", "array", "number", "integer", "string"];
 
 /// Keywords that constrain values but are not translated.
+/// Keywords [`Compiler::flatten`] merges in or [`Compiler::compile_map`]
+/// rewrites; a map without them is translated as it stands.
+const REWRITTEN: &[&str] = &[
+    "allOf",
+    "if",
+    "dependencies",
+    "dependentRequired",
+    "dependentSchemas",
+    "$ref",
+    "not",
+    "anyOf",
+    "oneOf",
+    "const",
+    "enum",
+];
+
 const UNSUPPORTED: &[&str] = &[
     "unevaluatedProperties",
     "unevaluatedItems",
@@ -222,6 +238,11 @@ impl<'a> Compiler<'a> {
             if self.legacy || !has_siblings {
                 return self.ref_rule(r, ptr);
             }
+        }
+        if m.keys().all(|k| !REWRITTEN.contains(&k.as_str())) {
+            // Nothing to merge or rewrite: translated in place, not copied.
+            self.check_unsupported(m, ptr)?;
+            return self.compile_types(m, ptr);
         }
         let merged = self.flatten(m, ptr)?;
         self.compile_map(merged, ptr)
@@ -518,11 +539,7 @@ impl<'a> Compiler<'a> {
 
     /// Translate a flattened keyword map.
     fn compile_map(&mut self, mut m: Map<String, Value>, ptr: &str) -> Res<Expr> {
-        for kw in UNSUPPORTED {
-            if m.contains_key(*kw) {
-                self.unsupported(kw, ptr, "keyword not translated")?;
-            }
-        }
+        self.check_unsupported(&m, ptr)?;
         // `not`: conjoined where exact (a negation may bring further `not`s);
         // with enum/const, checked per value below.
         let mut rounds = 0;
@@ -542,23 +559,14 @@ impl<'a> Compiler<'a> {
         // Branches: siblings go into each branch.
         for kw in ["anyOf", "oneOf"] {
             if let Some(branches) = m.remove(kw) {
-                let branches = branches.as_array().cloned().ok_or_else(|| invalid(kw, ptr, "must be an array"))?;
+                let Value::Array(branches) = branches else { return Err(invalid(kw, ptr, "must be an array")) };
                 return self.branches(kw, &branches, m, ptr);
             }
         }
-        if m.keys().all(|k| is_annotation(k) || !is_known_keyword(k)) {
-            return Ok(Some(self.any_value()?));
+        if !m.contains_key("const") && !m.contains_key("enum") {
+            return self.compile_types(&m, ptr);
         }
-        let types: Vec<String> = match m.get("type") {
-            None => TYPES.iter().map(|s| s.to_string()).collect(),
-            Some(t) => {
-                let l = type_list(t);
-                if l.is_empty() && !t.is_array() {
-                    return Err(invalid("type", ptr, "must be a string or an array of strings"));
-                }
-                l.iter().filter_map(|v| v.as_str().map(String::from)).collect()
-            }
-        };
+        type_names(&m, ptr)?;
         if let Some(c) = m.remove("const") {
             m.insert("enum".into(), Value::Array(vec![c]));
         }
@@ -578,18 +586,38 @@ impl<'a> Compiler<'a> {
             }
             return Ok(if alts.is_empty() { None } else { Some(self.add("enum", alts.join(" | "))?) });
         }
+        self.compile_types(&m, ptr)
+    }
+
+    /// Errors (strict) or warns (lenient) on the keywords not translated.
+    fn check_unsupported(&mut self, m: &Map<String, Value>, ptr: &str) -> Res<()> {
+        for kw in UNSUPPORTED {
+            if m.contains_key(*kw) {
+                self.unsupported(kw, ptr, "keyword not translated")?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Translate a keyword map without `not`, `anyOf`, `oneOf`, `const`
+    /// or `enum`: one alternative per type.
+    fn compile_types(&mut self, m: &Map<String, Value>, ptr: &str) -> Res<Expr> {
+        if m.keys().all(|k| is_annotation(k) || !is_known_keyword(k)) {
+            return Ok(Some(self.any_value()?));
+        }
+        let types = type_names(m, ptr)?;
         let mut alts = Vec::new();
         let has_number = types.iter().any(|t| t == "number");
         for t in &types {
             let e = match t.as_str() {
                 "null" => Some("\"null\"".to_string()),
                 "boolean" => Some("(\"true\" | \"false\")".to_string()),
-                "number" => self.number(&m, false, ptr)?,
-                "integer" if !has_number => self.number(&m, true, ptr)?,
+                "number" => self.number(m, false, ptr)?,
+                "integer" if !has_number => self.number(m, true, ptr)?,
                 "integer" => None,
-                "string" => self.string(&m, ptr)?,
-                "array" => self.array(&m, ptr)?,
-                "object" => self.object(&m, ptr)?,
+                "string" => self.string(m, ptr)?,
+                "array" => self.array(m, ptr)?,
+                "object" => self.object(m, ptr)?,
                 other => return Err(invalid("type", ptr, &format!("unknown type {other:?}"))),
             };
             if let Some(e) = e {
@@ -1272,7 +1300,7 @@ impl<'a> Compiler<'a> {
             .map(|r| r.iter().filter_map(|x| x.as_str().map(String::from)).collect())
             .unwrap_or_default();
         let default_ap = Value::Bool(self.opts.additional_properties_default);
-        let ap = m.get("additionalProperties").unwrap_or(&default_ap).clone();
+        let ap = m.get("additionalProperties").unwrap_or(&default_ap);
         let min_p = count(m, "minProperties", ptr)?.unwrap_or(0);
         let max_p = count(m, "maxProperties", ptr)?;
         let mut patterns: Vec<(Re, Value, String)> = Vec::new();
@@ -1289,15 +1317,17 @@ impl<'a> Compiler<'a> {
         }
         let names_schema = m.get("propertyNames");
         // Declared properties, in schema order, then required names not declared.
-        let mut names: Vec<(String, Value, String)> = props
+        // Subschemas are borrowed: copying them at every level of nesting
+        // would take time quadratic in the schema's depth.
+        let mut names: Vec<(String, Cow<'_, Value>, String)> = props
             .iter()
-            .map(|(k, v)| (k.clone(), v.clone(), child(&child(ptr, "properties"), k)))
+            .map(|(k, v)| (k.clone(), Cow::Borrowed(v), child(&child(ptr, "properties"), k)))
             .collect();
+        let anything = Value::Bool(true);
         for r in &required {
             if !props.contains_key(r) {
-                let matching: Vec<Value> = patterns.iter().filter(|p| p.0.matches(r)).map(|p| p.1.clone()).collect();
-                let s = if !matching.is_empty() { Value::Bool(true) } else { ap.clone() };
-                names.push((r.clone(), s, child(ptr, "required")));
+                let s = if patterns.iter().any(|p| p.0.matches(r)) { &anything } else { &ap };
+                names.push((r.clone(), Cow::Borrowed(s), child(ptr, "required")));
             }
         }
         let mut entries: Vec<(String, Expr, bool)> = Vec::new();
@@ -1305,17 +1335,21 @@ impl<'a> Compiler<'a> {
             let mut parts = vec![s];
             for (re, ps, _) in &patterns {
                 if re.matches(&name) {
-                    parts.push(ps.clone());
+                    parts.push(Cow::Borrowed(ps));
                 }
             }
             if let Some(ns) = names_schema {
                 match self.check(ns, &Value::String(name.clone()), 0) {
                     Some(true) => {}
-                    Some(false) => parts.push(Value::Bool(false)),
+                    Some(false) => parts.push(Cow::Owned(Value::Bool(false))),
                     None => self.unsupported("propertyNames", ptr, "propertyNames that cannot be checked on declared names")?,
                 }
             }
-            let s = if parts.len() == 1 { parts.remove(0) } else { keyword("allOf", Value::Array(parts)) };
+            let s = if parts.len() == 1 {
+                parts.remove(0)
+            } else {
+                Cow::Owned(keyword("allOf", Value::Array(parts.into_iter().map(Cow::into_owned).collect())))
+            };
             let e = self.schema(&s, &nptr)?;
             let req = required.contains(&name);
             if e.is_none() && req {
@@ -1328,7 +1362,7 @@ impl<'a> Compiler<'a> {
         // Extra members: keys outside the declared names, split by which
         // patterns they match (none: additionalProperties).
         let known: Vec<String> = entries.iter().map(|e| e.0.clone()).collect();
-        let extra = self.extra_members(&known, &patterns, &ap, names_schema, ptr)?;
+        let extra = self.extra_members(&known, &patterns, ap, names_schema, ptr)?;
         let extra = match extra {
             Some(e) => Some(self.add("member", e)?),
             None => None,
@@ -1869,6 +1903,20 @@ const KINDS: [&str; 6] = ["null", "boolean", "object", "array", "string", "numbe
 
 /// Most `not`s one translation may expand (each may add alternatives).
 const MAX_NEGATIONS: usize = 4096;
+
+/// The types `type` names (all of them when it is absent).
+fn type_names(m: &Map<String, Value>, ptr: &str) -> Res<Vec<String>> {
+    Ok(match m.get("type") {
+        None => TYPES.iter().map(|s| s.to_string()).collect(),
+        Some(t) => {
+            let l = type_list(t);
+            if l.is_empty() && !t.is_array() {
+                return Err(invalid("type", ptr, "must be a string or an array of strings"));
+            }
+            l.iter().filter_map(|v| v.as_str().map(String::from)).collect()
+        }
+    })
+}
 
 fn kind_of(t: &str) -> &'static str {
     match t {
