@@ -1431,7 +1431,9 @@ impl<'a> Compiler<'a> {
                 let sep = Some(self.opaque("sep", sep)?);
                 let root = self.rules.reserve("members");
                 let shape = MemberShape { entries: &named, lead_extras, sep, root, ..shape };
-                let sets = self.member_set(&shape, 0, &mut HashMap::new(), &mut HashMap::new())?;
+                let mut memo = vec![None; 1 << named.len()];
+                self.member_set(&shape, 0, &mut memo, &mut HashMap::new())?;
+                let sets = memo[0].take().flatten();
                 self.member_sets.insert(key, sets.clone());
                 return Ok(sets);
             }
@@ -1440,16 +1442,18 @@ impl<'a> Compiler<'a> {
     }
 
     /// Declared members in any order: the state is the set already written.
-    /// `tails` memoizes [`Compiler::member_state`] past the declared members.
+    /// Writes the rule of set `seen` (`None`: no member sequence continues
+    /// from it) into `memo[seen]`, indexed by the set's bits; `tails`
+    /// memoizes [`Compiler::member_state`] past the declared members.
     fn member_set(
         &mut self,
         sh: &MemberShape<'_>,
         seen: u32,
-        memo: &mut HashMap<u32, Option<String>>,
+        memo: &mut [Option<Option<String>>],
         tails: &mut HashMap<(usize, bool, u64), Option<String>>,
-    ) -> Res<Option<String>> {
-        if let Some(done) = memo.get(&seen) {
-            return Ok(done.clone());
+    ) -> Res<()> {
+        if memo[seen as usize].is_some() {
+            return Ok(());
         }
         let cnt = u64::from(seen.count_ones());
         let first = seen == 0;
@@ -1465,7 +1469,9 @@ impl<'a> Compiler<'a> {
                 if seen >> i & 1 == 1 {
                     continue;
                 }
-                if let Some(next) = self.member_set(sh, seen | 1 << i, memo, tails)? {
+                let larger = (seen | 1 << i) as usize;
+                self.member_set(sh, larger as u32, memo, tails)?;
+                if let Some(Some(next)) = &memo[larger] {
                     if count > 0 {
                         nexts.push_str(" | ");
                     }
@@ -1474,7 +1480,7 @@ impl<'a> Compiler<'a> {
                     if next != "\"\"" {
                         grows = true;
                         nexts.push(' ');
-                        nexts.push_str(&next);
+                        nexts.push_str(next);
                     }
                 }
             }
@@ -1484,14 +1490,19 @@ impl<'a> Compiler<'a> {
             match (first, &sh.lead_extras, &sh.sep) {
                 (true, Some(x), _) => body += &format!("{x} "),
                 (true, None, _) => {}
-                (false, _, Some(sep)) => body += &format!("{sep} "),
+                (false, _, Some(sep)) => {
+                    body += sep;
+                    body.push(' ');
+                }
                 (false, Some(x), None) => body += &format!("{ws} \",\" {ws} {x} ", ws = self.ws),
                 (false, None, None) => body += &format!("{ws} \",\" {ws} ", ws = self.ws),
             }
             if count == 1 {
                 body += &nexts;
             } else {
-                body += &format!("({nexts})");
+                body.push('(');
+                body += &nexts;
+                body.push(')');
             }
         }
         let all_required = sh.entries.iter().enumerate().all(|(i, e)| !e.2 || seen >> i & 1 == 1);
@@ -1532,8 +1543,8 @@ impl<'a> Compiler<'a> {
             // Nothing refers to the reserved first set; it still needs a body.
             self.rules.define(&sh.root, NEVER.to_string());
         }
-        memo.insert(seen, name.clone());
-        Ok(name)
+        memo[seen as usize] = Some(name);
+        Ok(())
     }
 
     /// A rule that matches nothing.
