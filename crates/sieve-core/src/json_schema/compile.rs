@@ -1414,7 +1414,7 @@ impl<'a> Compiler<'a> {
                 let mut named: Vec<(String, Expr, bool)> = Vec::new();
                 for (k, kv, req) in entries {
                     let kv = match kv {
-                        Some(kv) => Some(self.opaque("member", kv.clone())?),
+                        Some(kv) => Some(self.opaque("key", kv.clone())?),
                         None => None,
                     };
                     named.push((k.clone(), kv, *req));
@@ -1429,7 +1429,7 @@ impl<'a> Compiler<'a> {
                     None => format!("{ws} \",\" {ws}"),
                 };
                 let sep = Some(self.opaque("sep", sep)?);
-                let root = self.rules.reserve("members");
+                let root = self.rules.reserve("set");
                 let shape = MemberShape { entries: &named, lead_extras, sep, root, ..shape };
                 let mut memo = vec![None; 1 << named.len()];
                 self.member_set(&shape, 0, &mut memo, &mut HashMap::new())?;
@@ -1533,7 +1533,7 @@ impl<'a> Compiler<'a> {
                     if self.rules.size() > self.opts.limits.max_grammar_bytes {
                         return Err(err("", "", SchemaErrorKind::Limit("max_grammar_bytes")));
                     }
-                    let name = self.rules.reserve("members");
+                    let name = self.rules.reserve("set");
                     self.rules.define(&name, body);
                     Some(name)
                 }
