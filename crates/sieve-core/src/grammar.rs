@@ -163,8 +163,16 @@ impl<'a> Builder<'a> {
         let accept = self.add(N::Accept { rule: k })?;
         let start = self.inlined(q, accept)?;
         while let Some((q, next, p)) = self.pending.pop() {
-            let e = self.expr(self.p.rules[q as usize].body, next)?;
-            self.set_eps(p, &[e]);
+            let body = self.p.rules[q as usize].body;
+            // The placeholder moves straight to a body's alternatives (no
+            // state of their own in between).
+            let starts = match self.p.expr(body) {
+                Expr::Alt { first, end } => {
+                    self.p.kids(first, end).iter().map(|&a| self.expr(a, next)).collect::<Result<Vec<_>, _>>()?
+                }
+                _ => vec![self.expr(body, next)?],
+            };
+            self.set_eps(p, &starts);
         }
         Ok(start)
     }
