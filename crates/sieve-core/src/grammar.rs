@@ -618,11 +618,11 @@ impl Grammar {
                         continue;
                     }
                     match core[s as usize].kind {
+                        // A rule's one accept state, reached once.
                         Kind::Accept { rule } => {
-                            if !std::mem::replace(&mut flag[rule as usize], true) {
-                                for w in std::mem::take(&mut waiting[rule as usize]) {
-                                    stack.extend_from_slice(list(next_lists[w as usize]));
-                                }
+                            flag[rule as usize] = true;
+                            for w in std::mem::take(&mut waiting[rule as usize]) {
+                                stack.extend_from_slice(list(next_lists[w as usize]));
                             }
                         }
                         Kind::Byte { .. } | Kind::Ranges { .. } if bytes => stack.extend_from_slice(list(next_lists[s as usize])),

@@ -1326,7 +1326,7 @@ impl<'a> Compiler<'a> {
         let anything = Value::Bool(true);
         for r in &required {
             if !props.contains_key(r) {
-                let s = if patterns.iter().any(|p| p.0.matches(r)) { &anything } else { &ap };
+                let s = if patterns.iter().any(|p| p.0.matches(r)) { &anything } else { ap };
                 names.push((r.clone(), Cow::Borrowed(s), child(ptr, "required")));
             }
         }
