@@ -412,6 +412,10 @@ impl Calls {
     }
 }
 
+/// Rules a copy of a component holds, `(rule, cost)`, continued by those of
+/// the component named (see [`plan`]).
+type Held = (Vec<(u32, usize)>, Option<usize>);
+
 fn plan(p: &gbnf::Parsed, calls: &Calls) -> Vec<bool> {
     let rules = &p.rules;
     let (comp, ncomp) = components(calls);
@@ -431,10 +435,12 @@ fn plan(p: &gbnf::Parsed, calls: &Calls) -> Vec<bool> {
     }
     let mut inline = vec![false; rules.len()];
     // Per inlined component: the rules one copy holds once, with their own
-    // cost, and whether a copy calls nothing (an automaton). A copy above
+    // cost (a list, continued by the list of the component it names: a
+    // chain of rules each ending in the next shares one list), and whether
+    // a copy calls nothing (an automaton). A copy above
     // [`INLINE_MAX_AUTOMATON`] keeps no list: any copy holding it is too
     // large to inline at every reference as well.
-    let mut shared: Vec<Vec<(u32, usize)>> = vec![Vec::new(); ncomp];
+    let mut shared: Vec<Held> = vec![(Vec::new(), None); ncomp];
     let mut shared_cost = vec![0usize; ncomp];
     let mut regular = vec![false; ncomp];
     let mut mark = vec![usize::MAX; rules.len()];
@@ -464,27 +470,38 @@ fn plan(p: &gbnf::Parsed, calls: &Calls) -> Vec<bool> {
         }
         tails.sort_unstable();
         tails.dedup();
-        let huge = tails.iter().any(|&t| shared_cost[t] > INLINE_MAX_AUTOMATON);
-        if !huge {
+        let own = held.iter().fold(0usize, |s, x| s.saturating_add(x.1));
+        let mut rest = None;
+        let size = if tails.iter().any(|&t| shared_cost[t] > INLINE_MAX_AUTOMATON) {
+            usize::MAX
+        } else if let [t] = tails[..] {
+            // One tail (whose rules are not this component's): its list continues this one.
+            rest = Some(t);
+            own.saturating_add(shared_cost[t])
+        } else {
             // The union of the tails' lists (`mark` says which list last took a rule).
             for &(q, _) in &held {
                 mark[q as usize] = c;
             }
             for t in tails {
-                for &(q, cost) in &shared[t] {
-                    if std::mem::replace(&mut mark[q as usize], c) != c {
-                        held.push((q, cost));
+                let mut list = Some(t);
+                while let Some(k) = list {
+                    for &(q, cost) in &shared[k].0 {
+                        if std::mem::replace(&mut mark[q as usize], c) != c {
+                            held.push((q, cost));
+                        }
                     }
+                    list = shared[k].1;
                 }
             }
-        }
-        let size = if huge { usize::MAX } else { held.iter().fold(0usize, |s, x| s.saturating_add(x.1)) };
+            held.iter().fold(0usize, |s, x| s.saturating_add(x.1))
+        };
         // Referenced once, a component is never copied: inline it at any size.
         let max = if calls { INLINE_MAX } else { INLINE_MAX_AUTOMATON };
         if (!cyclic || linear) && (size <= max || outside[c] == 1) {
             members[c].iter().for_each(|&q| inline[q as usize] = true);
             if size <= INLINE_MAX_AUTOMATON {
-                shared[c] = held;
+                shared[c] = (held, rest);
             }
             shared_cost[c] = size;
             regular[c] = !calls;
