@@ -101,7 +101,12 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 impl Constraint {
     /// Compiles a source under the given limits.
     pub fn compile(source: &ConstraintSource, limits: &Limits) -> Result<Constraint, CompileError> {
-        let program = match source {
+        Self::compile_owned(source.clone(), limits)
+    }
+
+    /// [`Constraint::compile`] keeping `source` (a grammar's text is not copied).
+    pub(crate) fn compile_owned(source: ConstraintSource, limits: &Limits) -> Result<Constraint, CompileError> {
+        let program = match &source {
             ConstraintSource::Regex(r) => Program::Regex(RegexProgram::new(r, limits.max_regex_bytes)?),
             ConstraintSource::Choices(c) => {
                 let alts: Vec<String> = c.iter().map(|s| regex_syntax::escape(s)).collect();
@@ -117,7 +122,7 @@ impl Constraint {
             return Err(CompileError::new(crate::CompileErrorKind::Empty, "the grammar matches no string"));
         }
         Ok(Constraint {
-            inner: Arc::new(Inner { source: source.clone(), program, limits: *limits, runtimes: Mutex::new(Vec::new()) }),
+            inner: Arc::new(Inner { source, program, limits: *limits, runtimes: Mutex::new(Vec::new()) }),
         })
     }
 
@@ -133,7 +138,7 @@ impl Constraint {
 
     /// A GBNF grammar under explicit limits.
     pub fn gbnf_with_limits(grammar: &str, limits: &Limits) -> Result<Constraint, CompileError> {
-        Self::compile(&ConstraintSource::Gbnf(grammar.to_string()), limits)
+        Self::compile_owned(ConstraintSource::Gbnf(grammar.to_string()), limits)
     }
 
     /// Exactly one of the given strings.

@@ -130,6 +130,10 @@ impl<'a> Parser<'a> {
     }
 
     fn peek(&self) -> Option<char> {
+        let b = *self.src.as_bytes().get(self.pos)?;
+        if b.is_ascii() {
+            return Some(b as char);
+        }
         self.src[self.pos..].chars().next()
     }
 
@@ -141,17 +145,15 @@ impl<'a> Parser<'a> {
 
     /// Skips blanks and comments; newlines too when `newlines`.
     fn space(&mut self, newlines: bool) {
-        while let Some(c) = self.peek() {
+        let src = self.src.as_bytes();
+        while let Some(&c) = src.get(self.pos) {
             match c {
-                ' ' | '\t' => self.pos += 1,
-                '\r' | '\n' if newlines => self.pos += 1,
-                '#' => {
-                    while let Some(c) = self.peek() {
-                        if c == '\n' || c == '\r' {
-                            break;
-                        }
-                        self.bump();
-                    }
+                b' ' | b'\t' => self.pos += 1,
+                b'\r' | b'\n' if newlines => self.pos += 1,
+                b'#' => {
+                    // To the line's end (a line break is one byte, never inside a character).
+                    let rest = &src[self.pos..];
+                    self.pos += rest.iter().position(|&b| b == b'\n' || b == b'\r').unwrap_or(rest.len());
                 }
                 _ => break,
             }

@@ -163,8 +163,16 @@ impl<'a> Builder<'a> {
         let accept = self.add(N::Accept { rule: k })?;
         let start = self.inlined(q, accept)?;
         while let Some((q, next, p)) = self.pending.pop() {
-            let e = self.expr(self.p.rules[q as usize].body, next)?;
-            self.set_eps(p, &[e]);
+            let body = self.p.rules[q as usize].body;
+            // The placeholder moves straight to a body's alternatives (no
+            // state of their own in between).
+            let starts = match self.p.expr(body) {
+                Expr::Alt { first, end } => {
+                    self.p.kids(first, end).iter().map(|&a| self.expr(a, next)).collect::<Result<Vec<_>, _>>()?
+                }
+                _ => vec![self.expr(body, next)?],
+            };
+            self.set_eps(p, &starts);
         }
         Ok(start)
     }
@@ -297,8 +305,10 @@ fn cost(p: &gbnf::Parsed, e: u32, tail: bool, r: &mut dyn FnMut(u32, bool) -> us
             Some(0) => 0,
             // One copy continues where the repetition does; the others do not.
             Some(max) => {
-                let others = cost(p, expr, false, r).saturating_mul(max as usize - 1);
-                cost(p, expr, tail, r).saturating_add(others).saturating_add((max - min.min(max)) as usize)
+                // Each estimate is taken once: nested repetitions stay linear.
+                let other = cost(p, expr, false, r);
+                let last = if tail { cost(p, expr, true, r) } else { other };
+                last.saturating_add(other.saturating_mul(max as usize - 1)).saturating_add((max - min.min(max)) as usize)
             }
         },
         Expr::Literal { first, end } => (end - first) as usize,
@@ -402,6 +412,10 @@ impl Calls {
     }
 }
 
+/// Rules a copy of a component holds, `(rule, cost)`, continued by those of
+/// the component named (see [`plan`]).
+type Held = (Vec<(u32, usize)>, Option<usize>);
+
 fn plan(p: &gbnf::Parsed, calls: &Calls) -> Vec<bool> {
     let rules = &p.rules;
     let (comp, ncomp) = components(calls);
@@ -421,9 +435,15 @@ fn plan(p: &gbnf::Parsed, calls: &Calls) -> Vec<bool> {
     }
     let mut inline = vec![false; rules.len()];
     // Per inlined component: the rules one copy holds once, with their own
-    // cost, and whether a copy calls nothing (an automaton).
-    let mut shared: Vec<Vec<(u32, usize)>> = vec![Vec::new(); ncomp];
+    // cost (a list, continued by the list of the component it names: a
+    // chain of rules each ending in the next shares one list), and whether
+    // a copy calls nothing (an automaton). A copy above
+    // [`INLINE_MAX_AUTOMATON`] keeps no list: any copy holding it is too
+    // large to inline at every reference as well.
+    let mut shared: Vec<Held> = vec![(Vec::new(), None); ncomp];
+    let mut shared_cost = vec![0usize; ncomp];
     let mut regular = vec![false; ncomp];
+    let mut mark = vec![usize::MAX; rules.len()];
     for c in 0..ncomp {
         let cyclic = members[c].len() > 1 || members[c].iter().any(|&q| calls.of(q as usize).iter().any(|c| c.0 == q));
         let (mut linear, mut tails, mut calls) = (true, Vec::new(), false);
@@ -443,22 +463,47 @@ fn plan(p: &gbnf::Parsed, calls: &Calls) -> Vec<bool> {
                     0
                 } else {
                     calls |= !regular[comp[r]];
-                    shared[comp[r]].iter().fold(0usize, |s, x| s.saturating_add(x.1))
+                    shared_cost[comp[r]]
                 }
             });
             held.push((q, own));
         }
-        for t in tails {
-            held.extend_from_slice(&shared[t]);
-        }
-        held.sort_unstable();
-        held.dedup_by_key(|x| x.0);
-        let size = held.iter().fold(0usize, |s, x| s.saturating_add(x.1));
+        tails.sort_unstable();
+        tails.dedup();
+        let own = held.iter().fold(0usize, |s, x| s.saturating_add(x.1));
+        let mut rest = None;
+        let size = if tails.iter().any(|&t| shared_cost[t] > INLINE_MAX_AUTOMATON) {
+            usize::MAX
+        } else if let [t] = tails[..] {
+            // One tail (whose rules are not this component's): its list continues this one.
+            rest = Some(t);
+            own.saturating_add(shared_cost[t])
+        } else {
+            // The union of the tails' lists (`mark` says which list last took a rule).
+            for &(q, _) in &held {
+                mark[q as usize] = c;
+            }
+            for t in tails {
+                let mut list = Some(t);
+                while let Some(k) = list {
+                    for &(q, cost) in &shared[k].0 {
+                        if std::mem::replace(&mut mark[q as usize], c) != c {
+                            held.push((q, cost));
+                        }
+                    }
+                    list = shared[k].1;
+                }
+            }
+            held.iter().fold(0usize, |s, x| s.saturating_add(x.1))
+        };
         // Referenced once, a component is never copied: inline it at any size.
         let max = if calls { INLINE_MAX } else { INLINE_MAX_AUTOMATON };
         if (!cyclic || linear) && (size <= max || outside[c] == 1) {
             members[c].iter().for_each(|&q| inline[q as usize] = true);
-            shared[c] = held;
+            if size <= INLINE_MAX_AUTOMATON {
+                shared[c] = (held, rest);
+            }
+            shared_cost[c] = size;
             regular[c] = !calls;
         }
     }
@@ -573,39 +618,38 @@ impl Grammar {
         let start_lists: Vec<(u32, u32)> = starts.iter().map(|&s| closure(s, &mut pool)).collect();
         let list = |l: (u32, u32)| &pool[l.0 as usize..l.1 as usize];
 
-        // Productive rules: those that derive some finite string.
+        // Productive rules: those that derive some finite string; nullable
+        // rules: those that derive the empty string. One search over the
+        // states of all rules at once: a call to a rule not yet known to
+        // qualify waits on it and resumes when the rule's end is reached.
         let nrules = start_lists.len();
-        let (mut seen, mut round) = (vec![0u32; core.len()], 0u32);
-        let mut reaches_accept = |from: (u32, u32), ok_call: &dyn Fn(u32) -> bool, bytes: bool| {
-            round += 1;
-            let mut stack: Vec<u32> = list(from).to_vec();
-            while let Some(s) = stack.pop() {
-                if std::mem::replace(&mut seen[s as usize], round) == round {
-                    continue;
-                }
-                match core[s as usize].kind {
-                    Kind::Accept { .. } => return true,
-                    Kind::Byte { .. } | Kind::Ranges { .. } if bytes => stack.extend(list(next_lists[s as usize])),
-                    Kind::Call { rule } if ok_call(rule) => stack.extend(list(next_lists[s as usize])),
-                    _ => {}
-                }
-            }
-            false
-        };
-        let mut fixpoint = |bytes: bool| {
+        let fixpoint = |bytes: bool| {
             let mut flag = vec![false; nrules];
-            loop {
-                let mut changed = false;
-                for r in 0..nrules {
-                    if !flag[r] && reaches_accept(start_lists[r], &|c| flag[c as usize], bytes) {
-                        flag[r] = true;
-                        changed = true;
+            let mut seen = vec![false; core.len()];
+            let mut waiting: Vec<Vec<u32>> = vec![Vec::new(); nrules];
+            let mut stack: Vec<u32> = Vec::new();
+            for &start in &start_lists {
+                stack.extend_from_slice(list(start));
+                while let Some(s) = stack.pop() {
+                    if std::mem::replace(&mut seen[s as usize], true) {
+                        continue;
+                    }
+                    match core[s as usize].kind {
+                        // A rule's one accept state, reached once.
+                        Kind::Accept { rule } => {
+                            flag[rule as usize] = true;
+                            for w in std::mem::take(&mut waiting[rule as usize]) {
+                                stack.extend_from_slice(list(next_lists[w as usize]));
+                            }
+                        }
+                        Kind::Byte { .. } | Kind::Ranges { .. } if bytes => stack.extend_from_slice(list(next_lists[s as usize])),
+                        Kind::Call { rule } if flag[rule as usize] => stack.extend_from_slice(list(next_lists[s as usize])),
+                        Kind::Call { rule } => waiting[rule as usize].push(s),
+                        _ => {}
                     }
                 }
-                if !changed {
-                    break flag;
-                }
             }
+            flag
         };
         let productive = fixpoint(true);
         let nullable = fixpoint(false);

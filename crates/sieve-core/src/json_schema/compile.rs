@@ -31,6 +31,22 @@ const PATTERNS: &str = "x-sieve-patterns";
 const TYPES: [&str; 7] = ["null", "boolean", "object", "array", "number", "integer", "string"];
 
 /// Keywords that constrain values but are not translated.
+/// Keywords [`Compiler::flatten`] merges in or [`Compiler::compile_map`]
+/// rewrites; a map without them is translated as it stands.
+const REWRITTEN: &[&str] = &[
+    "allOf",
+    "if",
+    "dependencies",
+    "dependentRequired",
+    "dependentSchemas",
+    "$ref",
+    "not",
+    "anyOf",
+    "oneOf",
+    "const",
+    "enum",
+];
+
 const UNSUPPORTED: &[&str] = &[
     "unevaluatedProperties",
     "unevaluatedItems",
@@ -63,6 +79,10 @@ pub struct Compiler<'a> {
     negations: usize,
     opaque_of: HashMap<String, String>,
     order_states: usize,
+    /// The member sets written in any order, by the object's members,
+    /// extras and counts: an identical object (a definition met again)
+    /// reuses them.
+    member_sets: HashMap<MemberKey, Option<String>>,
     /// Translated patterns by source text (a pattern is often checked on
     /// many values and met in many subschemas).
     patterns: RefCell<HashMap<String, Result<Rc<Re>, regex::PatternError>>>,
@@ -89,6 +109,7 @@ impl<'a> Compiler<'a> {
             negations: 0,
             opaque_of: HashMap::new(),
             order_states: 0,
+            member_sets: HashMap::new(),
             patterns: RefCell::new(HashMap::new()),
         }
     }
@@ -217,6 +238,11 @@ impl<'a> Compiler<'a> {
             if self.legacy || !has_siblings {
                 return self.ref_rule(r, ptr);
             }
+        }
+        if m.keys().all(|k| !REWRITTEN.contains(&k.as_str())) {
+            // Nothing to merge or rewrite: translated in place, not copied.
+            self.check_unsupported(m, ptr)?;
+            return self.compile_types(m, ptr);
         }
         let merged = self.flatten(m, ptr)?;
         self.compile_map(merged, ptr)
@@ -513,11 +539,7 @@ impl<'a> Compiler<'a> {
 
     /// Translate a flattened keyword map.
     fn compile_map(&mut self, mut m: Map<String, Value>, ptr: &str) -> Res<Expr> {
-        for kw in UNSUPPORTED {
-            if m.contains_key(*kw) {
-                self.unsupported(kw, ptr, "keyword not translated")?;
-            }
-        }
+        self.check_unsupported(&m, ptr)?;
         // `not`: conjoined where exact (a negation may bring further `not`s);
         // with enum/const, checked per value below.
         let mut rounds = 0;
@@ -537,23 +559,14 @@ impl<'a> Compiler<'a> {
         // Branches: siblings go into each branch.
         for kw in ["anyOf", "oneOf"] {
             if let Some(branches) = m.remove(kw) {
-                let branches = branches.as_array().cloned().ok_or_else(|| invalid(kw, ptr, "must be an array"))?;
+                let Value::Array(branches) = branches else { return Err(invalid(kw, ptr, "must be an array")) };
                 return self.branches(kw, &branches, m, ptr);
             }
         }
-        if m.keys().all(|k| is_annotation(k) || !is_known_keyword(k)) {
-            return Ok(Some(self.any_value()?));
+        if !m.contains_key("const") && !m.contains_key("enum") {
+            return self.compile_types(&m, ptr);
         }
-        let types: Vec<String> = match m.get("type") {
-            None => TYPES.iter().map(|s| s.to_string()).collect(),
-            Some(t) => {
-                let l = type_list(t);
-                if l.is_empty() && !t.is_array() {
-                    return Err(invalid("type", ptr, "must be a string or an array of strings"));
-                }
-                l.iter().filter_map(|v| v.as_str().map(String::from)).collect()
-            }
-        };
+        type_names(&m, ptr)?;
         if let Some(c) = m.remove("const") {
             m.insert("enum".into(), Value::Array(vec![c]));
         }
@@ -573,18 +586,38 @@ impl<'a> Compiler<'a> {
             }
             return Ok(if alts.is_empty() { None } else { Some(self.add("enum", alts.join(" | "))?) });
         }
+        self.compile_types(&m, ptr)
+    }
+
+    /// Errors (strict) or warns (lenient) on the keywords not translated.
+    fn check_unsupported(&mut self, m: &Map<String, Value>, ptr: &str) -> Res<()> {
+        for kw in UNSUPPORTED {
+            if m.contains_key(*kw) {
+                self.unsupported(kw, ptr, "keyword not translated")?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Translate a keyword map without `not`, `anyOf`, `oneOf`, `const`
+    /// or `enum`: one alternative per type.
+    fn compile_types(&mut self, m: &Map<String, Value>, ptr: &str) -> Res<Expr> {
+        if m.keys().all(|k| is_annotation(k) || !is_known_keyword(k)) {
+            return Ok(Some(self.any_value()?));
+        }
+        let types = type_names(m, ptr)?;
         let mut alts = Vec::new();
         let has_number = types.iter().any(|t| t == "number");
         for t in &types {
             let e = match t.as_str() {
                 "null" => Some("\"null\"".to_string()),
                 "boolean" => Some("(\"true\" | \"false\")".to_string()),
-                "number" => self.number(&m, false, ptr)?,
-                "integer" if !has_number => self.number(&m, true, ptr)?,
+                "number" => self.number(m, false, ptr)?,
+                "integer" if !has_number => self.number(m, true, ptr)?,
                 "integer" => None,
-                "string" => self.string(&m, ptr)?,
-                "array" => self.array(&m, ptr)?,
-                "object" => self.object(&m, ptr)?,
+                "string" => self.string(m, ptr)?,
+                "array" => self.array(m, ptr)?,
+                "object" => self.object(m, ptr)?,
                 other => return Err(invalid("type", ptr, &format!("unknown type {other:?}"))),
             };
             if let Some(e) = e {
@@ -1267,7 +1300,7 @@ impl<'a> Compiler<'a> {
             .map(|r| r.iter().filter_map(|x| x.as_str().map(String::from)).collect())
             .unwrap_or_default();
         let default_ap = Value::Bool(self.opts.additional_properties_default);
-        let ap = m.get("additionalProperties").unwrap_or(&default_ap).clone();
+        let ap = m.get("additionalProperties").unwrap_or(&default_ap);
         let min_p = count(m, "minProperties", ptr)?.unwrap_or(0);
         let max_p = count(m, "maxProperties", ptr)?;
         let mut patterns: Vec<(Re, Value, String)> = Vec::new();
@@ -1284,15 +1317,17 @@ impl<'a> Compiler<'a> {
         }
         let names_schema = m.get("propertyNames");
         // Declared properties, in schema order, then required names not declared.
-        let mut names: Vec<(String, Value, String)> = props
+        // Subschemas are borrowed: copying them at every level of nesting
+        // would take time quadratic in the schema's depth.
+        let mut names: Vec<(String, Cow<'_, Value>, String)> = props
             .iter()
-            .map(|(k, v)| (k.clone(), v.clone(), child(&child(ptr, "properties"), k)))
+            .map(|(k, v)| (k.clone(), Cow::Borrowed(v), child(&child(ptr, "properties"), k)))
             .collect();
+        let anything = Value::Bool(true);
         for r in &required {
             if !props.contains_key(r) {
-                let matching: Vec<Value> = patterns.iter().filter(|p| p.0.matches(r)).map(|p| p.1.clone()).collect();
-                let s = if !matching.is_empty() { Value::Bool(true) } else { ap.clone() };
-                names.push((r.clone(), s, child(ptr, "required")));
+                let s = if patterns.iter().any(|p| p.0.matches(r)) { &anything } else { ap };
+                names.push((r.clone(), Cow::Borrowed(s), child(ptr, "required")));
             }
         }
         let mut entries: Vec<(String, Expr, bool)> = Vec::new();
@@ -1300,17 +1335,21 @@ impl<'a> Compiler<'a> {
             let mut parts = vec![s];
             for (re, ps, _) in &patterns {
                 if re.matches(&name) {
-                    parts.push(ps.clone());
+                    parts.push(Cow::Borrowed(ps));
                 }
             }
             if let Some(ns) = names_schema {
                 match self.check(ns, &Value::String(name.clone()), 0) {
                     Some(true) => {}
-                    Some(false) => parts.push(Value::Bool(false)),
+                    Some(false) => parts.push(Cow::Owned(Value::Bool(false))),
                     None => self.unsupported("propertyNames", ptr, "propertyNames that cannot be checked on declared names")?,
                 }
             }
-            let s = if parts.len() == 1 { parts.remove(0) } else { keyword("allOf", Value::Array(parts)) };
+            let s = if parts.len() == 1 {
+                parts.remove(0)
+            } else {
+                Cow::Owned(keyword("allOf", Value::Array(parts.into_iter().map(Cow::into_owned).collect())))
+            };
             let e = self.schema(&s, &nptr)?;
             let req = required.contains(&name);
             if e.is_none() && req {
@@ -1323,7 +1362,7 @@ impl<'a> Compiler<'a> {
         // Extra members: keys outside the declared names, split by which
         // patterns they match (none: additionalProperties).
         let known: Vec<String> = entries.iter().map(|e| e.0.clone()).collect();
-        let extra = self.extra_members(&known, &patterns, &ap, names_schema, ptr)?;
+        let extra = self.extra_members(&known, &patterns, ap, names_schema, ptr)?;
         let extra = match extra {
             Some(e) => Some(self.add("member", e)?),
             None => None,
@@ -1361,7 +1400,13 @@ impl<'a> Compiler<'a> {
         if let PropertyOrder::AnyUpTo(n) = self.opts.property_order
             && entries.len() <= usize::from(n.min(16)) && entries.len() > 1
             && self.order_states + (1 << entries.len()) <= self.opts.limits.max_order_states {
+                // Counted at every object, shared or not, so that the same
+                // objects take any order as when each is written out.
                 self.order_states += 1 << entries.len();
+                let key = (entries.to_vec(), extra.map(String::from), min_p, max_p);
+                if let Some(done) = self.member_sets.get(&key) {
+                    return Ok(done.clone());
+                }
                 // Each member is a rule kept out of line, called from each
                 // set of members written. The set rules form one right-linear
                 // cycle, which the grammar compiler inlines as one automaton
@@ -1369,7 +1414,7 @@ impl<'a> Compiler<'a> {
                 let mut named: Vec<(String, Expr, bool)> = Vec::new();
                 for (k, kv, req) in entries {
                     let kv = match kv {
-                        Some(kv) => Some(self.opaque("member", kv.clone())?),
+                        Some(kv) => Some(self.opaque("key", kv.clone())?),
                         None => None,
                     };
                     named.push((k.clone(), kv, *req));
@@ -1384,25 +1429,31 @@ impl<'a> Compiler<'a> {
                     None => format!("{ws} \",\" {ws}"),
                 };
                 let sep = Some(self.opaque("sep", sep)?);
-                let root = self.rules.reserve("members");
+                let root = self.rules.reserve("set");
                 let shape = MemberShape { entries: &named, lead_extras, sep, root, ..shape };
-                return self.member_set(&shape, 0, &mut HashMap::new(), &mut HashMap::new());
+                let mut memo = vec![None; 1 << named.len()];
+                self.member_set(&shape, 0, &mut memo, &mut HashMap::new())?;
+                let sets = memo[0].take().flatten();
+                self.member_sets.insert(key, sets.clone());
+                return Ok(sets);
             }
         let mut memo: HashMap<(usize, bool, u64), Option<String>> = HashMap::new();
         self.member_state(&shape, 0, true, 0, &mut memo)
     }
 
     /// Declared members in any order: the state is the set already written.
-    /// `tails` memoizes [`Compiler::member_state`] past the declared members.
+    /// Writes the rule of set `seen` (`None`: no member sequence continues
+    /// from it) into `memo[seen]`, indexed by the set's bits; `tails`
+    /// memoizes [`Compiler::member_state`] past the declared members.
     fn member_set(
         &mut self,
         sh: &MemberShape<'_>,
         seen: u32,
-        memo: &mut HashMap<u32, Option<String>>,
+        memo: &mut [Option<Option<String>>],
         tails: &mut HashMap<(usize, bool, u64), Option<String>>,
-    ) -> Res<Option<String>> {
-        if let Some(done) = memo.get(&seen) {
-            return Ok(done.clone());
+    ) -> Res<()> {
+        if memo[seen as usize].is_some() {
+            return Ok(());
         }
         let cnt = u64::from(seen.count_ones());
         let first = seen == 0;
@@ -1418,7 +1469,9 @@ impl<'a> Compiler<'a> {
                 if seen >> i & 1 == 1 {
                     continue;
                 }
-                if let Some(next) = self.member_set(sh, seen | 1 << i, memo, tails)? {
+                let larger = (seen | 1 << i) as usize;
+                self.member_set(sh, larger as u32, memo, tails)?;
+                if let Some(Some(next)) = &memo[larger] {
                     if count > 0 {
                         nexts.push_str(" | ");
                     }
@@ -1427,7 +1480,7 @@ impl<'a> Compiler<'a> {
                     if next != "\"\"" {
                         grows = true;
                         nexts.push(' ');
-                        nexts.push_str(&next);
+                        nexts.push_str(next);
                     }
                 }
             }
@@ -1437,14 +1490,19 @@ impl<'a> Compiler<'a> {
             match (first, &sh.lead_extras, &sh.sep) {
                 (true, Some(x), _) => body += &format!("{x} "),
                 (true, None, _) => {}
-                (false, _, Some(sep)) => body += &format!("{sep} "),
+                (false, _, Some(sep)) => {
+                    body += sep;
+                    body.push(' ');
+                }
                 (false, Some(x), None) => body += &format!("{ws} \",\" {ws} {x} ", ws = self.ws),
                 (false, None, None) => body += &format!("{ws} \",\" {ws} ", ws = self.ws),
             }
             if count == 1 {
                 body += &nexts;
             } else {
-                body += &format!("({nexts})");
+                body.push('(');
+                body += &nexts;
+                body.push(')');
             }
         }
         let all_required = sh.entries.iter().enumerate().all(|(i, e)| !e.2 || seen >> i & 1 == 1);
@@ -1475,7 +1533,7 @@ impl<'a> Compiler<'a> {
                     if self.rules.size() > self.opts.limits.max_grammar_bytes {
                         return Err(err("", "", SchemaErrorKind::Limit("max_grammar_bytes")));
                     }
-                    let name = self.rules.reserve("members");
+                    let name = self.rules.reserve("set");
                     self.rules.define(&name, body);
                     Some(name)
                 }
@@ -1485,8 +1543,8 @@ impl<'a> Compiler<'a> {
             // Nothing refers to the reserved first set; it still needs a body.
             self.rules.define(&sh.root, NEVER.to_string());
         }
-        memo.insert(seen, name.clone());
-        Ok(name)
+        memo[seen as usize] = Some(name);
+        Ok(())
     }
 
     /// A rule that matches nothing.
@@ -1857,6 +1915,20 @@ const KINDS: [&str; 6] = ["null", "boolean", "object", "array", "string", "numbe
 /// Most `not`s one translation may expand (each may add alternatives).
 const MAX_NEGATIONS: usize = 4096;
 
+/// The types `type` names (all of them when it is absent).
+fn type_names(m: &Map<String, Value>, ptr: &str) -> Res<Vec<String>> {
+    Ok(match m.get("type") {
+        None => TYPES.iter().map(|s| s.to_string()).collect(),
+        Some(t) => {
+            let l = type_list(t);
+            if l.is_empty() && !t.is_array() {
+                return Err(invalid("type", ptr, "must be a string or an array of strings"));
+            }
+            l.iter().filter_map(|v| v.as_str().map(String::from)).collect()
+        }
+    })
+}
+
 fn kind_of(t: &str) -> &'static str {
     match t {
         "null" => "null",
@@ -2197,6 +2269,10 @@ fn negate(nm: &Map<String, Value>, want: &[&'static str], int_only: bool, legacy
     }
     Ok(out)
 }
+
+/// What an object's members in any order depend on: its members (name,
+/// expression, required), its extras rule and its member counts.
+type MemberKey = (Vec<(String, Expr, bool)>, Option<String>, u64, Option<u64>);
 
 /// The fixed parts of an object's member sequence.
 struct MemberShape<'e> {

@@ -4,6 +4,7 @@
 
 use super::regex::{CharSet, Re};
 use std::collections::HashMap;
+use std::hash::{BuildHasher, RandomState};
 use std::fmt::Write;
 use std::sync::LazyLock;
 
@@ -25,7 +26,10 @@ pub struct Rules {
     /// (see [`Rules::set_escape`]).
     escape: Option<String>,
     rules: Vec<(String, String)>,
-    by_body: HashMap<String, String>,
+    /// Rules added with [`Rules::add`] by a keyed hash of their body (the
+    /// bodies themselves stay in `rules`, not copied).
+    by_body: HashMap<u64, Vec<u32>>,
+    hasher: RandomState,
     total_len: usize,
     /// [`json_char`] of each set met (with `escape`): automata built for
     /// keys and patterns meet the same sets state after state.
@@ -35,12 +39,14 @@ pub struct Rules {
 impl Rules {
     /// Add (or reuse) a rule with this body; returns its name.
     pub fn add(&mut self, hint: &str, body: String) -> String {
-        if let Some(name) = self.by_body.get(&body) {
-            return name.clone();
+        let hash = self.hasher.hash_one(&body);
+        let same = self.by_body.entry(hash).or_default();
+        if let Some(&i) = same.iter().find(|&&i| self.rules[i as usize].1 == body) {
+            return self.rules[i as usize].0.clone();
         }
+        same.push(self.rules.len() as u32);
         let name = self.fresh(hint);
         self.total_len += body.len();
-        self.by_body.insert(body.clone(), name.clone());
         self.rules.push((name.clone(), body));
         name
     }

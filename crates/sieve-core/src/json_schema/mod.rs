@@ -254,7 +254,8 @@ impl crate::Constraint {
         options: &JsonSchemaOptions,
     ) -> Result<(crate::Constraint, Vec<Warning>), JsonSchemaError> {
         let g = to_gbnf(schema, options).map_err(JsonSchemaError::Schema)?;
-        let c = crate::Constraint::gbnf(&g.gbnf).map_err(JsonSchemaError::Grammar)?;
+        let c = crate::Constraint::compile_owned(crate::ConstraintSource::Gbnf(g.gbnf), &crate::Limits::default())
+            .map_err(JsonSchemaError::Grammar)?;
         Ok((c, g.warnings))
     }
 }
