@@ -899,6 +899,18 @@ struct Item {
 /// [`Chart::local`]).
 const OUTER: u32 = u32::MAX;
 
+/// Where an item of a set described apart from the chart started (see
+/// [`Chart::relative_set`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum Origin {
+    /// Outside the chart.
+    Outer,
+    /// In the set itself.
+    Own,
+    /// In the set it is opened on.
+    Below,
+}
+
 /// The Earley chart: one item set per byte consumed (plus the initial set).
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Chart {
@@ -1003,28 +1015,36 @@ impl Chart {
         })
     }
 
-    /// The newest set as `(state, origin)` with origins that are `OUTER` or
-    /// the set itself (`None` when another origin occurs).
-    pub fn relative_set(&self) -> Option<(Vec<(u32, bool)>, bool)> {
+    /// The newest set as `(state, origin)` with origins that are `OUTER`,
+    /// the set itself, or set `anchor` (`None` when another origin occurs).
+    pub fn relative_set(&self, anchor: Option<usize>) -> Option<(Vec<(u32, Origin)>, bool)> {
         let me = (self.starts.len() - 1) as u32;
+        let anchor = anchor.map_or(OUTER, |a| a as u32);
         let items = &self.items[self.current()..];
         let mut out = Vec::with_capacity(items.len());
         for it in items {
             match it.origin {
-                OUTER => out.push((it.state, false)),
-                o if o == me => out.push((it.state, true)),
+                OUTER => out.push((it.state, Origin::Outer)),
+                o if o == me => out.push((it.state, Origin::Own)),
+                o if o == anchor => out.push((it.state, Origin::Below)),
                 _ => return None,
             }
         }
         Some((out, self.outer_end()))
     }
 
-    /// Opens a set with known content (see [`Chart::relative_set`]).
-    pub fn push_relative(&mut self, items: impl IntoIterator<Item = (u32, bool)>, outer_end: bool) {
+    /// Opens a set with known content (see [`Chart::relative_set`]); items
+    /// of origin [`Origin::Below`] started in the set under it.
+    pub fn push_relative(&mut self, items: impl IntoIterator<Item = (u32, Origin)>, outer_end: bool) {
         let me = self.starts.len() as u32;
         self.open(self.items.len(), outer_end);
-        for (state, own) in items {
-            self.add(Item { state, origin: if own { me } else { OUTER } });
+        for (state, origin) in items {
+            let origin = match origin {
+                Origin::Outer => OUTER,
+                Origin::Own => me,
+                Origin::Below => me.saturating_sub(1),
+            };
+            self.add(Item { state, origin });
         }
     }
 

@@ -18,11 +18,13 @@
 //! The walks share a lazily built DFA over outer sets (sets whose items all
 //! belong to rules called from outside the local chart) and open sets
 //! (whose other items belong to rules called in the set itself: after a
-//! digit, the member that may follow the number is predicted): what follows
-//! such a set depends on nothing else, so each of its byte transitions is
-//! computed by an Earley step once and looked up afterwards. Inside a string
-//! or a number nearly every set is one of them, so a walk costs about one
-//! table lookup per trie node. Transitions are computed once per byte class.
+//! digit, the member that may follow the number is predicted; or called in
+//! one open set below: the inside of that member, or of a called block of a
+//! long string): what follows such a set depends on nothing else, so each
+//! of its byte transitions is computed by an Earley step once and looked up
+//! afterwards. Inside a string or a number nearly every set is one of them,
+//! so a walk costs about one table lookup per trie node. Transitions are
+//! computed once per byte class.
 //!
 //! Inside a string body most of the vocabulary is allowed, and walking it
 //! all is what costs. When every string of JSON string characters keeps the
@@ -37,7 +39,7 @@
 //! closing quote can end it, not every character before.
 
 use crate::error::MatchError;
-use crate::grammar::{Chart, ChartWalker, Grammar};
+use crate::grammar::{Chart, ChartWalker, Grammar, Origin};
 use crate::trie::{Slice, TokenTrie, Walker};
 use crate::vocab::Vocabulary;
 use crate::hash::FastMap;
@@ -261,11 +263,12 @@ struct SetDfa {
     /// way): `UNKNOWN`, `DEAD`, `CHART`, an outer set, or `OPEN | i`; in
     /// blocks of `ROWS` sets, so growing never copies them.
     trans: Vec<Box<[[u32; 256]]>>,
-    /// Open sets: sets whose items belong to rules called from outside or
-    /// called in the set itself. What follows them depends on nothing else
-    /// either, so they are DFA states too.
+    /// Open sets: sets whose items belong to rules called from outside,
+    /// in the set itself, or in one open set without an anchor (the set's
+    /// anchor). What follows them depends on nothing else either, so they
+    /// are DFA states too.
     open: Vec<OpenSet>,
-    open_ids: FastMap<Box<[(u32, bool)]>, u32>,
+    open_ids: FastMap<(u32, Box<[(u32, Origin)]>), u32>,
     /// The transitions of the open sets, as `trans`.
     open_trans: Vec<Box<[[u32; 256]]>>,
     /// Per set from which every character of the string slice lives and
@@ -279,8 +282,11 @@ struct SetDfa {
 /// Outer sets per block of transitions.
 const ROWS: usize = 64;
 
-/// A set's items as `(state, origin is the set itself)`, and its end flag.
-type OpenSet = (Box<[(u32, bool)]>, bool);
+/// A set's items as `(state, origin)` ([`Origin::Below`]: its anchor),
+/// its end flag, and its anchor (`NO_ANCHOR` when none).
+type OpenSet = (Box<[(u32, Origin)]>, bool, u32);
+
+const NO_ANCHOR: u32 = u32::MAX;
 
 impl SetDfa {
     fn intern(&mut self, states: Vec<u32>, end: bool) -> u32 {
@@ -296,13 +302,14 @@ impl SetDfa {
         id
     }
 
-    /// The id (`OPEN | i`) of the open set of `items` and `end` flag.
-    fn intern_open(&mut self, items: Vec<(u32, bool)>, end: bool) -> u32 {
+    /// The id (`OPEN | i`) of the open set of `items`, `end` flag and
+    /// `anchor`.
+    fn intern_open(&mut self, items: Vec<(u32, Origin)>, end: bool, anchor: u32) -> u32 {
         let next = self.open.len() as u32;
-        let id = *self.open_ids.entry(items.clone().into_boxed_slice()).or_insert(next);
+        let id = *self.open_ids.entry((anchor, items.clone().into_boxed_slice())).or_insert(next);
         if id == next {
             self.bytes += 256 * 4 + items.len() * 16 + 64;
-            self.open.push((items.into_boxed_slice(), end));
+            self.open.push((items.into_boxed_slice(), end, anchor));
             if (next as usize).is_multiple_of(ROWS) {
                 self.open_trans.push(vec![[UNKNOWN; 256]; ROWS].into_boxed_slice());
             }
@@ -325,14 +332,27 @@ impl SetDfa {
         if id & OPEN == 0 { self.sets[id as usize].1 } else { self.open[(id & !OPEN) as usize].1 }
     }
 
-    /// Opens set `id` (outer or open) on the chart.
-    fn open_on(&self, chart: &mut Chart, id: u32) {
+    /// Opens set `id` (outer or open) on the chart, on its anchor if it
+    /// has one; returns how many sets it opened.
+    fn open_on(&self, chart: &mut Chart, id: u32) -> u8 {
         if id & OPEN == 0 {
             let (states, end) = &self.sets[id as usize];
-            chart.push_relative(states.iter().map(|&s| (s, false)), *end);
-        } else {
-            let (items, end) = &self.open[(id & !OPEN) as usize];
-            chart.push_relative(items.iter().copied(), *end);
+            chart.push_relative(states.iter().map(|&s| (s, Origin::Outer)), *end);
+            return 1;
+        }
+        let (items, end, anchor) = &self.open[(id & !OPEN) as usize];
+        let below = if *anchor == NO_ANCHOR { 0 } else { self.open_on(chart, *anchor) };
+        chart.push_relative(items.iter().copied(), *end);
+        below + 1
+    }
+
+    /// The open set without an anchor that a set reached from `from` may
+    /// take as its anchor: `from` itself, or its anchor.
+    fn anchor_of(&self, from: u32) -> u32 {
+        match self.open.get((from & !OPEN) as usize) {
+            Some(&(_, _, anchor)) if from & OPEN != 0 && anchor != NO_ANCHOR => anchor,
+            _ if from & OPEN != 0 => from,
+            _ => NO_ANCHOR,
         }
     }
 
@@ -362,27 +382,36 @@ impl SetDfa {
     /// The transition of set `from` on `byte` by an Earley step on `w`'s
     /// chart (for steps that call rules). The chart is left as it was.
     fn step(&mut self, w: &mut ChartWalker, from: u32, byte: u8) -> Result<u32, MatchError> {
-        self.open_on(w.chart, from);
+        let opened = self.open_on(w.chart, from);
+        // The anchor is the lowest set opened (`from` or its anchor).
+        let anchor = self.anchor_of(from);
+        let below = (anchor != NO_ANCHOR).then(|| (w.chart.bytes() + 1 - opened as usize, anchor));
         let to = match w.push(byte) {
             Ok(true) => {
-                let to = self.classify(w.chart);
+                let to = self.classify(w.chart, below);
                 w.chart.pop();
                 Ok(to)
             }
             Ok(false) => Ok(DEAD),
             Err(e) => Err(e),
         };
-        w.chart.pop();
+        for _ in 0..opened {
+            w.chart.pop();
+        }
         to
     }
 
-    /// The id of the chart's newest set: an outer set, an open set, or
+    /// The id of the chart's newest set: an outer set, an open set (whose
+    /// anchor may be `anchor`: its place on the chart and its id), or
     /// `CHART` when it is neither.
-    fn classify(&mut self, chart: &Chart) -> u32 {
+    fn classify(&mut self, chart: &Chart, anchor: Option<(usize, u32)>) -> u32 {
         match chart.outer_states() {
             Some(states) => self.intern(states, chart.outer_end()),
-            None => match chart.relative_set() {
-                Some((items, end)) => self.intern_open(items, end),
+            None => match chart.relative_set(anchor.map(|a| a.0)) {
+                Some((items, end)) => {
+                    let anchored = items.iter().any(|x| x.1 == Origin::Below);
+                    self.intern_open(items, end, anchor.filter(|_| anchored).map_or(NO_ANCHOR, |a| a.1))
+                }
                 None => CHART,
             },
         }
@@ -549,7 +578,7 @@ impl Walker for SetWalker<'_, '_> {
             if !self.inner.push(byte)? {
                 return Ok(false);
             }
-            let id = match self.dfa.classify(self.inner.chart) {
+            let id = match self.dfa.classify(self.inner.chart, None) {
                 CHART => UNKNOWN,
                 id => id,
             };
@@ -560,14 +589,16 @@ impl Walker for SetWalker<'_, '_> {
             DEAD => Ok(false),
             CHART => {
                 // The step was taken once already: open `from` and take it again.
-                self.dfa.open_on(self.inner.chart, from);
+                let opened = self.dfa.open_on(self.inner.chart, from);
                 match self.inner.push(byte) {
                     Ok(true) => {
-                        self.frames.push((UNKNOWN, 2));
+                        self.frames.push((UNKNOWN, opened + 1));
                         Ok(true)
                     }
                     other => {
-                        self.inner.chart.pop();
+                        for _ in 0..opened {
+                            self.inner.chart.pop();
+                        }
                         other
                     }
                 }
