@@ -706,18 +706,19 @@ impl Grammar {
             + self.names.iter().map(|n| n.len() + 24).sum::<usize>()
     }
 
-    /// The bytes a string derived from `list` may start with, and whether
-    /// `list` may reach its rule's end without a byte; `first` holds each
-    /// rule's first bytes.
-    fn first_of(&self, list: (u32, u32), first: &[[u64; 4]]) -> ([u64; 4], bool) {
+    /// The bytes a string derived from `list` may start with before any
+    /// call, whether `list` may reach its rule's end without a byte, and
+    /// the rules it may call first (their first bytes belong to it too).
+    /// `seen` is scratch: one mark per state, `stamp` this walk's mark.
+    fn first_of(&self, list: (u32, u32), seen: &mut [u32], stamp: u32, calls: &mut Vec<u32>) -> ([u64; 4], bool) {
         let (mut set, mut end) = ([0u64; 4], false);
-        let (mut todo, mut seen) = (vec![list], Vec::new());
-        while let Some(list) = todo.pop() {
+        let mut next = Some(list);
+        let mut todo = Vec::new();
+        while let Some(list) = next.take().or_else(|| todo.pop()) {
             for &s in self.list(list) {
-                if seen.contains(&s) {
+                if std::mem::replace(&mut seen[s as usize], stamp) == stamp {
                     continue;
                 }
-                seen.push(s);
                 let c = &self.core[s as usize];
                 match c.kind {
                     Kind::Byte { lo, hi } => mark(&mut set, lo, hi),
@@ -726,7 +727,7 @@ impl Grammar {
                         .filter(|r| r.next.0 != r.next.1)
                         .for_each(|r| mark(&mut set, r.lo, r.hi)),
                     Kind::Call { rule } => {
-                        or(&mut set, &first[rule as usize]);
+                        calls.push(rule);
                         if self.rules[rule as usize].nullable {
                             todo.push(c.next);
                         }
@@ -738,49 +739,17 @@ impl Grammar {
         (set, end)
     }
 
-    /// Per rule: the bytes that may come right after it ends, in any
-    /// context (FOLLOW sets over bytes, by fixpoint).
-    pub fn follow_sets(&self) -> Vec<[u64; 4]> {
+    /// The rules' FOLLOW sets over bytes, computed per rule when asked
+    /// (see [`FollowSets`]).
+    pub fn follow_sets(&self) -> FollowSets {
+        let mut callers: Vec<Vec<u32>> = vec![Vec::new(); self.rules.len()];
+        for (s, c) in self.core.iter().enumerate() {
+            if let Kind::Call { rule } = c.kind {
+                callers[rule as usize].push(s as u32);
+            }
+        }
         let n = self.rules.len();
-        let mut first = vec![[0u64; 4]; n];
-        let mut changed = true;
-        while changed {
-            changed = false;
-            for r in 0..n {
-                let (set, _) = self.first_of(self.rules[r].start, &first);
-                changed |= set != first[r];
-                first[r] = set;
-            }
-        }
-        // Per call: the rule called, the caller, what follows the call and
-        // whether the caller may end right after it.
-        let calls: Vec<(usize, usize, [u64; 4], bool)> = self
-            .core
-            .iter()
-            .filter_map(|c| match c.kind {
-                Kind::Call { rule } => {
-                    let (set, end) = self.first_of(c.next, &first);
-                    Some((rule as usize, c.rule as usize, set, end))
-                }
-                _ => None,
-            })
-            .collect();
-        let mut follow = vec![[0u64; 4]; n];
-        let mut changed = true;
-        while changed {
-            changed = false;
-            for &(rule, caller, set, end) in &calls {
-                let mut f = follow[rule];
-                or(&mut f, &set);
-                if end {
-                    let g = follow[caller];
-                    or(&mut f, &g);
-                }
-                changed |= f != follow[rule];
-                follow[rule] = f;
-            }
-        }
-        follow
+        FollowSets { callers, first: vec![None; n], follow: vec![None; n], seen: vec![u32::MAX; self.core.len()], stamp: 0 }
     }
 
     /// The states after `byte` from `states` when those call no rule: the
@@ -883,6 +852,85 @@ fn mark(set: &mut [u64; 4], lo: u8, hi: u8) {
 
 fn or(set: &mut [u64; 4], other: &[u64; 4]) {
     set.iter_mut().zip(other).for_each(|(a, b)| *a |= b);
+}
+
+/// Per rule, the bytes that may come right after it ends, in any context
+/// (its FOLLOW set over bytes), computed when first asked: a union over the
+/// calls of the rule and, where a caller may end right after one, over
+/// the calls of the caller, and so on. Computing them all up front costs
+/// milliseconds on large grammars, where a mask asks for a few.
+#[derive(Debug, Default)]
+pub(crate) struct FollowSets {
+    /// Per rule, the call states that call it.
+    callers: Vec<Vec<u32>>,
+    /// Per rule, its FIRST set (once computed).
+    first: Vec<Option<[u64; 4]>>,
+    follow: Vec<Option<[u64; 4]>>,
+    /// Scratch marks for [`Grammar::first_of`].
+    seen: Vec<u32>,
+    stamp: u32,
+}
+
+impl FollowSets {
+    /// The FOLLOW set of `rule`.
+    pub fn of(&mut self, g: &Grammar, rule: u32) -> [u64; 4] {
+        if let Some(Some(f)) = self.follow.get(rule as usize) {
+            return *f;
+        }
+        let (mut set, mut met, mut todo) = ([0u64; 4], vec![rule], vec![rule]);
+        let mut calls = Vec::new();
+        while let Some(r) = todo.pop() {
+            for i in 0..self.callers[r as usize].len() {
+                let c = g.core[self.callers[r as usize][i] as usize];
+                calls.clear();
+                let (after, end) = self.first_of(g, c.next, &mut calls);
+                or(&mut set, &after);
+                let firsts = std::mem::take(&mut calls);
+                for &k in &firsts {
+                    let f = self.first(g, k);
+                    or(&mut set, &f);
+                }
+                calls = firsts;
+                if end && !met.contains(&c.rule) {
+                    met.push(c.rule);
+                    todo.push(c.rule);
+                }
+            }
+        }
+        self.follow[rule as usize] = Some(set);
+        set
+    }
+
+    /// The FIRST set of `rule`: its own first bytes and those of the rules
+    /// it may call first, and so on.
+    fn first(&mut self, g: &Grammar, rule: u32) -> [u64; 4] {
+        if let Some(f) = self.first[rule as usize] {
+            return f;
+        }
+        let (mut set, mut met, mut todo, mut calls) = ([0u64; 4], vec![rule], vec![rule], Vec::new());
+        while let Some(r) = todo.pop() {
+            calls.clear();
+            let (own, _) = self.first_of(g, g.rules[r as usize].start, &mut calls);
+            or(&mut set, &own);
+            for &k in &calls {
+                match self.first[k as usize] {
+                    Some(f) => or(&mut set, &f),
+                    None if !met.contains(&k) => {
+                        met.push(k);
+                        todo.push(k);
+                    }
+                    None => {}
+                }
+            }
+        }
+        self.first[rule as usize] = Some(set);
+        set
+    }
+
+    fn first_of(&mut self, g: &Grammar, list: (u32, u32), calls: &mut Vec<u32>) -> ([u64; 4], bool) {
+        self.stamp += 1;
+        g.first_of(list, &mut self.seen, self.stamp, calls)
+    }
 }
 
 /// Most states [`Grammar::shape`] writes out.
@@ -1306,10 +1354,11 @@ mod tests {
         let src = "root ::= e \";\" | \"[\" e t \"]\"\ne ::= \"(\" e \")\" | \"x\"\nt ::= \"!\"?\n";
         let g = Grammar::new(src, 1000).unwrap();
         let e = g.names.iter().position(|n| n == "e").unwrap();
-        let follow = g.follow_sets();
-        let bytes: Vec<u8> = (0..=255u8).filter(|&b| follow[e][(b / 64) as usize] >> (b % 64) & 1 == 1).collect();
+        let mut follow = g.follow_sets();
+        let of_e = follow.of(&g, e as u32);
+        let bytes: Vec<u8> = (0..=255u8).filter(|&b| of_e[(b / 64) as usize] >> (b % 64) & 1 == 1).collect();
         assert_eq!(bytes, b"!);]");
-        assert_eq!(follow[0], [0; 4]);
+        assert_eq!(follow.of(&g, 0), [0; 4]);
     }
 
     /// An automaton over `a b c` written as rules, one per state, each

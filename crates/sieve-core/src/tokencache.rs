@@ -39,7 +39,7 @@
 //! closing quote can end it, not every character before.
 
 use crate::error::MatchError;
-use crate::grammar::{Chart, ChartWalker, Grammar, Origin};
+use crate::grammar::{Chart, ChartWalker, FollowSets, Grammar, Origin};
 use crate::trie::{Slice, TokenTrie, Walker};
 use crate::vocab::Vocabulary;
 use crate::hash::FastMap;
@@ -65,8 +65,8 @@ pub(crate) struct TokenCache {
     /// different rules (a string in each of several members) share one.
     shapes: FastMap<Box<[u32]>, Arc<Analysis>>,
     dfa: SetDfa,
-    /// Per rule, the bytes that may follow its end (computed on first use).
-    follow: Vec<[u64; 4]>,
+    /// Per rule, the bytes that may follow its end (set up on first use).
+    follow: Option<FollowSets>,
     /// The vocabulary's string-slice characters as [`byte_sequences`] for
     /// this grammar (computed on first use).
     slice_seqs: Vec<ByteSequence>,
@@ -101,11 +101,10 @@ impl TokenCache {
             let a = match self.groups.get(states.as_slice()) {
                 Some(a) => a.clone(),
                 None => {
-                    if self.follow.is_empty() {
-                        self.follow = g.follow_sets();
+                    let follow = self.follow.get_or_insert_with(|| g.follow_sets()).of(g, rule);
+                    if self.slice_seqs.is_empty() {
                         self.slice_seqs = byte_sequences(g, vocab.string_slice().class);
                     }
-                    let follow = self.follow.get(rule as usize).copied().unwrap_or([!0; 4]);
                     let shape = g.shape(&states).map(|mut shape| {
                         shape.extend(follow.iter().flat_map(|w| [*w as u32, (w >> 32) as u32]));
                         shape.into_boxed_slice()
