@@ -167,9 +167,13 @@ fn analyze(
     // alive, the slice's tokens are allowed (none can die) and only the
     // other tokens are walked. Where those of at most `d` characters do,
     // their tokens are allowed, and the walk takes only the other tokens
-    // when no longer one lives (closed), or those of more than `SHORT`
-    // bytes and the other tokens when `d` is at least `SHORT`.
+    // when no longer one lives (closed), those of more than `SHORT` bytes
+    // and the other tokens when `d` is at least `SHORT`, else the whole
+    // trie but the subtrees of allowed tokens only.
     let slice = vocab.string_slice();
+    // Subtrees of the vocabulary's trie whose tokens are all allowed as a
+    // block (see [`Slice::reach`]) are skipped: `(reach, d)`.
+    let mut skip: Option<(&[u8], u8)> = None;
     let trie = match walker.alive_depth(seed, slice_seqs, slice.max_chars) {
         Ok((d, _)) if d >= slice.max_chars => {
             allowed.iter_mut().zip(slice.mask.iter()).for_each(|(a, &m)| *a = m);
@@ -178,6 +182,11 @@ fn analyze(
         Ok((d, closed)) if closed || d >= Slice::SHORT => {
             allowed.iter_mut().zip(slice.up_to(d).iter()).for_each(|(a, &m)| *a = m);
             if closed { &slice.rest } else { &slice.long_rest }
+        }
+        Ok((d, _)) if d > 0 => {
+            allowed.iter_mut().zip(slice.up_to(d).iter()).for_each(|(a, &m)| *a = m);
+            skip = Some((&slice.reach, d as u8));
+            vocab.trie()
         }
         Ok(_) => vocab.trie(),
         Err(e) => {
@@ -194,6 +203,10 @@ fn analyze(
     let mut i = 0usize;
     let result = loop {
         let Some(node) = trie.nodes.get(i) else { break Ok(()) };
+        if skip.is_some_and(|(reach, d)| reach[i] <= d) {
+            i = node.end as usize;
+            continue;
+        }
         while depth >= node.depth {
             walker.pop();
             depth -= 1;

@@ -47,6 +47,11 @@ pub(crate) struct Slice {
     pub rest: TokenTrie,
     /// The tokens of `rest` and those of `mask` with more than `SHORT` bytes.
     pub long_rest: TokenTrie,
+    /// Per node of the vocabulary's trie: the most characters of a token
+    /// in its subtree, `u8::MAX` when one is not in `mask`. A walk that
+    /// allows the tokens of at most `c` characters as a block skips the
+    /// subtrees of nodes with at most `c`.
+    pub reach: Box<[u8]>,
 }
 
 impl Slice {
@@ -71,7 +76,8 @@ impl Slice {
 
     /// The characters a JSON string holds unescaped: all but `"`, `\` and
     /// U+0000 to U+001F.
-    pub fn string_body(tokens: &[Option<Box<[u8]>>]) -> Slice {
+    /// `trie` is the vocabulary's trie (for [`Slice::reach`]).
+    pub fn string_body(tokens: &[Option<Box<[u8]>>], trie: &TokenTrie) -> Slice {
         const CLASS: &[(char, char)] = &[(' ', '!'), ('#', '['), (']', char::MAX)];
         let in_class = |b: &[u8]| {
             // A valid prefix of UTF-8 text (a cut last character is fine)
@@ -103,10 +109,23 @@ impl Slice {
         }
         rest.sort_unstable();
         long_rest.sort_unstable();
-        let trie = |v: Vec<(&[u8], u32)>| TokenTrie::from_sorted(v.into_iter().map(|(b, i)| (i, b)));
+        let build = |v: Vec<(&[u8], u32)>| TokenTrie::from_sorted(v.into_iter().map(|(b, i)| (i, b)));
         let max_chars = chars.iter().copied().max().unwrap_or(0) as usize;
         let up_to = (0..max_chars).map(|_| OnceLock::new()).collect();
-        Slice { class: CLASS, mask, max_chars, chars, up_to, rest: trie(rest), long_rest: trie(long_rest) }
+        // Children come after their parent: fill from the last node back.
+        let mut reach = vec![0u8; trie.nodes.len()].into_boxed_slice();
+        for (i, node) in trie.nodes.iter().enumerate().rev() {
+            let own = &trie.tokens[node.tok_start as usize..node.tok_end as usize];
+            let mut r = own.iter().map(|&t| if chars[t as usize] == 0 { u8::MAX } else { chars[t as usize] }).max().unwrap_or(0);
+            let mut child = i + 1;
+            while child < node.end as usize {
+                r = r.max(reach[child]);
+                child = trie.nodes[child].end as usize;
+            }
+            reach[i] = r;
+        }
+        let (rest, long_rest) = (build(rest), build(long_rest));
+        Slice { class: CLASS, mask, max_chars, chars, up_to, rest, long_rest, reach }
     }
 }
 
@@ -248,7 +267,7 @@ mod tests {
             b"",               // 8 no bytes
         ];
         let toks: Vec<Option<Box<[u8]>>> = toks.into_iter().map(|b| Some(b.into())).collect();
-        let s = Slice::string_body(&toks);
+        let s = Slice::string_body(&toks, &TokenTrie::new(&toks));
         assert_eq!(s.mask[0], 0b111);
         let mut rest = s.rest.tokens.clone();
         rest.sort_unstable();
