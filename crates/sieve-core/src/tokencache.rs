@@ -581,7 +581,7 @@ fn byte_sequences(g: &Grammar, class: &[(char, char)]) -> Vec<ByteSequence> {
 
 /// Most outer sets [`SetWalker::alive_depth`] explores before it stops
 /// (and the walk takes more of the trie).
-const MAX_REACHED: usize = 1024;
+const MAX_REACHED: usize = 256;
 
 impl Walker for SetWalker<'_, '_> {
     fn push(&mut self, byte: u8) -> Result<bool, MatchError> {
