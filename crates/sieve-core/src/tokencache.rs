@@ -174,10 +174,19 @@ fn analyze(
     // Subtrees of the vocabulary's trie whose tokens are all allowed as a
     // block (see [`Slice::reach`]) are skipped: `(reach, d)`.
     let mut skip: Option<(&[u8], u8)> = None;
+    // Where every character of the slice leads the seed set back to itself
+    // (see [`Slice::tails`]), the rest's tails are walked instead: the
+    // tokens' splits, added to depths on the tails' trie.
+    let mut split: Option<&[u8]> = None;
     let trie = match walker.alive_depth(seed, slice_seqs, slice.max_chars) {
         Ok((d, _)) if d >= slice.max_chars => {
             allowed.iter_mut().zip(slice.mask.iter()).for_each(|(a, &m)| *a = m);
-            &slice.rest
+            if walker.dfa.links.get(&seed) == Some(&seed) {
+                split = Some(&slice.split);
+                &slice.tails
+            } else {
+                &slice.rest
+            }
         }
         Ok((d, closed)) if closed || d >= Slice::SHORT => {
             allowed.iter_mut().zip(slice.up_to(d).iter()).for_each(|(a, &m)| *a = m);
@@ -235,7 +244,8 @@ fn analyze(
                 if !kept.is_empty() {
                     let last = trie.nodes[node.end as usize - 1].tok_end;
                     for &t in &trie.tokens[node.tok_start as usize..last as usize] {
-                        pending.extend(kept.iter().map(|&k| (t, k)));
+                        let at = split.map_or(0, |s| s[t as usize] as u32);
+                        pending.extend(kept.iter().map(|&k| (t, at + k)));
                     }
                 }
                 i = node.end as usize;
@@ -692,6 +702,38 @@ mod tests {
                 // `\n`): one character at a time from the string's start.
                 let pick = if i % 4 == 3 { allowed.len() - 1 } else { (seed >> 33) as usize % allowed.len() };
                 m.accept_token(allowed[pick]).unwrap();
+            }
+        }
+    }
+
+    /// Masks inside strings whose characters lead back to the same set (the
+    /// walk takes the tails of tokens past their characters), on tokens
+    /// whose tails start at a quote, a backslash, a control character or
+    /// a byte that cannot follow, equal taking each token on the parser.
+    /// The string is a called rule (recursive, so not inlined): tokens that
+    /// end it go on through the chart from their tails' ends.
+    #[test]
+    fn string_tails_match_the_parser() {
+        use crate::{Constraint, Matcher, Vocabulary};
+        let tokens = [
+            &b"["[..], b"]", b",", b"\"", b"a", "é".as_bytes(), "中".as_bytes(), b"\xe4", b"\xb8\xad", b"ab", b"\"a",
+            b"a\"", b"ab\"", b"ab\",", b"ab\"]", "é\",".as_bytes(), b"a\"]", b"\",", b"\"]", b"\", \"", b"a\\n", b"a\\n\"",
+            b"\\", b"a\\", b"a\\x", b"a\n", b"a\xb8\"", b"\xe4\xb8\"", b"aa\"],",
+        ];
+        let vocab = std::sync::Arc::new(Vocabulary::from_token_bytes(tokens.iter().map(|b| Some(b.to_vec())).collect()));
+        let c = Constraint::gbnf("root ::= \"[\" s (\",\" \" \"? s)* \"]\"\ns ::= \"\\\"\" ([^\"\\\\\\x00-\\x1F] | \"\\\\n\")* \"\\\"\" | \"<\" s \">\"\n").unwrap();
+        let mut mask = vec![0u32; vocab.mask_words()];
+        let mut seed = 5u64;
+        for _ in 0..40 {
+            let mut m = Matcher::new(&c, &vocab);
+            for _ in 0..30 {
+                let allowed = crate::matcher::mask_equals_parser(&mut m, &mut mask)
+                    .unwrap_or_else(|t| panic!("the mask and the parser disagree on token {t} after {} bytes", m.bytes_len()));
+                if allowed.is_empty() {
+                    break;
+                }
+                seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                m.accept_token(allowed[(seed >> 33) as usize % allowed.len()]).unwrap();
             }
         }
     }

@@ -45,6 +45,14 @@ pub(crate) struct Slice {
     up_to: Box<[OnceLock<Box<[u32]>>]>,
     /// The other tokens.
     pub rest: TokenTrie,
+    /// The tokens of `rest` past their longest prefix of whole characters
+    /// of the class, `split` bytes long. From a set that every character
+    /// of the class leads back to, a token goes where its tail does: the
+    /// walk takes this trie of tails (shared by many tokens) instead.
+    pub tails: TokenTrie,
+    /// Per token of `rest`: the length of that prefix (0 past 255 bytes
+    /// or when it is the whole token).
+    pub split: Box<[u8]>,
     /// The tokens of `rest` and those of `mask` with more than `SHORT` bytes.
     pub long_rest: TokenTrie,
     /// Per node of the vocabulary's trie: the most characters of a token
@@ -92,6 +100,8 @@ impl Slice {
         let mut chars = vec![0u8; tokens.len()].into_boxed_slice();
         let mut rest: Vec<(&[u8], u32)> = Vec::new();
         let mut long_rest: Vec<(&[u8], u32)> = Vec::new();
+        let mut tails: Vec<(&[u8], u32)> = Vec::new();
+        let mut split = vec![0u8; tokens.len()].into_boxed_slice();
         for (i, t) in tokens.iter().enumerate() {
             let Some(b) = t.as_deref().filter(|b| !b.is_empty()) else { continue };
             // Characters start at every byte but UTF-8 continuation bytes.
@@ -99,6 +109,14 @@ impl Slice {
             if !in_class(b) || n > u8::MAX as usize {
                 rest.push((b, i as u32));
                 long_rest.push((b, i as u32));
+                let valid = std::str::from_utf8(b).map_or_else(|e| e.valid_up_to(), str::len);
+                let text = std::str::from_utf8(&b[..valid]).unwrap_or_default();
+                let k = text.char_indices().find(|&(_, c)| !in_class(c.encode_utf8(&mut [0; 4]).as_bytes())).map_or(valid, |(k, _)| k);
+                // Every tail has a byte (a token of only class characters
+                // is here when too long to count).
+                let k = if k > u8::MAX as usize || k == b.len() { 0 } else { k };
+                split[i] = k as u8;
+                tails.push((&b[k..], i as u32));
                 continue;
             }
             mask[i / 32] |= 1 << (i % 32);
@@ -109,6 +127,7 @@ impl Slice {
         }
         rest.sort_unstable();
         long_rest.sort_unstable();
+        tails.sort_unstable();
         let build = |v: Vec<(&[u8], u32)>| TokenTrie::from_sorted(v.into_iter().map(|(b, i)| (i, b)));
         let max_chars = chars.iter().copied().max().unwrap_or(0) as usize;
         let up_to = (0..max_chars).map(|_| OnceLock::new()).collect();
@@ -124,8 +143,8 @@ impl Slice {
             }
             reach[i] = r;
         }
-        let (rest, long_rest) = (build(rest), build(long_rest));
-        Slice { class: CLASS, mask, max_chars, chars, up_to, rest, long_rest, reach }
+        let (rest, long_rest, tails) = (build(rest), build(long_rest), build(tails));
+        Slice { class: CLASS, mask, max_chars, chars, up_to, rest, tails, split, long_rest, reach }
     }
 }
 
@@ -272,5 +291,8 @@ mod tests {
         let mut rest = s.rest.tokens.clone();
         rest.sort_unstable();
         assert_eq!(rest, vec![3, 4, 5, 6, 7]);
+        // `a"` is `a` then the tail `"`; the others have no such prefix.
+        assert_eq!(&s.split[3..8], &[1, 0, 0, 0, 0]);
+        assert_eq!(s.tails.nodes.len(), 7);
     }
 }
