@@ -31,7 +31,9 @@
 //! group's set alive (checked on the DFA), the vocabulary's string slice
 //! (tokens made of such characters) is allowed as a block and only the other
 //! tokens are walked; when only strings up to some length surely do (a
-//! string of bounded length), the slice's short tokens are.
+//! string of bounded length), the slice's short tokens are. When some
+//! characters die at once (a pattern refusing `.`), the tokens without them
+//! that surely live are allowed by whole subtrees of the trie.
 //!
 //! A token that dies after its rule could have ended is kept for the
 //! mask-time walk only when the byte after that end may follow the rule
@@ -174,11 +176,15 @@ fn analyze(
     // Subtrees of the vocabulary's trie whose tokens are all allowed as a
     // block (see [`Slice::reach`]) are skipped: `(reach, d)`.
     let mut skip: Option<(&[u8], u8)> = None;
+    // Where a character of the slice dies at once, the tokens of at most
+    // `d` characters without any that die (see [`SetWalker::fewer_characters`])
+    // are allowed by subtrees: `(d, the dying bytes as in Slice::bytes)`.
+    let mut without: Option<(u8, u128)> = None;
     // Where every character of the slice leads the seed set back to itself
     // (see [`Slice::tails`]), the rest's tails are walked instead: the
     // tokens' splits, added to depths on the tails' trie.
     let mut split: Option<&[u8]> = None;
-    let trie = match walker.alive_depth(seed, slice_seqs, slice.max_chars) {
+    let trie = match walker.alive_depth(seed, slice_seqs, slice.max_chars, true) {
         Ok((d, _)) if d >= slice.max_chars => {
             allowed.iter_mut().zip(slice.mask.iter()).for_each(|(a, &m)| *a = m);
             if walker.dfa.links.get(&seed) == Some(&seed) {
@@ -197,7 +203,17 @@ fn analyze(
             skip = Some((&slice.reach, d as u8));
             vocab.trie()
         }
-        Ok(_) => vocab.trie(),
+        Ok(_) => match walker.fewer_characters(seed, slice_seqs, slice.max_chars) {
+            Ok(Some((d, dying))) => {
+                without = Some((d, dying));
+                vocab.trie()
+            }
+            Ok(None) => vocab.trie(),
+            Err(e) => {
+                *fuel = walker.inner.fuel;
+                return Err(e);
+            }
+        },
         Err(e) => {
             *fuel = walker.inner.fuel;
             return Err(e);
@@ -213,6 +229,17 @@ fn analyze(
     let result = loop {
         let Some(node) = trie.nodes.get(i) else { break Ok(()) };
         if skip.is_some_and(|(reach, d)| reach[i] <= d) {
+            i = node.end as usize;
+            continue;
+        }
+        if let Some((d, dying)) = without
+            && slice.reach[i] <= d
+            && slice.bytes[i] & dying == 0
+        {
+            let last = trie.nodes[node.end as usize - 1].tok_end;
+            for &t in &trie.tokens[node.tok_start as usize..last as usize] {
+                allowed[(t / 32) as usize] |= 1 << (t % 32);
+            }
             i = node.end as usize;
             continue;
         }
@@ -468,7 +495,8 @@ impl SetWalker<'_, '_> {
     /// no string with more of them lives, in the rule or after it. Explores
     /// the sets such strings reach level by level, up to `max_chars` levels
     /// and [`MAX_REACHED`] sets.
-    fn alive_depth(&mut self, id: u32, seqs: &[ByteSequence], max_chars: usize) -> Result<(usize, bool), MatchError> {
+    /// Links are recorded only when `seqs` is the whole slice (`whole`).
+    fn alive_depth(&mut self, id: u32, seqs: &[ByteSequence], max_chars: usize, whole: bool) -> Result<(usize, bool), MatchError> {
         // The sets met, with the level where they were first met.
         let mut seen: FastMap<u32, usize> = FastMap::default();
         seen.insert(id, 0);
@@ -544,7 +572,7 @@ impl SetWalker<'_, '_> {
             if died {
                 return Ok((depth, simple));
             }
-            if let ([from], Some(Some(to)), false) = (&level[..], succ, ended) {
+            if let ([from], Some(Some(to)), false, true) = (&level[..], succ, ended, whole) {
                 self.dfa.bytes += 16;
                 self.dfa.links.insert(*from, to);
             }
@@ -552,6 +580,55 @@ impl SetWalker<'_, '_> {
             depth += 1;
         }
         Ok((usize::MAX, false))
+    }
+}
+
+impl SetWalker<'_, '_> {
+    /// Where some characters of the slice die right after set `id`: how
+    /// far every string of the others keeps it alive (as
+    /// [`SetWalker::alive_depth`], at least one character, at most
+    /// `u8::MAX - 1`) and the dying bytes, as [`Slice::bytes`] marks them
+    /// (bit 0 for all but ASCII: the characters of more than one byte go
+    /// or stay together). `None` when no string of the others lives.
+    fn fewer_characters(&mut self, id: u32, seqs: &[ByteSequence], max_chars: usize) -> Result<Option<(u8, u128)>, MatchError> {
+        let mut dying = 0u128;
+        let mut kept: Vec<ByteSequence> = Vec::new();
+        for seq in seqs {
+            let mut reps = Vec::new();
+            for &b in &seq[0] {
+                if self.dfa.next(&mut self.inner, id, b)? != DEAD {
+                    reps.push(b);
+                } else if b < 0x80 {
+                    // The whole class of `b` dies: every byte of the class
+                    // in the sequence's range.
+                    let class = self.inner.g.class(b);
+                    for c in b..0x80 {
+                        if self.inner.g.class(c) != class {
+                            break;
+                        }
+                        dying |= crate::trie::byte_bit(c);
+                    }
+                } else {
+                    dying |= 1;
+                }
+            }
+            if !reps.is_empty() {
+                let mut seq = seq.clone();
+                seq[0] = reps;
+                kept.push(seq);
+            }
+        }
+        // Characters of more than one byte are kept only when none dies.
+        if dying & 1 != 0 {
+            kept.retain(|seq| seq.len() == 1);
+        }
+        if dying == 0 || kept.is_empty() {
+            return Ok(None);
+        }
+        let (d, _) = self.alive_depth(id, &kept, max_chars, false)?;
+        // Below `u8::MAX`, which [`Slice::reach`] gives subtrees with a token
+        // out of the slice.
+        Ok((d > 0).then(|| (d.min(u8::MAX as usize - 1) as u8, dying)))
     }
 }
 
@@ -660,7 +737,7 @@ mod tests {
         let seed = dfa.intern(states, false);
         let mut w = SetWalker { inner: ChartWalker { g: &g, chart: &mut local, fuel, limit: fuel }, dfa: &mut dfa, frames: vec![] };
         let seqs = byte_sequences(&g, &[(' ', '!'), ('#', '['), (']', char::MAX)]);
-        w.alive_depth(seed, &seqs, 64).unwrap().0 == usize::MAX
+        w.alive_depth(seed, &seqs, 64, true).unwrap().0 == usize::MAX
     }
 
     /// Masks inside a string of bounded length, on a vocabulary with
@@ -725,6 +802,41 @@ mod tests {
         let mut mask = vec![0u32; vocab.mask_words()];
         let mut seed = 5u64;
         for _ in 0..40 {
+            let mut m = Matcher::new(&c, &vocab);
+            for _ in 0..30 {
+                let allowed = crate::matcher::mask_equals_parser(&mut m, &mut mask)
+                    .unwrap_or_else(|t| panic!("the mask and the parser disagree on token {t} after {} bytes", m.bytes_len()));
+                if allowed.is_empty() {
+                    break;
+                }
+                seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                m.accept_token(allowed[(seed >> 33) as usize % allowed.len()]).unwrap();
+            }
+        }
+    }
+
+    /// Masks inside strings that refuse some characters of the slice (an
+    /// ASCII punctuation mark, every character of more than one byte), of
+    /// bounded and unbounded length, equal taking each token on the parser:
+    /// the walk allows the subtrees of tokens without those characters.
+    #[test]
+    fn strings_of_fewer_characters_match_the_parser() {
+        use crate::{Constraint, Matcher, Vocabulary};
+        let tokens = [
+            &b"["[..], b"]", b",", b"\"", b"a", b"ab", b"abc", b"abcd", b"a b", b".", b"#", b"a.b", b"ab#", b"a\"", b"ab\",",
+            "é".as_bytes(), "aé".as_bytes(), "中".as_bytes(), b"\xe4", b"a\xe4", b"\xb8\xad", b"\",", b"\"]", b"a\"]", b"aaaa",
+            b"aaaaaaaa", b"a.", b"..", b"a\\n",
+        ];
+        let vocab = std::sync::Arc::new(Vocabulary::from_token_bytes(tokens.iter().map(|b| Some(b.to_vec())).collect()));
+        let grammars = [
+            "root ::= \"[\" s (\",\" s)* \"]\"\ns ::= \"\\\"\" [^\"\\\\\\x00-\\x1F.#]* \"\\\"\" | \"<\" s \">\"\n",
+            "root ::= \"[\" s (\",\" s)* \"]\"\ns ::= \"\\\"\" [a-d ]{0,6} \"\\\"\" | \"<\" s \">\"\n",
+            "root ::= \"[\" s (\",\" s)* \"]\"\ns ::= \"\\\"\" [^\"\\\\\\x00-\\x1F#]{1,5} \".\"? \"\\\"\" | \"<\" s \">\"\n",
+        ];
+        let mut mask = vec![0u32; vocab.mask_words()];
+        let mut seed = 3u64;
+        for i in 0..60 {
+            let c = Constraint::gbnf(grammars[i % 3]).unwrap();
             let mut m = Matcher::new(&c, &vocab);
             for _ in 0..30 {
                 let allowed = crate::matcher::mask_equals_parser(&mut m, &mut mask)

@@ -60,6 +60,17 @@ pub(crate) struct Slice {
     /// allows the tokens of at most `c` characters as a block skips the
     /// subtrees of nodes with at most `c`.
     pub reach: Box<[u8]>,
+    /// Per node of the vocabulary's trie: the bytes of the tokens in its
+    /// subtree, bit `b` for ASCII byte `b` and bit 0 for every other byte
+    /// (ASCII controls are not in the class). A walk that allows the
+    /// tokens without some characters as a block skips the subtrees
+    /// without them.
+    pub bytes: Box<[u128]>,
+}
+
+/// The bit of byte `b` in [`Slice::bytes`].
+pub(crate) fn byte_bit(b: u8) -> u128 {
+    if b < 0x80 { 1 << b } else { 1 }
 }
 
 impl Slice {
@@ -133,18 +144,28 @@ impl Slice {
         let up_to = (0..max_chars).map(|_| OnceLock::new()).collect();
         // Children come after their parent: fill from the last node back.
         let mut reach = vec![0u8; trie.nodes.len()].into_boxed_slice();
+        let mut bytes = vec![0u128; trie.nodes.len()].into_boxed_slice();
+        let mut path: Vec<u8> = Vec::new();
+        for (i, node) in trie.nodes.iter().enumerate() {
+            path.truncate(node.depth as usize - 1);
+            path.push(node.byte);
+            if node.tok_end > node.tok_start {
+                bytes[i] = path.iter().fold(0, |m, &b| m | byte_bit(b));
+            }
+        }
         for (i, node) in trie.nodes.iter().enumerate().rev() {
             let own = &trie.tokens[node.tok_start as usize..node.tok_end as usize];
             let mut r = own.iter().map(|&t| if chars[t as usize] == 0 { u8::MAX } else { chars[t as usize] }).max().unwrap_or(0);
             let mut child = i + 1;
             while child < node.end as usize {
                 r = r.max(reach[child]);
+                bytes[i] |= bytes[child];
                 child = trie.nodes[child].end as usize;
             }
             reach[i] = r;
         }
         let (rest, long_rest, tails) = (build(rest), build(long_rest), build(tails));
-        Slice { class: CLASS, mask, max_chars, chars, up_to, rest, tails, split, long_rest, reach }
+        Slice { class: CLASS, mask, max_chars, chars, up_to, rest, tails, split, long_rest, reach, bytes }
     }
 }
 
