@@ -339,14 +339,16 @@ const NO_ANCHOR: u32 = u32::MAX;
 
 impl SetDfa {
     fn intern(&mut self, states: Vec<u32>, end: bool) -> u32 {
-        let next = self.sets.len() as u32;
-        let id = *self.ids.entry(states.clone().into_boxed_slice()).or_insert(next);
-        if id == next {
-            self.bytes += 256 * 4 + states.len() * 8 + 64;
-            self.sets.push((states.into_boxed_slice(), end));
-            if (next as usize).is_multiple_of(ROWS) {
-                self.trans.push(vec![[UNKNOWN; 256]; ROWS].into_boxed_slice());
-            }
+        // Most sets are met again: look them up without a copy.
+        if let Some(&id) = self.ids.get(states.as_slice()) {
+            return id;
+        }
+        let id = self.sets.len() as u32;
+        self.ids.insert(states.clone().into_boxed_slice(), id);
+        self.bytes += 256 * 4 + states.len() * 8 + 64;
+        self.sets.push((states.into_boxed_slice(), end));
+        if (id as usize).is_multiple_of(ROWS) {
+            self.trans.push(vec![[UNKNOWN; 256]; ROWS].into_boxed_slice());
         }
         id
     }
