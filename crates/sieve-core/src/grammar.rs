@@ -754,11 +754,11 @@ impl Grammar {
 
     /// The states after `byte` from `states` when those call no rule: the
     /// union of the successors of the byte states that take it, sorted
-    /// (empty: none does). What an Earley step makes of a set whose items
-    /// all have the same origin, without the chart; `None` when a successor
-    /// is a call (it would predict items of another origin).
-    pub fn scan_outer(&self, states: &[u32], byte: u8) -> Option<Vec<u32>> {
-        let mut out: Vec<u32> = Vec::new();
+    /// into `out` (empty: none does). What an Earley step makes of a set
+    /// whose items all have the same origin, without the chart; false when
+    /// a successor is a call (it would predict items of another origin).
+    pub fn scan_outer(&self, states: &[u32], byte: u8, out: &mut Vec<u32>) -> bool {
+        out.clear();
         for &s in states {
             let c = &self.core[s as usize];
             match c.kind {
@@ -775,7 +775,7 @@ impl Grammar {
         }
         out.sort_unstable();
         out.dedup();
-        (!out.iter().any(|&s| matches!(self.core[s as usize].kind, Kind::Call { .. }))).then_some(out)
+        !out.iter().any(|&s| matches!(self.core[s as usize].kind, Kind::Call { .. }))
     }
 
     /// The automaton reachable from `states` (the states of one rule's

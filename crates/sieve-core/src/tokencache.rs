@@ -159,7 +159,7 @@ fn analyze(
 ) -> Result<Analysis, MatchError> {
     let mut allowed = vec![0u32; vocab.mask_words()].into_boxed_slice();
     let mut chart = Chart::local();
-    let seed = dfa.intern(states.to_vec(), false);
+    let seed = dfa.intern(states, false);
     let mut walker = SetWalker {
         inner: ChartWalker { g, chart: &mut chart, fuel: *fuel, limit },
         dfa,
@@ -326,6 +326,8 @@ struct SetDfa {
     links: FastMap<u32, u32>,
     /// Approximate heap bytes held.
     bytes: usize,
+    /// Scratch for the states after a byte ([`SetDfa::next`]).
+    scratch: Vec<u32>,
 }
 
 /// Outer sets per block of transitions.
@@ -338,15 +340,15 @@ type OpenSet = (Box<[(u32, Origin)]>, bool, u32);
 const NO_ANCHOR: u32 = u32::MAX;
 
 impl SetDfa {
-    fn intern(&mut self, states: Vec<u32>, end: bool) -> u32 {
+    fn intern(&mut self, states: &[u32], end: bool) -> u32 {
         // Most sets are met again: look them up without a copy.
-        if let Some(&id) = self.ids.get(states.as_slice()) {
+        if let Some(&id) = self.ids.get(states) {
             return id;
         }
         let id = self.sets.len() as u32;
-        self.ids.insert(states.clone().into_boxed_slice(), id);
+        self.ids.insert(states.into(), id);
         self.bytes += 256 * 4 + states.len() * 8 + 64;
-        self.sets.push((states.into_boxed_slice(), end));
+        self.sets.push((states.into(), end));
         if (id as usize).is_multiple_of(ROWS) {
             self.trans.push(vec![[UNKNOWN; 256]; ROWS].into_boxed_slice());
         }
@@ -417,15 +419,17 @@ impl SetDfa {
         if known != UNKNOWN {
             return Ok(known);
         }
-        let scanned = if from & OPEN == 0 { w.g.scan_outer(&self.sets[from as usize].0, byte) } else { None };
+        let mut states = std::mem::take(&mut self.scratch);
+        let scanned = from & OPEN == 0 && w.g.scan_outer(&self.sets[from as usize].0, byte, &mut states);
         let to = match scanned {
-            Some(states) if states.is_empty() => DEAD,
-            Some(states) => {
+            true if states.is_empty() => DEAD,
+            true => {
                 let end = w.g.has_accept(&states);
-                self.intern(states, end)
+                self.intern(&states, end)
             }
-            None => self.step(w, from, byte)?,
+            false => self.step(w, from, byte)?,
         };
+        self.scratch = states;
         self.row(from)[class] = to;
         Ok(to)
     }
@@ -457,7 +461,7 @@ impl SetDfa {
     /// `CHART` when it is neither.
     fn classify(&mut self, chart: &Chart, anchor: Option<(usize, u32)>) -> u32 {
         match chart.outer_states() {
-            Some(states) => self.intern(states, chart.outer_end()),
+            Some(states) => self.intern(&states, chart.outer_end()),
             None => match chart.relative_set(anchor.map(|a| a.0)) {
                 Some((items, end)) => {
                     let anchored = items.iter().any(|x| x.1 == Origin::Below);
@@ -736,7 +740,7 @@ mod tests {
         let states: Vec<u32> = chart.byte_items(&g).map(|x| x.2).collect();
         let mut dfa = SetDfa::default();
         let mut local = Chart::local();
-        let seed = dfa.intern(states, false);
+        let seed = dfa.intern(&states, false);
         let mut w = SetWalker { inner: ChartWalker { g: &g, chart: &mut local, fuel, limit: fuel }, dfa: &mut dfa, frames: vec![] };
         let seqs = byte_sequences(&g, &[(' ', '!'), ('#', '['), (']', char::MAX)]);
         w.alive_depth(seed, &seqs, 64, true).unwrap().0 == usize::MAX
