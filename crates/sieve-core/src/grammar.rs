@@ -750,18 +750,19 @@ impl Grammar {
             + self.names.iter().map(|n| n.len() + 24).sum::<usize>()
     }
 
-    /// The bytes a string derived from `list` may start with, and whether
-    /// `list` may reach its rule's end without a byte; `first` holds each
-    /// rule's first bytes.
-    fn first_of(&self, list: (u32, u32), first: &[[u64; 4]]) -> ([u64; 4], bool) {
+    /// The bytes a string derived from `list` may start with before any
+    /// call, whether `list` may reach its rule's end without a byte, and
+    /// the rules it may call first (their first bytes belong to it too).
+    /// `seen` is scratch: one mark per state, `stamp` this walk's mark.
+    fn first_of(&self, list: (u32, u32), seen: &mut [u32], stamp: u32, calls: &mut Vec<u32>) -> ([u64; 4], bool) {
         let (mut set, mut end) = ([0u64; 4], false);
-        let (mut todo, mut seen) = (vec![list], Vec::new());
-        while let Some(list) = todo.pop() {
+        let mut next = Some(list);
+        let mut todo = Vec::new();
+        while let Some(list) = next.take().or_else(|| todo.pop()) {
             for &s in self.list(list) {
-                if seen.contains(&s) {
+                if std::mem::replace(&mut seen[s as usize], stamp) == stamp {
                     continue;
                 }
-                seen.push(s);
                 let c = &self.core[s as usize];
                 match c.kind {
                     Kind::Byte { lo, hi } => mark(&mut set, lo, hi),
@@ -770,7 +771,7 @@ impl Grammar {
                         .filter(|r| r.next.0 != r.next.1)
                         .for_each(|r| mark(&mut set, r.lo, r.hi)),
                     Kind::Call { rule } => {
-                        or(&mut set, &first[rule as usize]);
+                        calls.push(rule);
                         if self.rules[rule as usize].nullable {
                             todo.push(c.next);
                         }
@@ -782,58 +783,26 @@ impl Grammar {
         (set, end)
     }
 
-    /// Per rule: the bytes that may come right after it ends, in any
-    /// context (FOLLOW sets over bytes, by fixpoint).
-    pub fn follow_sets(&self) -> Vec<[u64; 4]> {
+    /// The rules' FOLLOW sets over bytes, computed per rule when asked
+    /// (see [`FollowSets`]).
+    pub fn follow_sets(&self) -> FollowSets {
+        let mut callers: Vec<Vec<u32>> = vec![Vec::new(); self.rules.len()];
+        for (s, c) in self.core.iter().enumerate() {
+            if let Kind::Call { rule } = c.kind {
+                callers[rule as usize].push(s as u32);
+            }
+        }
         let n = self.rules.len();
-        let mut first = vec![[0u64; 4]; n];
-        let mut changed = true;
-        while changed {
-            changed = false;
-            for r in 0..n {
-                let (set, _) = self.first_of(self.rules[r].start, &first);
-                changed |= set != first[r];
-                first[r] = set;
-            }
-        }
-        // Per call: the rule called, the caller, what follows the call and
-        // whether the caller may end right after it.
-        let calls: Vec<(usize, usize, [u64; 4], bool)> = self
-            .core
-            .iter()
-            .filter_map(|c| match c.kind {
-                Kind::Call { rule } => {
-                    let (set, end) = self.first_of(c.next, &first);
-                    Some((rule as usize, c.rule as usize, set, end))
-                }
-                _ => None,
-            })
-            .collect();
-        let mut follow = vec![[0u64; 4]; n];
-        let mut changed = true;
-        while changed {
-            changed = false;
-            for &(rule, caller, set, end) in &calls {
-                let mut f = follow[rule];
-                or(&mut f, &set);
-                if end {
-                    let g = follow[caller];
-                    or(&mut f, &g);
-                }
-                changed |= f != follow[rule];
-                follow[rule] = f;
-            }
-        }
-        follow
+        FollowSets { callers, first: vec![None; n], follow: vec![None; n], seen: vec![u32::MAX; self.core.len()], stamp: 0 }
     }
 
     /// The states after `byte` from `states` when those call no rule: the
     /// union of the successors of the byte states that take it, sorted
-    /// (empty: none does). What an Earley step makes of a set whose items
-    /// all have the same origin, without the chart; `None` when a successor
-    /// is a call (it would predict items of another origin).
-    pub fn scan_outer(&self, states: &[u32], byte: u8) -> Option<Vec<u32>> {
-        let mut out: Vec<u32> = Vec::new();
+    /// into `out` (empty: none does). What an Earley step makes of a set
+    /// whose items all have the same origin, without the chart; false when
+    /// a successor is a call (it would predict items of another origin).
+    pub fn scan_outer(&self, states: &[u32], byte: u8, out: &mut Vec<u32>) -> bool {
+        out.clear();
         for &s in states {
             let c = &self.core[s as usize];
             match c.kind {
@@ -850,7 +819,7 @@ impl Grammar {
         }
         out.sort_unstable();
         out.dedup();
-        (!out.iter().any(|&s| matches!(self.core[s as usize].kind, Kind::Call { .. }))).then_some(out)
+        !out.iter().any(|&s| matches!(self.core[s as usize].kind, Kind::Call { .. }))
     }
 
     /// The automaton reachable from `states` (the states of one rule's
@@ -929,6 +898,85 @@ fn or(set: &mut [u64; 4], other: &[u64; 4]) {
     set.iter_mut().zip(other).for_each(|(a, b)| *a |= b);
 }
 
+/// Per rule, the bytes that may come right after it ends, in any context
+/// (its FOLLOW set over bytes), computed when first asked: a union over the
+/// calls of the rule and, where a caller may end right after one, over
+/// the calls of the caller, and so on. Computing them all up front costs
+/// milliseconds on large grammars, where a mask asks for a few.
+#[derive(Debug, Default)]
+pub(crate) struct FollowSets {
+    /// Per rule, the call states that call it.
+    callers: Vec<Vec<u32>>,
+    /// Per rule, its FIRST set (once computed).
+    first: Vec<Option<[u64; 4]>>,
+    follow: Vec<Option<[u64; 4]>>,
+    /// Scratch marks for [`Grammar::first_of`].
+    seen: Vec<u32>,
+    stamp: u32,
+}
+
+impl FollowSets {
+    /// The FOLLOW set of `rule`.
+    pub fn of(&mut self, g: &Grammar, rule: u32) -> [u64; 4] {
+        if let Some(Some(f)) = self.follow.get(rule as usize) {
+            return *f;
+        }
+        let (mut set, mut met, mut todo) = ([0u64; 4], vec![rule], vec![rule]);
+        let mut calls = Vec::new();
+        while let Some(r) = todo.pop() {
+            for i in 0..self.callers[r as usize].len() {
+                let c = g.core[self.callers[r as usize][i] as usize];
+                calls.clear();
+                let (after, end) = self.first_of(g, c.next, &mut calls);
+                or(&mut set, &after);
+                let firsts = std::mem::take(&mut calls);
+                for &k in &firsts {
+                    let f = self.first(g, k);
+                    or(&mut set, &f);
+                }
+                calls = firsts;
+                if end && !met.contains(&c.rule) {
+                    met.push(c.rule);
+                    todo.push(c.rule);
+                }
+            }
+        }
+        self.follow[rule as usize] = Some(set);
+        set
+    }
+
+    /// The FIRST set of `rule`: its own first bytes and those of the rules
+    /// it may call first, and so on.
+    fn first(&mut self, g: &Grammar, rule: u32) -> [u64; 4] {
+        if let Some(f) = self.first[rule as usize] {
+            return f;
+        }
+        let (mut set, mut met, mut todo, mut calls) = ([0u64; 4], vec![rule], vec![rule], Vec::new());
+        while let Some(r) = todo.pop() {
+            calls.clear();
+            let (own, _) = self.first_of(g, g.rules[r as usize].start, &mut calls);
+            or(&mut set, &own);
+            for &k in &calls {
+                match self.first[k as usize] {
+                    Some(f) => or(&mut set, &f),
+                    None if !met.contains(&k) => {
+                        met.push(k);
+                        todo.push(k);
+                    }
+                    None => {}
+                }
+            }
+        }
+        self.first[rule as usize] = Some(set);
+        set
+    }
+
+    fn first_of(&mut self, g: &Grammar, list: (u32, u32), calls: &mut Vec<u32>) -> ([u64; 4], bool) {
+        self.stamp += 1;
+        g.first_of(list, &mut self.seen, self.stamp, calls)
+    }
+}
+
 /// Most states [`Grammar::shape`] writes out.
 const MAX_SHAPE: usize = 256;
 
@@ -942,6 +990,18 @@ struct Item {
 /// Origin of items whose rule's caller is outside the chart (see
 /// [`Chart::local`]).
 const OUTER: u32 = u32::MAX;
+
+/// Where an item of a set described apart from the chart started (see
+/// [`Chart::relative_set`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum Origin {
+    /// Outside the chart.
+    Outer,
+    /// In the set itself.
+    Own,
+    /// In the set it is opened on.
+    Below,
+}
 
 /// The Earley chart: one item set per byte consumed (plus the initial set).
 #[derive(Debug, Clone, Default)]
@@ -1047,28 +1107,36 @@ impl Chart {
         })
     }
 
-    /// The newest set as `(state, origin)` with origins that are `OUTER` or
-    /// the set itself (`None` when another origin occurs).
-    pub fn relative_set(&self) -> Option<(Vec<(u32, bool)>, bool)> {
+    /// The newest set as `(state, origin)` with origins that are `OUTER`,
+    /// the set itself, or set `anchor` (`None` when another origin occurs).
+    pub fn relative_set(&self, anchor: Option<usize>) -> Option<(Vec<(u32, Origin)>, bool)> {
         let me = (self.starts.len() - 1) as u32;
+        let anchor = anchor.map_or(OUTER, |a| a as u32);
         let items = &self.items[self.current()..];
         let mut out = Vec::with_capacity(items.len());
         for it in items {
             match it.origin {
-                OUTER => out.push((it.state, false)),
-                o if o == me => out.push((it.state, true)),
+                OUTER => out.push((it.state, Origin::Outer)),
+                o if o == me => out.push((it.state, Origin::Own)),
+                o if o == anchor => out.push((it.state, Origin::Below)),
                 _ => return None,
             }
         }
         Some((out, self.outer_end()))
     }
 
-    /// Opens a set with known content (see [`Chart::relative_set`]).
-    pub fn push_relative(&mut self, items: impl IntoIterator<Item = (u32, bool)>, outer_end: bool) {
+    /// Opens a set with known content (see [`Chart::relative_set`]); items
+    /// of origin [`Origin::Below`] started in the set under it.
+    pub fn push_relative(&mut self, items: impl IntoIterator<Item = (u32, Origin)>, outer_end: bool) {
         let me = self.starts.len() as u32;
         self.open(self.items.len(), outer_end);
-        for (state, own) in items {
-            self.add(Item { state, origin: if own { me } else { OUTER } });
+        for (state, origin) in items {
+            let origin = match origin {
+                Origin::Outer => OUTER,
+                Origin::Own => me,
+                Origin::Below => me.saturating_sub(1),
+            };
+            self.add(Item { state, origin });
         }
     }
 
@@ -1330,10 +1398,11 @@ mod tests {
         let src = "root ::= e \";\" | \"[\" e t \"]\"\ne ::= \"(\" e \")\" | \"x\"\nt ::= \"!\"?\n";
         let g = Grammar::new(src, 1000).unwrap();
         let e = g.names.iter().position(|n| n == "e").unwrap();
-        let follow = g.follow_sets();
-        let bytes: Vec<u8> = (0..=255u8).filter(|&b| follow[e][(b / 64) as usize] >> (b % 64) & 1 == 1).collect();
+        let mut follow = g.follow_sets();
+        let of_e = follow.of(&g, e as u32);
+        let bytes: Vec<u8> = (0..=255u8).filter(|&b| of_e[(b / 64) as usize] >> (b % 64) & 1 == 1).collect();
         assert_eq!(bytes, b"!);]");
-        assert_eq!(follow[0], [0; 4]);
+        assert_eq!(follow.of(&g, 0), [0; 4]);
     }
 
     /// An automaton over `a b c` written as rules, one per state, each

@@ -18,18 +18,22 @@
 //! The walks share a lazily built DFA over outer sets (sets whose items all
 //! belong to rules called from outside the local chart) and open sets
 //! (whose other items belong to rules called in the set itself: after a
-//! digit, the member that may follow the number is predicted): what follows
-//! such a set depends on nothing else, so each of its byte transitions is
-//! computed by an Earley step once and looked up afterwards. Inside a string
-//! or a number nearly every set is one of them, so a walk costs about one
-//! table lookup per trie node. Transitions are computed once per byte class.
+//! digit, the member that may follow the number is predicted; or called in
+//! one open set below: the inside of that member, or of a called block of a
+//! long string): what follows such a set depends on nothing else, so each
+//! of its byte transitions is computed by an Earley step once and looked up
+//! afterwards. Inside a string or a number nearly every set is one of them,
+//! so a walk costs about one table lookup per trie node. Transitions are
+//! computed once per byte class.
 //!
 //! Inside a string body most of the vocabulary is allowed, and walking it
 //! all is what costs. When every string of JSON string characters keeps the
 //! group's set alive (checked on the DFA), the vocabulary's string slice
 //! (tokens made of such characters) is allowed as a block and only the other
 //! tokens are walked; when only strings up to some length surely do (a
-//! string of bounded length), the slice's short tokens are.
+//! string of bounded length), the slice's short tokens are. When some
+//! characters die at once (a pattern refusing `.`), the tokens without them
+//! that surely live are allowed by whole subtrees of the trie.
 //!
 //! A token that dies after its rule could have ended is kept for the
 //! mask-time walk only when the byte after that end may follow the rule
@@ -37,7 +41,7 @@
 //! closing quote can end it, not every character before.
 
 use crate::error::MatchError;
-use crate::grammar::{Chart, ChartWalker, Grammar};
+use crate::grammar::{Chart, ChartWalker, FollowSets, Grammar, Origin};
 use crate::trie::{Slice, TokenTrie, Walker};
 use crate::vocab::Vocabulary;
 use crate::hash::FastMap;
@@ -63,8 +67,8 @@ pub(crate) struct TokenCache {
     /// different rules (a string in each of several members) share one.
     shapes: FastMap<Box<[u32]>, Arc<Analysis>>,
     dfa: SetDfa,
-    /// Per rule, the bytes that may follow its end (computed on first use).
-    follow: Vec<[u64; 4]>,
+    /// Per rule, the bytes that may follow its end (set up on first use).
+    follow: Option<FollowSets>,
     /// The vocabulary's string-slice characters as [`byte_sequences`] for
     /// this grammar (computed on first use).
     slice_seqs: Vec<ByteSequence>,
@@ -99,11 +103,10 @@ impl TokenCache {
             let a = match self.groups.get(states.as_slice()) {
                 Some(a) => a.clone(),
                 None => {
-                    if self.follow.is_empty() {
-                        self.follow = g.follow_sets();
+                    let follow = self.follow.get_or_insert_with(|| g.follow_sets()).of(g, rule);
+                    if self.slice_seqs.is_empty() {
                         self.slice_seqs = byte_sequences(g, vocab.string_slice().class);
                     }
-                    let follow = self.follow.get(rule as usize).copied().unwrap_or([!0; 4]);
                     let shape = g.shape(&states).map(|mut shape| {
                         shape.extend(follow.iter().flat_map(|w| [*w as u32, (w >> 32) as u32]));
                         shape.into_boxed_slice()
@@ -156,7 +159,7 @@ fn analyze(
 ) -> Result<Analysis, MatchError> {
     let mut allowed = vec![0u32; vocab.mask_words()].into_boxed_slice();
     let mut chart = Chart::local();
-    let seed = dfa.intern(states.to_vec(), false);
+    let seed = dfa.intern(states, false);
     let mut walker = SetWalker {
         inner: ChartWalker { g, chart: &mut chart, fuel: *fuel, limit },
         dfa,
@@ -166,19 +169,51 @@ fn analyze(
     // alive, the slice's tokens are allowed (none can die) and only the
     // other tokens are walked. Where those of at most `d` characters do,
     // their tokens are allowed, and the walk takes only the other tokens
-    // when no longer one lives (closed), or those of more than `SHORT`
-    // bytes and the other tokens when `d` is at least `SHORT`.
+    // when no longer one lives (closed), those of more than `SHORT` bytes
+    // and the other tokens when `d` is at least `SHORT`, else the whole
+    // trie but the subtrees of allowed tokens only.
     let slice = vocab.string_slice();
-    let trie = match walker.alive_depth(seed, slice_seqs, slice.max_chars) {
+    // Subtrees of the vocabulary's trie whose tokens are all allowed as a
+    // block (see [`Slice::reach`]) are skipped: `(reach, d)`.
+    let mut skip: Option<(&[u8], u8)> = None;
+    // Where a character of the slice dies at once, the tokens of at most
+    // `d` characters without any that die (see [`SetWalker::fewer_characters`])
+    // are allowed by subtrees: `(d, the dying bytes as in Slice::bytes)`.
+    let mut without: Option<(u8, u128)> = None;
+    // Where every character of the slice leads the seed set back to itself
+    // (see [`Slice::tails`]), the rest's tails are walked instead: the
+    // tokens' splits, added to depths on the tails' trie.
+    let mut split: Option<&[u8]> = None;
+    let trie = match walker.alive_depth(seed, slice_seqs, slice.max_chars, true) {
         Ok((d, _)) if d >= slice.max_chars => {
             allowed.iter_mut().zip(slice.mask.iter()).for_each(|(a, &m)| *a = m);
-            &slice.rest
+            if walker.dfa.links.get(&seed) == Some(&seed) {
+                split = Some(&slice.split);
+                &slice.tails
+            } else {
+                &slice.rest
+            }
         }
         Ok((d, closed)) if closed || d >= Slice::SHORT => {
             allowed.iter_mut().zip(slice.up_to(d).iter()).for_each(|(a, &m)| *a = m);
             if closed { &slice.rest } else { &slice.long_rest }
         }
-        Ok(_) => vocab.trie(),
+        Ok((d, _)) if d > 0 => {
+            allowed.iter_mut().zip(slice.up_to(d).iter()).for_each(|(a, &m)| *a = m);
+            skip = Some((&slice.reach, d as u8));
+            vocab.trie()
+        }
+        Ok(_) => match walker.fewer_characters(seed, slice_seqs, slice.max_chars) {
+            Ok(Some((d, dying))) => {
+                without = Some((d, dying));
+                vocab.trie()
+            }
+            Ok(None) => vocab.trie(),
+            Err(e) => {
+                *fuel = walker.inner.fuel;
+                return Err(e);
+            }
+        },
         Err(e) => {
             *fuel = walker.inner.fuel;
             return Err(e);
@@ -193,6 +228,21 @@ fn analyze(
     let mut i = 0usize;
     let result = loop {
         let Some(node) = trie.nodes.get(i) else { break Ok(()) };
+        if skip.is_some_and(|(reach, d)| reach[i] <= d) {
+            i = node.end as usize;
+            continue;
+        }
+        if let Some((d, dying)) = without
+            && slice.reach[i] <= d
+            && slice.bytes[i] & dying == 0
+        {
+            let last = trie.nodes[node.end as usize - 1].tok_end;
+            for &t in &trie.tokens[node.tok_start as usize..last as usize] {
+                allowed[(t / 32) as usize] |= 1 << (t % 32);
+            }
+            i = node.end as usize;
+            continue;
+        }
         while depth >= node.depth {
             walker.pop();
             depth -= 1;
@@ -221,7 +271,8 @@ fn analyze(
                 if !kept.is_empty() {
                     let last = trie.nodes[node.end as usize - 1].tok_end;
                     for &t in &trie.tokens[node.tok_start as usize..last as usize] {
-                        pending.extend(kept.iter().map(|&k| (t, k)));
+                        let at = split.map_or(0, |s| s[t as usize] as u32);
+                        pending.extend(kept.iter().map(|&k| (t, at + k)));
                     }
                 }
                 i = node.end as usize;
@@ -261,11 +312,12 @@ struct SetDfa {
     /// way): `UNKNOWN`, `DEAD`, `CHART`, an outer set, or `OPEN | i`; in
     /// blocks of `ROWS` sets, so growing never copies them.
     trans: Vec<Box<[[u32; 256]]>>,
-    /// Open sets: sets whose items belong to rules called from outside or
-    /// called in the set itself. What follows them depends on nothing else
-    /// either, so they are DFA states too.
+    /// Open sets: sets whose items belong to rules called from outside,
+    /// in the set itself, or in one open set without an anchor (the set's
+    /// anchor). What follows them depends on nothing else either, so they
+    /// are DFA states too.
     open: Vec<OpenSet>,
-    open_ids: FastMap<Box<[(u32, bool)]>, u32>,
+    open_ids: FastMap<(u32, Box<[(u32, Origin)]>), u32>,
     /// The transitions of the open sets, as `trans`.
     open_trans: Vec<Box<[[u32; 256]]>>,
     /// Per set from which every character of the string slice lives and
@@ -274,35 +326,43 @@ struct SetDfa {
     links: FastMap<u32, u32>,
     /// Approximate heap bytes held.
     bytes: usize,
+    /// Scratch for the states after a byte ([`SetDfa::next`]).
+    scratch: Vec<u32>,
 }
 
 /// Outer sets per block of transitions.
 const ROWS: usize = 64;
 
-/// A set's items as `(state, origin is the set itself)`, and its end flag.
-type OpenSet = (Box<[(u32, bool)]>, bool);
+/// A set's items as `(state, origin)` ([`Origin::Below`]: its anchor),
+/// its end flag, and its anchor (`NO_ANCHOR` when none).
+type OpenSet = (Box<[(u32, Origin)]>, bool, u32);
+
+const NO_ANCHOR: u32 = u32::MAX;
 
 impl SetDfa {
-    fn intern(&mut self, states: Vec<u32>, end: bool) -> u32 {
-        let next = self.sets.len() as u32;
-        let id = *self.ids.entry(states.clone().into_boxed_slice()).or_insert(next);
-        if id == next {
-            self.bytes += 256 * 4 + states.len() * 8 + 64;
-            self.sets.push((states.into_boxed_slice(), end));
-            if (next as usize).is_multiple_of(ROWS) {
-                self.trans.push(vec![[UNKNOWN; 256]; ROWS].into_boxed_slice());
-            }
+    fn intern(&mut self, states: &[u32], end: bool) -> u32 {
+        // Most sets are met again: look them up without a copy.
+        if let Some(&id) = self.ids.get(states) {
+            return id;
+        }
+        let id = self.sets.len() as u32;
+        self.ids.insert(states.into(), id);
+        self.bytes += 256 * 4 + states.len() * 8 + 64;
+        self.sets.push((states.into(), end));
+        if (id as usize).is_multiple_of(ROWS) {
+            self.trans.push(vec![[UNKNOWN; 256]; ROWS].into_boxed_slice());
         }
         id
     }
 
-    /// The id (`OPEN | i`) of the open set of `items` and `end` flag.
-    fn intern_open(&mut self, items: Vec<(u32, bool)>, end: bool) -> u32 {
+    /// The id (`OPEN | i`) of the open set of `items`, `end` flag and
+    /// `anchor`.
+    fn intern_open(&mut self, items: Vec<(u32, Origin)>, end: bool, anchor: u32) -> u32 {
         let next = self.open.len() as u32;
-        let id = *self.open_ids.entry(items.clone().into_boxed_slice()).or_insert(next);
+        let id = *self.open_ids.entry((anchor, items.clone().into_boxed_slice())).or_insert(next);
         if id == next {
             self.bytes += 256 * 4 + items.len() * 16 + 64;
-            self.open.push((items.into_boxed_slice(), end));
+            self.open.push((items.into_boxed_slice(), end, anchor));
             if (next as usize).is_multiple_of(ROWS) {
                 self.open_trans.push(vec![[UNKNOWN; 256]; ROWS].into_boxed_slice());
             }
@@ -325,14 +385,27 @@ impl SetDfa {
         if id & OPEN == 0 { self.sets[id as usize].1 } else { self.open[(id & !OPEN) as usize].1 }
     }
 
-    /// Opens set `id` (outer or open) on the chart.
-    fn open_on(&self, chart: &mut Chart, id: u32) {
+    /// Opens set `id` (outer or open) on the chart, on its anchor if it
+    /// has one; returns how many sets it opened.
+    fn open_on(&self, chart: &mut Chart, id: u32) -> u8 {
         if id & OPEN == 0 {
             let (states, end) = &self.sets[id as usize];
-            chart.push_relative(states.iter().map(|&s| (s, false)), *end);
-        } else {
-            let (items, end) = &self.open[(id & !OPEN) as usize];
-            chart.push_relative(items.iter().copied(), *end);
+            chart.push_relative(states.iter().map(|&s| (s, Origin::Outer)), *end);
+            return 1;
+        }
+        let (items, end, anchor) = &self.open[(id & !OPEN) as usize];
+        let below = if *anchor == NO_ANCHOR { 0 } else { self.open_on(chart, *anchor) };
+        chart.push_relative(items.iter().copied(), *end);
+        below + 1
+    }
+
+    /// The open set without an anchor that a set reached from `from` may
+    /// take as its anchor: `from` itself, or its anchor.
+    fn anchor_of(&self, from: u32) -> u32 {
+        match self.open.get((from & !OPEN) as usize) {
+            Some(&(_, _, anchor)) if from & OPEN != 0 && anchor != NO_ANCHOR => anchor,
+            _ if from & OPEN != 0 => from,
+            _ => NO_ANCHOR,
         }
     }
 
@@ -346,15 +419,17 @@ impl SetDfa {
         if known != UNKNOWN {
             return Ok(known);
         }
-        let scanned = if from & OPEN == 0 { w.g.scan_outer(&self.sets[from as usize].0, byte) } else { None };
+        let mut states = std::mem::take(&mut self.scratch);
+        let scanned = from & OPEN == 0 && w.g.scan_outer(&self.sets[from as usize].0, byte, &mut states);
         let to = match scanned {
-            Some(states) if states.is_empty() => DEAD,
-            Some(states) => {
+            true if states.is_empty() => DEAD,
+            true => {
                 let end = w.g.has_accept(&states);
-                self.intern(states, end)
+                self.intern(&states, end)
             }
-            None => self.step(w, from, byte)?,
+            false => self.step(w, from, byte)?,
         };
+        self.scratch = states;
         self.row(from)[class] = to;
         Ok(to)
     }
@@ -362,27 +437,36 @@ impl SetDfa {
     /// The transition of set `from` on `byte` by an Earley step on `w`'s
     /// chart (for steps that call rules). The chart is left as it was.
     fn step(&mut self, w: &mut ChartWalker, from: u32, byte: u8) -> Result<u32, MatchError> {
-        self.open_on(w.chart, from);
+        let opened = self.open_on(w.chart, from);
+        // The anchor is the lowest set opened (`from` or its anchor).
+        let anchor = self.anchor_of(from);
+        let below = (anchor != NO_ANCHOR).then(|| (w.chart.bytes() + 1 - opened as usize, anchor));
         let to = match w.push(byte) {
             Ok(true) => {
-                let to = self.classify(w.chart);
+                let to = self.classify(w.chart, below);
                 w.chart.pop();
                 Ok(to)
             }
             Ok(false) => Ok(DEAD),
             Err(e) => Err(e),
         };
-        w.chart.pop();
+        for _ in 0..opened {
+            w.chart.pop();
+        }
         to
     }
 
-    /// The id of the chart's newest set: an outer set, an open set, or
+    /// The id of the chart's newest set: an outer set, an open set (whose
+    /// anchor may be `anchor`: its place on the chart and its id), or
     /// `CHART` when it is neither.
-    fn classify(&mut self, chart: &Chart) -> u32 {
+    fn classify(&mut self, chart: &Chart, anchor: Option<(usize, u32)>) -> u32 {
         match chart.outer_states() {
-            Some(states) => self.intern(states, chart.outer_end()),
-            None => match chart.relative_set() {
-                Some((items, end)) => self.intern_open(items, end),
+            Some(states) => self.intern(&states, chart.outer_end()),
+            None => match chart.relative_set(anchor.map(|a| a.0)) {
+                Some((items, end)) => {
+                    let anchored = items.iter().any(|x| x.1 == Origin::Below);
+                    self.intern_open(items, end, anchor.filter(|_| anchored).map_or(NO_ANCHOR, |a| a.1))
+                }
                 None => CHART,
             },
         }
@@ -417,7 +501,8 @@ impl SetWalker<'_, '_> {
     /// no string with more of them lives, in the rule or after it. Explores
     /// the sets such strings reach level by level, up to `max_chars` levels
     /// and [`MAX_REACHED`] sets.
-    fn alive_depth(&mut self, id: u32, seqs: &[ByteSequence], max_chars: usize) -> Result<(usize, bool), MatchError> {
+    /// Links are recorded only when `seqs` is the whole slice (`whole`).
+    fn alive_depth(&mut self, id: u32, seqs: &[ByteSequence], max_chars: usize, whole: bool) -> Result<(usize, bool), MatchError> {
         // The sets met, with the level where they were first met.
         let mut seen: FastMap<u32, usize> = FastMap::default();
         seen.insert(id, 0);
@@ -493,7 +578,7 @@ impl SetWalker<'_, '_> {
             if died {
                 return Ok((depth, simple));
             }
-            if let ([from], Some(Some(to)), false) = (&level[..], succ, ended) {
+            if let ([from], Some(Some(to)), false, true) = (&level[..], succ, ended, whole) {
                 self.dfa.bytes += 16;
                 self.dfa.links.insert(*from, to);
             }
@@ -501,6 +586,60 @@ impl SetWalker<'_, '_> {
             depth += 1;
         }
         Ok((usize::MAX, false))
+    }
+}
+
+impl SetWalker<'_, '_> {
+    /// Where some characters of the slice die right after set `id`: how
+    /// far every string of the others keeps it alive (as
+    /// [`SetWalker::alive_depth`], at least one character, at most
+    /// `u8::MAX - 1`) and the dying bytes, as [`Slice::bytes`] marks them
+    /// (bit 0 for all but ASCII: the characters of more than one byte go
+    /// or stay together). `None` when no string of the others lives.
+    fn fewer_characters(&mut self, id: u32, seqs: &[ByteSequence], max_chars: usize) -> Result<Option<(u8, u128)>, MatchError> {
+        let mut dying = 0u128;
+        let mut kept: Vec<ByteSequence> = Vec::new();
+        for seq in seqs {
+            let mut reps = Vec::new();
+            for &b in &seq[0] {
+                if self.dfa.next(&mut self.inner, id, b)? != DEAD {
+                    reps.push(b);
+                } else if b < 0x80 {
+                    // The whole class of `b` dies: every byte of the class
+                    // in the sequence's range.
+                    let class = self.inner.g.class(b);
+                    for c in b..0x80 {
+                        if self.inner.g.class(c) != class {
+                            break;
+                        }
+                        dying |= crate::trie::byte_bit(c);
+                    }
+                } else {
+                    dying |= 1;
+                }
+            }
+            if !reps.is_empty() {
+                let mut seq = seq.clone();
+                seq[0] = reps;
+                kept.push(seq);
+            }
+        }
+        // Characters of more than one byte are kept only when none dies,
+        // and only when some live then: one may die past its first byte.
+        if dying & 1 != 0 {
+            kept.retain(|seq| seq.len() == 1);
+        }
+        let mut d = if dying == 0 || kept.is_empty() { 0 } else { self.alive_depth(id, &kept, max_chars, false)?.0 };
+        if d == 0 && dying & 1 == 0 {
+            dying |= 1;
+            kept.retain(|seq| seq.len() == 1);
+            if !kept.is_empty() {
+                d = self.alive_depth(id, &kept, max_chars, false)?.0;
+            }
+        }
+        // Below `u8::MAX`, which [`Slice::reach`] gives subtrees with a token
+        // out of the slice.
+        Ok((d > 0).then(|| (d.min(u8::MAX as usize - 1) as u8, dying)))
     }
 }
 
@@ -540,7 +679,7 @@ fn byte_sequences(g: &Grammar, class: &[(char, char)]) -> Vec<ByteSequence> {
 
 /// Most outer sets [`SetWalker::alive_depth`] explores before it stops
 /// (and the walk takes more of the trie).
-const MAX_REACHED: usize = 1024;
+const MAX_REACHED: usize = 256;
 
 impl Walker for SetWalker<'_, '_> {
     fn push(&mut self, byte: u8) -> Result<bool, MatchError> {
@@ -549,7 +688,7 @@ impl Walker for SetWalker<'_, '_> {
             if !self.inner.push(byte)? {
                 return Ok(false);
             }
-            let id = match self.dfa.classify(self.inner.chart) {
+            let id = match self.dfa.classify(self.inner.chart, None) {
                 CHART => UNKNOWN,
                 id => id,
             };
@@ -560,14 +699,16 @@ impl Walker for SetWalker<'_, '_> {
             DEAD => Ok(false),
             CHART => {
                 // The step was taken once already: open `from` and take it again.
-                self.dfa.open_on(self.inner.chart, from);
+                let opened = self.dfa.open_on(self.inner.chart, from);
                 match self.inner.push(byte) {
                     Ok(true) => {
-                        self.frames.push((UNKNOWN, 2));
+                        self.frames.push((UNKNOWN, opened + 1));
                         Ok(true)
                     }
                     other => {
-                        self.inner.chart.pop();
+                        for _ in 0..opened {
+                            self.inner.chart.pop();
+                        }
                         other
                     }
                 }
@@ -604,10 +745,10 @@ mod tests {
         let states: Vec<u32> = chart.byte_items(&g).map(|x| x.2).collect();
         let mut dfa = SetDfa::default();
         let mut local = Chart::local();
-        let seed = dfa.intern(states, false);
+        let seed = dfa.intern(&states, false);
         let mut w = SetWalker { inner: ChartWalker { g: &g, chart: &mut local, fuel, limit: fuel }, dfa: &mut dfa, frames: vec![] };
         let seqs = byte_sequences(&g, &[(' ', '!'), ('#', '['), (']', char::MAX)]);
-        w.alive_depth(seed, &seqs, 64).unwrap().0 == usize::MAX
+        w.alive_depth(seed, &seqs, 64, true).unwrap().0 == usize::MAX
     }
 
     /// Masks inside a string of bounded length, on a vocabulary with
@@ -649,6 +790,75 @@ mod tests {
                 // `\n`): one character at a time from the string's start.
                 let pick = if i % 4 == 3 { allowed.len() - 1 } else { (seed >> 33) as usize % allowed.len() };
                 m.accept_token(allowed[pick]).unwrap();
+            }
+        }
+    }
+
+    /// Masks inside strings whose characters lead back to the same set (the
+    /// walk takes the tails of tokens past their characters), on tokens
+    /// whose tails start at a quote, a backslash, a control character or
+    /// a byte that cannot follow, equal taking each token on the parser.
+    /// The string is a called rule (recursive, so not inlined): tokens that
+    /// end it go on through the chart from their tails' ends.
+    #[test]
+    fn string_tails_match_the_parser() {
+        use crate::{Constraint, Matcher, Vocabulary};
+        let tokens = [
+            &b"["[..], b"]", b",", b"\"", b"a", "é".as_bytes(), "中".as_bytes(), b"\xe4", b"\xb8\xad", b"ab", b"\"a",
+            b"a\"", b"ab\"", b"ab\",", b"ab\"]", "é\",".as_bytes(), b"a\"]", b"\",", b"\"]", b"\", \"", b"a\\n", b"a\\n\"",
+            b"\\", b"a\\", b"a\\x", b"a\n", b"a\xb8\"", b"\xe4\xb8\"", b"aa\"],",
+        ];
+        let vocab = std::sync::Arc::new(Vocabulary::from_token_bytes(tokens.iter().map(|b| Some(b.to_vec())).collect()));
+        let c = Constraint::gbnf("root ::= \"[\" s (\",\" \" \"? s)* \"]\"\ns ::= \"\\\"\" ([^\"\\\\\\x00-\\x1F] | \"\\\\n\")* \"\\\"\" | \"<\" s \">\"\n").unwrap();
+        let mut mask = vec![0u32; vocab.mask_words()];
+        let mut seed = 5u64;
+        for _ in 0..40 {
+            let mut m = Matcher::new(&c, &vocab);
+            for _ in 0..30 {
+                let allowed = crate::matcher::mask_equals_parser(&mut m, &mut mask)
+                    .unwrap_or_else(|t| panic!("the mask and the parser disagree on token {t} after {} bytes", m.bytes_len()));
+                if allowed.is_empty() {
+                    break;
+                }
+                seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                m.accept_token(allowed[(seed >> 33) as usize % allowed.len()]).unwrap();
+            }
+        }
+    }
+
+    /// Masks inside strings that refuse some characters of the slice (an
+    /// ASCII punctuation mark, every character of more than one byte, all
+    /// but one of them), of bounded and unbounded length, equal taking each
+    /// token on the parser:
+    /// the walk allows the subtrees of tokens without those characters.
+    #[test]
+    fn strings_of_fewer_characters_match_the_parser() {
+        use crate::{Constraint, Matcher, Vocabulary};
+        let tokens = [
+            &b"["[..], b"]", b",", b"\"", b"a", b"ab", b"abc", b"abcd", b"a b", b".", b"#", b"a.b", b"ab#", b"a\"", b"ab\",",
+            "é".as_bytes(), "aé".as_bytes(), "中".as_bytes(), b"\xe4", b"a\xe4", b"\xb8\xad", b"\",", b"\"]", b"a\"]", b"aaaa",
+            b"aaaaaaaa", b"a.", b"..", b"a\\n",
+        ];
+        let vocab = std::sync::Arc::new(Vocabulary::from_token_bytes(tokens.iter().map(|b| Some(b.to_vec())).collect()));
+        let grammars = [
+            "root ::= \"[\" s (\",\" s)* \"]\"\ns ::= \"\\\"\" [^\"\\\\\\x00-\\x1F.#]* \"\\\"\" | \"<\" s \">\"\n",
+            "root ::= \"[\" s (\",\" s)* \"]\"\ns ::= \"\\\"\" [a-d ]{0,6} \"\\\"\" | \"<\" s \">\"\n",
+            "root ::= \"[\" s (\",\" s)* \"]\"\ns ::= \"\\\"\" [^\"\\\\\\x00-\\x1F#]{1,5} \".\"? \"\\\"\" | \"<\" s \">\"\n",
+            "root ::= \"[\" s (\",\" s)* \"]\"\ns ::= \"\\\"\" [^\"\\\\\\x00-\\x1Fé]* \"\\\"\" | \"<\" s \">\"\n",
+        ];
+        let mut mask = vec![0u32; vocab.mask_words()];
+        let mut seed = 3u64;
+        for i in 0..80 {
+            let c = Constraint::gbnf(grammars[i % grammars.len()]).unwrap();
+            let mut m = Matcher::new(&c, &vocab);
+            for _ in 0..30 {
+                let allowed = crate::matcher::mask_equals_parser(&mut m, &mut mask)
+                    .unwrap_or_else(|t| panic!("the mask and the parser disagree on token {t} after {} bytes", m.bytes_len()));
+                if allowed.is_empty() {
+                    break;
+                }
+                seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                m.accept_token(allowed[(seed >> 33) as usize % allowed.len()]).unwrap();
             }
         }
     }

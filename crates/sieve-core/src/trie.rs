@@ -45,8 +45,32 @@ pub(crate) struct Slice {
     up_to: Box<[OnceLock<Box<[u32]>>]>,
     /// The other tokens.
     pub rest: TokenTrie,
+    /// The tokens of `rest` past their longest prefix of whole characters
+    /// of the class, `split` bytes long. From a set that every character
+    /// of the class leads back to, a token goes where its tail does: the
+    /// walk takes this trie of tails (shared by many tokens) instead.
+    pub tails: TokenTrie,
+    /// Per token of `rest`: the length of that prefix (0 past 255 bytes
+    /// or when it is the whole token).
+    pub split: Box<[u8]>,
     /// The tokens of `rest` and those of `mask` with more than `SHORT` bytes.
     pub long_rest: TokenTrie,
+    /// Per node of the vocabulary's trie: the most characters of a token
+    /// in its subtree, `u8::MAX` when one is not in `mask`. A walk that
+    /// allows the tokens of at most `c` characters as a block skips the
+    /// subtrees of nodes with at most `c`.
+    pub reach: Box<[u8]>,
+    /// Per node of the vocabulary's trie: the bytes of the tokens in its
+    /// subtree, bit `b` for ASCII byte `b` and bit 0 for every other byte
+    /// (ASCII controls are not in the class). A walk that allows the
+    /// tokens without some characters as a block skips the subtrees
+    /// without them.
+    pub bytes: Box<[u128]>,
+}
+
+/// The bit of byte `b` in [`Slice::bytes`].
+pub(crate) fn byte_bit(b: u8) -> u128 {
+    if b < 0x80 { 1 << b } else { 1 }
 }
 
 impl Slice {
@@ -71,7 +95,8 @@ impl Slice {
 
     /// The characters a JSON string holds unescaped: all but `"`, `\` and
     /// U+0000 to U+001F.
-    pub fn string_body(tokens: &[Option<Box<[u8]>>]) -> Slice {
+    /// `trie` is the vocabulary's trie (for [`Slice::reach`]).
+    pub fn string_body(tokens: &[Option<Box<[u8]>>], trie: &TokenTrie) -> Slice {
         const CLASS: &[(char, char)] = &[(' ', '!'), ('#', '['), (']', char::MAX)];
         let in_class = |b: &[u8]| {
             // A valid prefix of UTF-8 text (a cut last character is fine)
@@ -86,6 +111,8 @@ impl Slice {
         let mut chars = vec![0u8; tokens.len()].into_boxed_slice();
         let mut rest: Vec<(&[u8], u32)> = Vec::new();
         let mut long_rest: Vec<(&[u8], u32)> = Vec::new();
+        let mut tails: Vec<(&[u8], u32)> = Vec::new();
+        let mut split = vec![0u8; tokens.len()].into_boxed_slice();
         for (i, t) in tokens.iter().enumerate() {
             let Some(b) = t.as_deref().filter(|b| !b.is_empty()) else { continue };
             // Characters start at every byte but UTF-8 continuation bytes.
@@ -93,6 +120,14 @@ impl Slice {
             if !in_class(b) || n > u8::MAX as usize {
                 rest.push((b, i as u32));
                 long_rest.push((b, i as u32));
+                let valid = std::str::from_utf8(b).map_or_else(|e| e.valid_up_to(), str::len);
+                let text = std::str::from_utf8(&b[..valid]).unwrap_or_default();
+                let k = text.char_indices().find(|&(_, c)| !in_class(c.encode_utf8(&mut [0; 4]).as_bytes())).map_or(valid, |(k, _)| k);
+                // Every tail has a byte (a token of only class characters
+                // is here when too long to count).
+                let k = if k > u8::MAX as usize || k == b.len() { 0 } else { k };
+                split[i] = k as u8;
+                tails.push((&b[k..], i as u32));
                 continue;
             }
             mask[i / 32] |= 1 << (i % 32);
@@ -103,10 +138,34 @@ impl Slice {
         }
         rest.sort_unstable();
         long_rest.sort_unstable();
-        let trie = |v: Vec<(&[u8], u32)>| TokenTrie::from_sorted(v.into_iter().map(|(b, i)| (i, b)));
+        tails.sort_unstable();
+        let build = |v: Vec<(&[u8], u32)>| TokenTrie::from_sorted(v.into_iter().map(|(b, i)| (i, b)));
         let max_chars = chars.iter().copied().max().unwrap_or(0) as usize;
         let up_to = (0..max_chars).map(|_| OnceLock::new()).collect();
-        Slice { class: CLASS, mask, max_chars, chars, up_to, rest: trie(rest), long_rest: trie(long_rest) }
+        // Children come after their parent: fill from the last node back.
+        let mut reach = vec![0u8; trie.nodes.len()].into_boxed_slice();
+        let mut bytes = vec![0u128; trie.nodes.len()].into_boxed_slice();
+        let mut path: Vec<u8> = Vec::new();
+        for (i, node) in trie.nodes.iter().enumerate() {
+            path.truncate(node.depth as usize - 1);
+            path.push(node.byte);
+            if node.tok_end > node.tok_start {
+                bytes[i] = path.iter().fold(0, |m, &b| m | byte_bit(b));
+            }
+        }
+        for (i, node) in trie.nodes.iter().enumerate().rev() {
+            let own = &trie.tokens[node.tok_start as usize..node.tok_end as usize];
+            let mut r = own.iter().map(|&t| if chars[t as usize] == 0 { u8::MAX } else { chars[t as usize] }).max().unwrap_or(0);
+            let mut child = i + 1;
+            while child < node.end as usize {
+                r = r.max(reach[child]);
+                bytes[i] |= bytes[child];
+                child = trie.nodes[child].end as usize;
+            }
+            reach[i] = r;
+        }
+        let (rest, long_rest, tails) = (build(rest), build(long_rest), build(tails));
+        Slice { class: CLASS, mask, max_chars, chars, up_to, rest, tails, split, long_rest, reach, bytes }
     }
 }
 
@@ -248,10 +307,13 @@ mod tests {
             b"",               // 8 no bytes
         ];
         let toks: Vec<Option<Box<[u8]>>> = toks.into_iter().map(|b| Some(b.into())).collect();
-        let s = Slice::string_body(&toks);
+        let s = Slice::string_body(&toks, &TokenTrie::new(&toks));
         assert_eq!(s.mask[0], 0b111);
         let mut rest = s.rest.tokens.clone();
         rest.sort_unstable();
         assert_eq!(rest, vec![3, 4, 5, 6, 7]);
+        // `a"` is `a` then the tail `"`; the others have no such prefix.
+        assert_eq!(&s.split[3..8], &[1, 0, 0, 0, 0]);
+        assert_eq!(s.tails.nodes.len(), 7);
     }
 }

@@ -5,7 +5,6 @@ use crate::error::VocabError;
 use crate::trie::{Slice, TokenTrie};
 use serde::Deserialize;
 use std::borrow::Cow;
-use std::sync::OnceLock;
 
 /// Token names that are taken as end-of-sequence when the caller does not
 /// choose (see [`Vocabulary::with_eos_ids`]).
@@ -24,8 +23,9 @@ pub struct Vocabulary {
     eos: Vec<u32>,
     width: usize,
     trie: TokenTrie,
-    /// Built on first use by a grammar mask.
-    string_slice: OnceLock<Slice>,
+    /// Built with the trie (vocabulary preparation), not by the first
+    /// grammar mask, which would take milliseconds longer.
+    string_slice: Slice,
 }
 
 /// How vocabulary strings encode bytes.
@@ -102,7 +102,8 @@ impl Vocabulary {
         eos.dedup();
         let trie = TokenTrie::new(&tokens);
         let width = tokens.len();
-        Vocabulary { tokens, eos, width, trie, string_slice: OnceLock::new() }
+        let string_slice = Slice::string_body(&tokens, &trie);
+        Vocabulary { tokens, eos, width, trie, string_slice }
     }
 
     /// Sets the end-of-sequence ids (one or several; may be empty).
@@ -172,7 +173,7 @@ impl Vocabulary {
     /// The tokens that stay inside a JSON string body, split from the rest
     /// (see [`Slice::string_body`]).
     pub(crate) fn string_slice(&self) -> &Slice {
-        self.string_slice.get_or_init(|| Slice::string_body(&self.tokens))
+        &self.string_slice
     }
 }
 
