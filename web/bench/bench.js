@@ -10,45 +10,6 @@ const $ = (id) => document.getElementById(id);
 const TOKENIZER_URL = new URL("../../assets/tokenizers/llama3.json", import.meta.url);
 const MODEL_URL = new URL("../../assets/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf", import.meta.url);
 
-/**
- * A clock finer than `performance.now()`, whose 5 µs steps are as long as a typical mask: a
- * worker adds one to a shared counter as fast as it can, and a reading is the count. Counts
- * become microseconds at the rate measured against `performance.now()` over the timed
- * windows of the run (seconds, so its steps do not matter there). Needs two free cores.
- */
-class FineClock {
-  static async start() {
-    const count = new Int32Array(new SharedArrayBuffer(4));
-    const worker = new Worker(new URL("./counter.js", import.meta.url));
-    await new Promise((resolve) => {
-      worker.onmessage = resolve;
-      worker.postMessage(count.buffer);
-    });
-    // Lets the counting loop be optimised before anything is timed.
-    await new Promise((resolve) => setTimeout(resolve, 200));
-    return new FineClock(count, worker);
-  }
-
-  constructor(count, worker) {
-    this.count = count;
-    this.worker = worker;
-    this.last = Atomics.load(count, 0);
-    this.ticks = 0;
-  }
-
-  /** Counts so far (the shared counter wraps at 32 bits; readings are never that far apart). */
-  read() {
-    const now = Atomics.load(this.count, 0);
-    this.ticks += (now - this.last) >>> 0;
-    this.last = now;
-    return this.ticks;
-  }
-
-  stop() {
-    this.worker.terminate();
-  }
-}
-
 function quantile(sorted, q) {
   return sorted.length ? sorted[Math.min(sorted.length - 1, Math.round((sorted.length - 1) * q))] : NaN;
 }
@@ -58,18 +19,8 @@ function percentiles(xs) {
   return { p50: quantile(sorted, 0.5), p90: quantile(sorted, 0.9), p99: quantile(sorted, 0.99), max: sorted.at(-1), mean: sorted.reduce((a, b) => a + b, 0) / sorted.length };
 }
 
-/**
- * Masks whose fine-clock time disagrees with `performance.now()` by more than one of its steps
- * (5 µs) and a tenth: the count the counting thread stalled for, when the page's own threads
- * took its core. The fine clock's figures stand only when these are rare.
- */
-function fineClockDisagreements(run) {
-  return run.maskFineUs.filter((fine, i) => Math.abs(fine - run.maskUs[i]) > 5 + 0.1 * run.maskUs[i]).length;
-}
-
-/** Summary of one engine's run: mask times by `performance.now()` and by the fine clock. */
+/** Summary of one engine's run. */
 function summarise(engine, run) {
-  const disagreements = fineClockDisagreements(run);
   return {
     engine,
     rounds: run.rounds,
@@ -78,37 +29,40 @@ function summarise(engine, run) {
     rejectedTests: run.rejectedTests,
     tokens: run.maskUs.length,
     maskUs: percentiles(run.maskUs),
-    maskUsFine: percentiles(run.maskFineUs),
-    fineClockTicksPerUs: run.ticksPerUs,
-    fineClockDisagreements: disagreements,
-    // At most one mask in a thousand off by more than a clock step.
-    fineClockTrusted: disagreements <= run.maskUs.length / 1000,
     compileUs: percentiles(run.compileUs),
   };
 }
 
-/** Rounds of sieve's run (a few seconds each). */
-const SIEVE_ROUNDS = 3;
+/** Rounds of sieve's run (about a second each). */
+const SIEVE_ROUNDS = 7;
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
+const mean = (xs) => xs.reduce((a, b) => a + b, 0) / xs.length;
+/** The mean of a mask's readings less those a hiccup of the machine (a preemption, a garbage
+ * collection) put more than two steps and a tenth above their median. */
+const readingsMean = (xs) => {
+  const m = median(xs);
+  return mean(xs.filter((x) => x <= m + 10 + 0.1 * m));
+};
 
 /**
  * Runs the protocol `rounds` times, compiling every schema afresh each time so that each round
- * does the same work, and keeps each mask's and compile's median time over the rounds: a spell
- * in which the machine or the fine clock's thread lost its core then spoils no reading.
+ * does the same work. A mask's time is the mean of its readings: `performance.now()` moves in
+ * 5 µs steps, as long as a typical mask, and a mask starts at a different point of a step in
+ * each round, so the mean of whole steps converges on its time (see `readingsMean`). A
+ * compile's is the median.
  */
 async function protocolRounds(instances, compile, rounds) {
   const runs = [];
   for (let r = 0; r < rounds; r++) runs.push(await protocol(instances, compile));
-  const medians = (key) => runs[0][key].map((_, i) => median(runs.map((run) => run[key][i])));
-  return { ...runs[0], rounds, maskUs: medians("maskUs"), maskFineUs: medians("maskFineUs"), compileUs: medians("compileUs"), ticksPerUs: median(runs.map((run) => run.ticksPerUs)) };
+  const each = (key, f) => runs[0][key].map((_, i) => f(runs.map((run) => run[key][i])));
+  return { ...runs[0], rounds, maskUs: each("maskUs", readingsMean), compileUs: each("compileUs", median) };
 }
 
 /** Runs the protocol once: `compile(schema)` gives a matcher factory; a matcher's `step(token)`
  * computes the full mask and commits the token, returning false when the token is refused. */
 async function protocol(instances, compile) {
-  const run = { schemas: 0, compileErrors: 0, rejectedTests: 0, maskUs: [], maskTicks: [], compileUs: [], windowTicks: 0, windowUs: 0 };
-  const clock = await FineClock.start();
+  const run = { schemas: 0, compileErrors: 0, rejectedTests: 0, maskUs: [], compileUs: [] };
   for (const inst of instances) {
     run.schemas += 1;
     let factory;
@@ -120,17 +74,13 @@ async function protocol(instances, compile) {
       continue;
     }
     run.compileUs.push((performance.now() - t0) * 1000);
-    // The masks of one schema are a window of the fine clock's calibration.
-    const [w0, k0] = [performance.now(), clock.read()];
     for (const tokens of inst.tokens) {
       const matcher = await factory();
       for (const token of tokens) {
         const t = performance.now();
-        const k = clock.read();
         // An engine with a synchronous API is not charged for an await.
         let ok = matcher.step(token);
         if (ok instanceof Promise) ok = await ok;
-        run.maskTicks.push(clock.read() - k);
         run.maskUs.push((performance.now() - t) * 1000);
         if (!ok) {
           run.rejectedTests += 1;
@@ -139,12 +89,7 @@ async function protocol(instances, compile) {
       }
       matcher.free?.();
     }
-    run.windowTicks += clock.read() - k0;
-    run.windowUs += (performance.now() - w0) * 1000;
   }
-  clock.stop();
-  run.ticksPerUs = run.windowTicks / run.windowUs;
-  run.maskFineUs = run.maskTicks.map((t) => t / run.ticksPerUs);
   return run;
 }
 
@@ -202,18 +147,15 @@ async function xgrammarRun(instances, tokenizerJson) {
 function showMaskResults(rows) {
   const us = (x) => (Number.isFinite(x) ? x.toFixed(1) : "–");
   $("results").innerHTML =
-    "<tr><th>engine</th><th>schemas</th><th>compile errors</th><th>valid rejected</th><th>tokens</th>" +
-    "<th>mask p50 µs</th><th>p90</th><th>p99</th><th>max</th><th>mean</th><th>clock</th><th>compile p50 µs</th><th>p99</th></tr>" +
+    "<tr><th>engine</th><th>rounds</th><th>schemas</th><th>compile errors</th><th>valid rejected</th><th>tokens</th>" +
+    "<th>mask p50 µs</th><th>p90</th><th>p99</th><th>max</th><th>mean</th><th>compile p50 µs</th><th>p99</th></tr>" +
     rows
-      .map((r) => {
-        // The fine clock where it held up; `performance.now()` (5 µs steps) where it did not.
-        const [m, clock] = r.fineClockTrusted ? [r.maskUsFine, "fine"] : [r.maskUs, "performance.now"];
-        return (
-          `<tr><td>${r.engine}</td><td>${r.schemas}</td><td>${r.compileErrors}</td><td>${r.rejectedTests}</td><td>${r.tokens}</td>` +
-          `<td>${us(m.p50)}</td><td>${us(m.p90)}</td><td>${us(m.p99)}</td><td>${us(m.max)}</td><td>${us(m.mean)}</td>` +
-          `<td>${clock}</td><td>${us(r.compileUs.p50)}</td><td>${us(r.compileUs.p99)}</td></tr>`
-        );
-      })
+      .map(
+        (r) =>
+          `<tr><td>${r.engine}</td><td>${r.rounds}</td><td>${r.schemas}</td><td>${r.compileErrors}</td><td>${r.rejectedTests}</td><td>${r.tokens}</td>` +
+          `<td>${us(r.maskUs.p50)}</td><td>${us(r.maskUs.p90)}</td><td>${us(r.maskUs.p99)}</td><td>${us(r.maskUs.max)}</td>` +
+          `<td>${us(r.maskUs.mean)}</td><td>${us(r.compileUs.p50)}</td><td>${us(r.compileUs.p99)}</td></tr>`,
+      )
       .join("");
 }
 
