@@ -14,9 +14,13 @@ function quantile(sorted, q) {
   return sorted.length ? sorted[Math.min(sorted.length - 1, Math.round((sorted.length - 1) * q))] : NaN;
 }
 
+const ascending = (xs) => [...xs].sort((a, b) => a - b);
+const median = (xs) => quantile(ascending(xs), 0.5);
+const mean = (xs) => xs.reduce((a, b) => a + b, 0) / xs.length;
+
 function percentiles(xs) {
-  const sorted = [...xs].sort((a, b) => a - b);
-  return { p50: quantile(sorted, 0.5), p90: quantile(sorted, 0.9), p99: quantile(sorted, 0.99), max: sorted.at(-1), mean: sorted.reduce((a, b) => a + b, 0) / sorted.length };
+  const s = ascending(xs);
+  return { p50: quantile(s, 0.5), p90: quantile(s, 0.9), p99: quantile(s, 0.99), max: s.at(-1), mean: mean(s) };
 }
 
 /** Summary of one engine's run. */
@@ -36,8 +40,6 @@ function summarise(engine, run) {
 /** Rounds of sieve's run (about a second each). */
 const SIEVE_ROUNDS = 7;
 
-const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
-const mean = (xs) => xs.reduce((a, b) => a + b, 0) / xs.length;
 /** The mean of a mask's readings less those a hiccup of the machine (a preemption, a garbage
  * collection) put more than two steps and a tenth above their median. */
 const readingsMean = (xs) => {

@@ -317,7 +317,8 @@ struct SetDfa {
     /// anchor). What follows them depends on nothing else either, so they
     /// are DFA states too.
     open: Vec<OpenSet>,
-    open_ids: FastMap<(u32, Box<[(u32, Origin)]>), u32>,
+    /// Open set ids by anchor and items.
+    open_ids: FastMap<(u32, OpenItems), u32>,
     /// The transitions of the open sets, as `trans`.
     open_trans: Vec<Box<[[u32; 256]]>>,
     /// Per set from which every character of the string slice lives and
@@ -333,9 +334,12 @@ struct SetDfa {
 /// Outer sets per block of transitions.
 const ROWS: usize = 64;
 
-/// A set's items as `(state, origin)` ([`Origin::Below`]: its anchor),
-/// its end flag, and its anchor (`NO_ANCHOR` when none).
-type OpenSet = (Box<[(u32, Origin)]>, bool, u32);
+/// An open set's items as `(state, origin)` ([`Origin::Below`]: its anchor).
+type OpenItems = Box<[(u32, Origin)]>;
+
+/// An open set: its items, its end flag, and its anchor (`NO_ANCHOR` when
+/// none).
+type OpenSet = (OpenItems, bool, u32);
 
 const NO_ANCHOR: u32 = u32::MAX;
 
@@ -756,7 +760,7 @@ mod tests {
     /// taking each token on the parser at every position.
     #[test]
     fn bounded_strings_match_the_parser() {
-        use crate::{Constraint, Matcher, Vocabulary};
+        use crate::{Constraint, Vocabulary};
         let mut tokens: Vec<Option<Vec<u8>>> = Vec::new();
         for n in 1..=24 {
             for unit in ["a", "é", "中"] {
@@ -774,23 +778,30 @@ mod tests {
             r#"root ::= "\"" ([^"\\\x00-\x1F] | "\\n"){3,40} "\"""#,
             "root ::= \"\\\"\" b b \"\\\"\"\nb ::= ([^\"\\\\\\x00-\\x1F] | \"\\\\n\"){2,9} | \"(\" b \")\"",
         ];
-        let mut mask = vec![0u32; vocab.mask_words()];
         let mut seed = 7u64;
         for i in 0..60 {
             let c = Constraint::gbnf(grammars[i % 2]).unwrap();
-            let mut m = Matcher::new(&c, &vocab);
-            loop {
-                let allowed = crate::matcher::mask_equals_parser(&mut m, &mut mask)
-                    .unwrap_or_else(|t| panic!("the mask and the parser disagree on token {t} after {} bytes", m.bytes_len()));
-                if allowed.is_empty() {
-                    break;
-                }
-                seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-                // Every fourth walk takes the last token allowed (`"`, then
-                // `\n`): one character at a time from the string's start.
-                let pick = if i % 4 == 3 { allowed.len() - 1 } else { (seed >> 33) as usize % allowed.len() };
-                m.accept_token(allowed[pick]).unwrap();
+            // Every fourth walk takes the last token allowed (`"`, then
+            // `\n`): one character at a time from the string's start.
+            walk_matches_parser(&c, &vocab, usize::MAX, &mut seed, i % 4 == 3);
+        }
+    }
+
+    /// Takes at most `steps` tokens from the start of `c`, each a random one
+    /// of those allowed (or the last, with `last`), and checks at every step
+    /// that the mask equals taking each token on the parser.
+    fn walk_matches_parser(c: &crate::Constraint, vocab: &std::sync::Arc<crate::Vocabulary>, steps: usize, seed: &mut u64, last: bool) {
+        let mut m = crate::Matcher::new(c, vocab);
+        let mut mask = vec![0u32; vocab.mask_words()];
+        for _ in 0..steps {
+            let allowed = crate::matcher::mask_equals_parser(&mut m, &mut mask)
+                .unwrap_or_else(|t| panic!("the mask and the parser disagree on token {t} after {} bytes", m.bytes_len()));
+            if allowed.is_empty() {
+                break;
             }
+            *seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            let pick = if last { allowed.len() - 1 } else { (*seed >> 33) as usize % allowed.len() };
+            m.accept_token(allowed[pick]).unwrap();
         }
     }
 
@@ -802,7 +813,7 @@ mod tests {
     /// end it go on through the chart from their tails' ends.
     #[test]
     fn string_tails_match_the_parser() {
-        use crate::{Constraint, Matcher, Vocabulary};
+        use crate::{Constraint, Vocabulary};
         let tokens = [
             &b"["[..], b"]", b",", b"\"", b"a", "é".as_bytes(), "中".as_bytes(), b"\xe4", b"\xb8\xad", b"ab", b"\"a",
             b"a\"", b"ab\"", b"ab\",", b"ab\"]", "é\",".as_bytes(), b"a\"]", b"\",", b"\"]", b"\", \"", b"a\\n", b"a\\n\"",
@@ -810,19 +821,9 @@ mod tests {
         ];
         let vocab = std::sync::Arc::new(Vocabulary::from_token_bytes(tokens.iter().map(|b| Some(b.to_vec())).collect()));
         let c = Constraint::gbnf("root ::= \"[\" s (\",\" \" \"? s)* \"]\"\ns ::= \"\\\"\" ([^\"\\\\\\x00-\\x1F] | \"\\\\n\")* \"\\\"\" | \"<\" s \">\"\n").unwrap();
-        let mut mask = vec![0u32; vocab.mask_words()];
         let mut seed = 5u64;
         for _ in 0..40 {
-            let mut m = Matcher::new(&c, &vocab);
-            for _ in 0..30 {
-                let allowed = crate::matcher::mask_equals_parser(&mut m, &mut mask)
-                    .unwrap_or_else(|t| panic!("the mask and the parser disagree on token {t} after {} bytes", m.bytes_len()));
-                if allowed.is_empty() {
-                    break;
-                }
-                seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-                m.accept_token(allowed[(seed >> 33) as usize % allowed.len()]).unwrap();
-            }
+            walk_matches_parser(&c, &vocab, 30, &mut seed, false);
         }
     }
 
@@ -833,7 +834,7 @@ mod tests {
     /// the walk allows the subtrees of tokens without those characters.
     #[test]
     fn strings_of_fewer_characters_match_the_parser() {
-        use crate::{Constraint, Matcher, Vocabulary};
+        use crate::{Constraint, Vocabulary};
         let tokens = [
             &b"["[..], b"]", b",", b"\"", b"a", b"ab", b"abc", b"abcd", b"a b", b".", b"#", b"a.b", b"ab#", b"a\"", b"ab\",",
             "é".as_bytes(), "aé".as_bytes(), "中".as_bytes(), b"\xe4", b"a\xe4", b"\xb8\xad", b"\",", b"\"]", b"a\"]", b"aaaa",
@@ -846,20 +847,10 @@ mod tests {
             "root ::= \"[\" s (\",\" s)* \"]\"\ns ::= \"\\\"\" [^\"\\\\\\x00-\\x1F#]{1,5} \".\"? \"\\\"\" | \"<\" s \">\"\n",
             "root ::= \"[\" s (\",\" s)* \"]\"\ns ::= \"\\\"\" [^\"\\\\\\x00-\\x1Fé]* \"\\\"\" | \"<\" s \">\"\n",
         ];
-        let mut mask = vec![0u32; vocab.mask_words()];
         let mut seed = 3u64;
         for i in 0..80 {
             let c = Constraint::gbnf(grammars[i % grammars.len()]).unwrap();
-            let mut m = Matcher::new(&c, &vocab);
-            for _ in 0..30 {
-                let allowed = crate::matcher::mask_equals_parser(&mut m, &mut mask)
-                    .unwrap_or_else(|t| panic!("the mask and the parser disagree on token {t} after {} bytes", m.bytes_len()));
-                if allowed.is_empty() {
-                    break;
-                }
-                seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-                m.accept_token(allowed[(seed >> 33) as usize % allowed.len()]).unwrap();
-            }
+            walk_matches_parser(&c, &vocab, 30, &mut seed, false);
         }
     }
 
@@ -869,22 +860,12 @@ mod tests {
     /// equal taking each token on the parser.
     #[test]
     fn open_sets_match_the_parser() {
-        use crate::{Constraint, Matcher};
+        use crate::Constraint;
         let vocab = crate::matcher::short_strings_vocab(b"01;x[],");
         let c = Constraint::gbnf("root ::= v | \"[\" v (\",\" v)* \"]\"\nv ::= [0-1]+ (\"\" | v \";\" | \"[\" v \"]\") | \"x\"\n").unwrap();
-        let mut mask = vec![0u32; vocab.mask_words()];
         let mut seed = 11u64;
         for _ in 0..40 {
-            let mut m = Matcher::new(&c, &vocab);
-            for _ in 0..12 {
-                let allowed = crate::matcher::mask_equals_parser(&mut m, &mut mask)
-                    .unwrap_or_else(|t| panic!("the mask and the parser disagree on token {t} after {} bytes", m.bytes_len()));
-                if allowed.is_empty() {
-                    break;
-                }
-                seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-                m.accept_token(allowed[(seed >> 33) as usize % allowed.len()]).unwrap();
-            }
+            walk_matches_parser(&c, &vocab, 12, &mut seed, false);
         }
     }
 
