@@ -83,6 +83,8 @@ pub struct Compiler<'a> {
     /// extras and counts: an identical object (a definition met again)
     /// reuses them.
     member_sets: HashMap<MemberKey, Option<String>>,
+    /// Translated maps by [`content_key`] (see [`Compiler::compile_plain`]).
+    leaves: HashMap<String, Expr>,
     /// Translated patterns by source text (a pattern is often checked on
     /// many values and met in many subschemas).
     patterns: RefCell<HashMap<String, Result<Rc<Re>, regex::PatternError>>>,
@@ -110,6 +112,7 @@ impl<'a> Compiler<'a> {
             opaque_of: HashMap::new(),
             order_states: 0,
             member_sets: HashMap::new(),
+            leaves: HashMap::new(),
             patterns: RefCell::new(HashMap::new()),
         }
     }
@@ -242,7 +245,7 @@ impl<'a> Compiler<'a> {
         if m.keys().all(|k| !REWRITTEN.contains(&k.as_str())) {
             // Nothing to merge or rewrite: translated in place, not copied.
             self.check_unsupported(m, ptr)?;
-            return self.compile_types(m, ptr);
+            return self.compile_plain(m, ptr);
         }
         let merged = self.flatten(m, ptr)?;
         self.compile_map(merged, ptr)
@@ -563,30 +566,54 @@ impl<'a> Compiler<'a> {
                 return self.branches(kw, &branches, m, ptr);
             }
         }
-        if !m.contains_key("const") && !m.contains_key("enum") {
-            return self.compile_types(&m, ptr);
+        self.compile_plain(&m, ptr)
+    }
+
+    /// Translate a keyword map without `not`, `anyOf` or `oneOf`. Maps whose
+    /// translation reads nothing but the map (values listed by `enum` or
+    /// `const`, or types without subschemas) are translated once per content.
+    fn compile_plain(&mut self, m: &Map<String, Value>, ptr: &str) -> Res<Expr> {
+        let values = m.get("enum").or(m.get("const"));
+        let leaf = values.is_some() || m.get("type").is_some_and(|t| {
+            type_list(t).iter().all(|t| !matches!(t.as_str(), Some("object" | "array")))
+        });
+        let key = leaf.then(|| content_key(m));
+        if let Some(e) = key.as_ref().and_then(|k| self.leaves.get(k)) {
+            return Ok(e.clone());
         }
-        type_names(&m, ptr)?;
-        if let Some(c) = m.remove("const") {
-            m.insert("enum".into(), Value::Array(vec![c]));
+        let warned = self.warnings.len();
+        let e = if values.is_some() { self.compile_enum(m, ptr)? } else { self.compile_types(m, ptr)? };
+        // A warning names the pointer where it arose: met again elsewhere,
+        // the map is translated again to warn there too.
+        if let Some(k) = key
+            && self.warnings.len() == warned
+        {
+            self.leaves.insert(k, e.clone());
         }
-        if let Some(e) = m.remove("enum") {
-            let Value::Array(values) = e else { return Err(invalid("enum", ptr, "must be an array")) };
-            let rest = Value::Object(m);
-            let mut alts = Vec::new();
-            for v in &values {
-                match self.check(&rest, v, 0) {
-                    Some(true) => alts.push(self.literal_value(v)),
-                    Some(false) => {}
-                    None => {
-                        self.unsupported("enum", ptr, "enum combined with keywords that cannot be checked on its values")?;
-                        alts.push(self.literal_value(v));
-                    }
+        Ok(e)
+    }
+
+    /// The values of `enum` (or `const`) that the rest of the map allows.
+    fn compile_enum(&mut self, m: &Map<String, Value>, ptr: &str) -> Res<Expr> {
+        type_names(m, ptr)?;
+        let values = match (m.get("const"), m.get("enum")) {
+            (Some(c), _) => std::slice::from_ref(c),
+            (None, Some(Value::Array(values))) => values.as_slice(),
+            _ => return Err(invalid("enum", ptr, "must be an array")),
+        };
+        let rest = Value::Object(m.iter().filter(|(k, _)| !matches!(k.as_str(), "enum" | "const")).map(|(k, v)| (k.clone(), v.clone())).collect());
+        let mut alts = Vec::new();
+        for v in values {
+            match self.check(&rest, v, 0) {
+                Some(true) => alts.push(self.literal_value(v)),
+                Some(false) => {}
+                None => {
+                    self.unsupported("enum", ptr, "enum combined with keywords that cannot be checked on its values")?;
+                    alts.push(self.literal_value(v));
                 }
             }
-            return Ok(if alts.is_empty() { None } else { Some(self.add("enum", alts.join(" | "))?) });
         }
-        self.compile_types(&m, ptr)
+        Ok(if alts.is_empty() { None } else { Some(self.add("enum", alts.join(" | "))?) })
     }
 
     /// Errors (strict) or warns (lenient) on the keywords not translated.
@@ -2524,6 +2551,19 @@ fn obj_keys(v: Option<&Value>) -> Vec<String> {
 }
 
 /// Compact JSON text (non-ASCII kept).
+/// The keywords of a map other than annotations, as text: maps with equal
+/// keys constrain alike.
+fn content_key(m: &Map<String, Value>) -> String {
+    let mut key = String::new();
+    for (k, v) in m.iter().filter(|(k, _)| !is_annotation(k)) {
+        key += &json_text(&Value::String(k.clone()));
+        key.push(':');
+        key += &json_text(v);
+        key.push(',');
+    }
+    key
+}
+
 fn json_text(v: &Value) -> String {
     serde_json::to_string(v).unwrap_or_default()
 }
