@@ -569,15 +569,20 @@ impl<'a> Compiler<'a> {
         self.compile_plain(&m, ptr)
     }
 
-    /// Translate a keyword map without `not`, `anyOf` or `oneOf`. Maps whose
+    /// Translate a keyword map without `not`, `anyOf` or `oneOf`. A map whose
     /// translation reads nothing but the map (values listed by `enum` or
-    /// `const`, or types without subschemas) are translated once per content.
+    /// `const`, or types without subschemas) and costs more than keying it
+    /// (a long enum, or a pattern within length bounds: a counted automaton)
+    /// is translated once per content.
     fn compile_plain(&mut self, m: &Map<String, Value>, ptr: &str) -> Res<Expr> {
         let values = m.get("enum").or(m.get("const"));
         let leaf = values.is_some() || m.get("type").is_some_and(|t| {
             type_list(t).iter().all(|t| !matches!(t.as_str(), Some("object" | "array")))
         });
-        let key = leaf.then(|| content_key(m));
+        let long_enum = m.get("enum").and_then(Value::as_array).is_some_and(|v| v.len() > 16);
+        let counted = ["minLength", "maxLength"].iter().any(|k| m.contains_key(*k))
+            && ["pattern", "format"].iter().any(|k| m.contains_key(*k));
+        let key = (leaf && (long_enum || counted)).then(|| content_key(m));
         if let Some(e) = key.as_ref().and_then(|k| self.leaves.get(k)) {
             return Ok(e.clone());
         }
