@@ -83,7 +83,7 @@ pub struct Compiler<'a> {
     /// extras and counts: an identical object (a definition met again)
     /// reuses them.
     member_sets: HashMap<MemberKey, Option<String>>,
-    /// Translated maps by [`content_key`] (see [`Compiler::compile_plain`]).
+    /// Translated maps by [`leaf_key`] (see [`Compiler::once`]).
     leaves: HashMap<String, Expr>,
     /// Translated patterns by source text (a pattern is often checked on
     /// many values and met in many subschemas).
@@ -245,7 +245,7 @@ impl<'a> Compiler<'a> {
         if m.keys().all(|k| !REWRITTEN.contains(&k.as_str())) {
             // Nothing to merge or rewrite: translated in place, not copied.
             self.check_unsupported(m, ptr)?;
-            return self.compile_plain(m, ptr);
+            return self.once(leaf_key(m), |c| c.compile_types(m, ptr));
         }
         let merged = self.flatten(m, ptr)?;
         self.compile_map(merged, ptr)
@@ -566,28 +566,21 @@ impl<'a> Compiler<'a> {
                 return self.branches(kw, &branches, m, ptr);
             }
         }
-        self.compile_plain(&m, ptr)
+        let key = leaf_key(&m);
+        if m.contains_key("const") || m.contains_key("enum") {
+            return self.once(key, |c| c.compile_enum(m, ptr));
+        }
+        self.once(key, |c| c.compile_types(&m, ptr))
     }
 
-    /// Translate a keyword map without `not`, `anyOf` or `oneOf`. A map whose
-    /// translation reads nothing but the map (values listed by `enum` or
-    /// `const`, or types without subschemas) and costs more than keying it
-    /// (a long enum, or a pattern within length bounds: a counted automaton)
-    /// is translated once per content.
-    fn compile_plain(&mut self, m: &Map<String, Value>, ptr: &str) -> Res<Expr> {
-        let values = m.get("enum").or(m.get("const"));
-        let leaf = values.is_some() || m.get("type").is_some_and(|t| {
-            type_list(t).iter().all(|t| !matches!(t.as_str(), Some("object" | "array")))
-        });
-        let long_enum = m.get("enum").and_then(Value::as_array).is_some_and(|v| v.len() > 16);
-        let counted = ["minLength", "maxLength"].iter().any(|k| m.contains_key(*k))
-            && ["pattern", "format"].iter().any(|k| m.contains_key(*k));
-        let key = (leaf && (long_enum || counted)).then(|| content_key(m));
+    /// `translate()`, or the expression it gave for a map with the same
+    /// [`leaf_key`] before.
+    fn once(&mut self, key: Option<String>, translate: impl FnOnce(&mut Self) -> Res<Expr>) -> Res<Expr> {
         if let Some(e) = key.as_ref().and_then(|k| self.leaves.get(k)) {
             return Ok(e.clone());
         }
         let warned = self.warnings.len();
-        let e = if values.is_some() { self.compile_enum(m, ptr)? } else { self.compile_types(m, ptr)? };
+        let e = translate(self)?;
         // A warning names the pointer where it arose: met again elsewhere,
         // the map is translated again to warn there too.
         if let Some(k) = key
@@ -599,16 +592,15 @@ impl<'a> Compiler<'a> {
     }
 
     /// The values of `enum` (or `const`) that the rest of the map allows.
-    fn compile_enum(&mut self, m: &Map<String, Value>, ptr: &str) -> Res<Expr> {
-        type_names(m, ptr)?;
-        let values = match (m.get("const"), m.get("enum")) {
-            (Some(c), _) => std::slice::from_ref(c),
-            (None, Some(Value::Array(values))) => values.as_slice(),
-            _ => return Err(invalid("enum", ptr, "must be an array")),
-        };
-        let rest = Value::Object(m.iter().filter(|(k, _)| !matches!(k.as_str(), "enum" | "const")).map(|(k, v)| (k.clone(), v.clone())).collect());
+    fn compile_enum(&mut self, mut m: Map<String, Value>, ptr: &str) -> Res<Expr> {
+        type_names(&m, ptr)?;
+        if let Some(c) = m.remove("const") {
+            m.insert("enum".into(), Value::Array(vec![c]));
+        }
+        let Some(Value::Array(values)) = m.remove("enum") else { return Err(invalid("enum", ptr, "must be an array")) };
+        let rest = Value::Object(m);
         let mut alts = Vec::new();
-        for v in values {
+        for v in &values {
             match self.check(&rest, v, 0) {
                 Some(true) => alts.push(self.literal_value(v)),
                 Some(false) => {}
@@ -2556,9 +2548,23 @@ fn obj_keys(v: Option<&Value>) -> Vec<String> {
 }
 
 /// Compact JSON text (non-ASCII kept).
-/// The keywords of a map other than annotations, as text: maps with equal
-/// keys constrain alike.
-fn content_key(m: &Map<String, Value>) -> String {
+/// For a map whose translation reads nothing but the map (values listed by
+/// `enum` or `const`, or types without subschemas) and costs more than
+/// keying it (a long enum, or a pattern within length bounds: a counted
+/// automaton), its keywords other than annotations as text: maps with equal
+/// keys translate alike. `None` for the others.
+fn leaf_key(m: &Map<String, Value>) -> Option<String> {
+    let long_enum = m.get("enum").and_then(Value::as_array).is_some_and(|v| v.len() > 16);
+    let counted = ["minLength", "maxLength"].iter().any(|k| m.contains_key(*k))
+        && ["pattern", "format"].iter().any(|k| m.contains_key(*k));
+    let leaf = || {
+        m.contains_key("enum")
+            || m.contains_key("const")
+            || m.get("type").is_some_and(|t| type_list(t).iter().all(|t| !matches!(t.as_str(), Some("object" | "array"))))
+    };
+    if !(long_enum || counted && leaf()) {
+        return None;
+    }
     let mut key = String::new();
     for (k, v) in m.iter().filter(|(k, _)| !is_annotation(k)) {
         key += &json_text(&Value::String(k.clone()));
@@ -2566,7 +2572,7 @@ fn content_key(m: &Map<String, Value>) -> String {
         key += &json_text(v);
         key.push(',');
     }
-    key
+    Some(key)
 }
 
 fn json_text(v: &Value) -> String {
