@@ -657,6 +657,8 @@ impl<'a> Compiler<'a> {
 
     fn branches(&mut self, kw: &str, branches: &[Value], siblings: Map<String, Value>, ptr: &str) -> Res<Expr> {
         let mut merged_all = Vec::new();
+        // Each branch's own flattened map, without the siblings (oneOf only).
+        let mut own = Vec::new();
         for (i, b) in branches.iter().enumerate() {
             let bptr = child(&child(ptr, kw), &i.to_string());
             let bm = match b {
@@ -670,6 +672,7 @@ impl<'a> Compiler<'a> {
                         // Compiled as a rule (recursion stays a rule); the
                         // flattened form only serves the disjointness proof.
                         let proof = if kw == "oneOf" { self.flatten(o, &bptr)? } else { Map::new() };
+                        own.push(proof.clone());
                         merged_all.push((proof, Some(b.clone()), bptr));
                         continue;
                     }
@@ -677,17 +680,20 @@ impl<'a> Compiler<'a> {
                 }
                 _ => return Err(invalid(kw, &bptr, "a schema must be an object or a boolean")),
             };
+            own.push(if kw == "oneOf" { bm.clone() } else { Map::new() });
             let m = self.merge(siblings.clone(), bm, &bptr)?;
             merged_all.push((m, None, bptr));
         }
         if kw == "oneOf" && !self.disjoint(&merged_all) {
-            // Exact as: each branch and not every branch it may overlap.
+            // Exact as: each branch and not every branch it may overlap. The
+            // siblings both hold need no negation (S and A and not (S and B)
+            // is S and A and not B): only the other branch's own map is negated.
             let maps: Vec<Map<String, Value>> = merged_all.iter().map(|x| x.0.clone()).collect();
             let mut why = None;
             let mut rewritten = Vec::new();
             for (i, mi) in maps.iter().enumerate() {
                 let others: Vec<&Map<String, Value>> =
-                    maps.iter().enumerate().filter(|(j, mj)| *j != i && !pair_disjoint(mi, mj)).map(|x| x.1).collect();
+                    (0..maps.len()).filter(|&j| j != i && !pair_disjoint(mi, &maps[j])).map(|j| &own[j]).collect();
                 if others.is_empty() {
                     continue;
                 }
