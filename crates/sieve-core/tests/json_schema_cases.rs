@@ -200,6 +200,17 @@ fn overlapping_one_of_excludes_the_overlap() {
     let e = to_gbnf(&json!({"oneOf": [{"type": "array", "uniqueItems": true}, {"type": "array", "maxItems": 3}]}), &JsonSchemaOptions::default())
         .unwrap_err();
     assert_eq!(e.keyword, "oneOf");
+    // Siblings both branches hold are not negated (`uniqueItems` has no
+    // exact negation): only the other branch's own keywords are.
+    let schema = json!({"type": "object", "properties": {"a": {}, "b": {}, "u": {"type": "array", "items": {"enum": [1, 2]}, "uniqueItems": true}},
+                        "additionalProperties": false, "oneOf": [{"required": ["a"]}, {"required": ["b"]}]});
+    table(schema, &[
+        (r#"{"a": 1, "u": [1, 2]}"#, true),
+        (r#"{"b": 1}"#, true),
+        (r#"{"a": 1, "b": 2}"#, false),
+        (r#"{"b": 1, "u": [1, 1]}"#, false),
+        (r#"{"c": 1}"#, false),
+    ]);
 }
 
 #[test]

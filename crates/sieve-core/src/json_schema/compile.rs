@@ -83,6 +83,8 @@ pub struct Compiler<'a> {
     /// extras and counts: an identical object (a definition met again)
     /// reuses them.
     member_sets: HashMap<MemberKey, Option<String>>,
+    /// Translated maps by [`leaf_key`] (see [`Compiler::once`]).
+    leaves: HashMap<String, Expr>,
     /// Translated patterns by source text (a pattern is often checked on
     /// many values and met in many subschemas).
     patterns: RefCell<HashMap<String, Result<Rc<Re>, regex::PatternError>>>,
@@ -110,6 +112,7 @@ impl<'a> Compiler<'a> {
             opaque_of: HashMap::new(),
             order_states: 0,
             member_sets: HashMap::new(),
+            leaves: HashMap::new(),
             patterns: RefCell::new(HashMap::new()),
         }
     }
@@ -242,7 +245,7 @@ impl<'a> Compiler<'a> {
         if m.keys().all(|k| !REWRITTEN.contains(&k.as_str())) {
             // Nothing to merge or rewrite: translated in place, not copied.
             self.check_unsupported(m, ptr)?;
-            return self.compile_types(m, ptr);
+            return self.once(leaf_key(m), |c| c.compile_types(m, ptr));
         }
         let merged = self.flatten(m, ptr)?;
         self.compile_map(merged, ptr)
@@ -563,30 +566,51 @@ impl<'a> Compiler<'a> {
                 return self.branches(kw, &branches, m, ptr);
             }
         }
-        if !m.contains_key("const") && !m.contains_key("enum") {
-            return self.compile_types(&m, ptr);
+        let key = leaf_key(&m);
+        if m.contains_key("const") || m.contains_key("enum") {
+            return self.once(key, |c| c.compile_enum(m, ptr));
         }
+        self.once(key, |c| c.compile_types(&m, ptr))
+    }
+
+    /// `translate()`, or the expression it gave for a map with the same
+    /// [`leaf_key`] before.
+    fn once(&mut self, key: Option<String>, translate: impl FnOnce(&mut Self) -> Res<Expr>) -> Res<Expr> {
+        if let Some(e) = key.as_ref().and_then(|k| self.leaves.get(k)) {
+            return Ok(e.clone());
+        }
+        let warned = self.warnings.len();
+        let e = translate(self)?;
+        // A warning names the pointer where it arose: met again elsewhere,
+        // the map is translated again to warn there too.
+        if let Some(k) = key
+            && self.warnings.len() == warned
+        {
+            self.leaves.insert(k, e.clone());
+        }
+        Ok(e)
+    }
+
+    /// The values of `enum` (or `const`) that the rest of the map allows.
+    fn compile_enum(&mut self, mut m: Map<String, Value>, ptr: &str) -> Res<Expr> {
         type_names(&m, ptr)?;
         if let Some(c) = m.remove("const") {
             m.insert("enum".into(), Value::Array(vec![c]));
         }
-        if let Some(e) = m.remove("enum") {
-            let Value::Array(values) = e else { return Err(invalid("enum", ptr, "must be an array")) };
-            let rest = Value::Object(m);
-            let mut alts = Vec::new();
-            for v in &values {
-                match self.check(&rest, v, 0) {
-                    Some(true) => alts.push(self.literal_value(v)),
-                    Some(false) => {}
-                    None => {
-                        self.unsupported("enum", ptr, "enum combined with keywords that cannot be checked on its values")?;
-                        alts.push(self.literal_value(v));
-                    }
+        let Some(Value::Array(values)) = m.remove("enum") else { return Err(invalid("enum", ptr, "must be an array")) };
+        let rest = Value::Object(m);
+        let mut alts = Vec::new();
+        for v in &values {
+            match self.check(&rest, v, 0) {
+                Some(true) => alts.push(self.literal_value(v)),
+                Some(false) => {}
+                None => {
+                    self.unsupported("enum", ptr, "enum combined with keywords that cannot be checked on its values")?;
+                    alts.push(self.literal_value(v));
                 }
             }
-            return Ok(if alts.is_empty() { None } else { Some(self.add("enum", alts.join(" | "))?) });
         }
-        self.compile_types(&m, ptr)
+        Ok(if alts.is_empty() { None } else { Some(self.add("enum", alts.join(" | "))?) })
     }
 
     /// Errors (strict) or warns (lenient) on the keywords not translated.
@@ -633,6 +657,8 @@ impl<'a> Compiler<'a> {
 
     fn branches(&mut self, kw: &str, branches: &[Value], siblings: Map<String, Value>, ptr: &str) -> Res<Expr> {
         let mut merged_all = Vec::new();
+        // Each branch's own flattened map, without the siblings (oneOf only).
+        let mut own = Vec::new();
         for (i, b) in branches.iter().enumerate() {
             let bptr = child(&child(ptr, kw), &i.to_string());
             let bm = match b {
@@ -646,6 +672,7 @@ impl<'a> Compiler<'a> {
                         // Compiled as a rule (recursion stays a rule); the
                         // flattened form only serves the disjointness proof.
                         let proof = if kw == "oneOf" { self.flatten(o, &bptr)? } else { Map::new() };
+                        own.push(proof.clone());
                         merged_all.push((proof, Some(b.clone()), bptr));
                         continue;
                     }
@@ -653,17 +680,20 @@ impl<'a> Compiler<'a> {
                 }
                 _ => return Err(invalid(kw, &bptr, "a schema must be an object or a boolean")),
             };
+            own.push(if kw == "oneOf" { bm.clone() } else { Map::new() });
             let m = self.merge(siblings.clone(), bm, &bptr)?;
             merged_all.push((m, None, bptr));
         }
         if kw == "oneOf" && !self.disjoint(&merged_all) {
-            // Exact as: each branch and not every branch it may overlap.
+            // Exact as: each branch and not every branch it may overlap. The
+            // siblings both hold need no negation (S and A and not (S and B)
+            // is S and A and not B): only the other branch's own map is negated.
             let maps: Vec<Map<String, Value>> = merged_all.iter().map(|x| x.0.clone()).collect();
             let mut why = None;
             let mut rewritten = Vec::new();
             for (i, mi) in maps.iter().enumerate() {
                 let others: Vec<&Map<String, Value>> =
-                    maps.iter().enumerate().filter(|(j, mj)| *j != i && !pair_disjoint(mi, mj)).map(|x| x.1).collect();
+                    (0..maps.len()).filter(|&j| j != i && !pair_disjoint(mi, &maps[j])).map(|j| &own[j]).collect();
                 if others.is_empty() {
                     continue;
                 }
@@ -2524,6 +2554,33 @@ fn obj_keys(v: Option<&Value>) -> Vec<String> {
 }
 
 /// Compact JSON text (non-ASCII kept).
+/// For a map whose translation reads nothing but the map (values listed by
+/// `enum` or `const`, or types without subschemas) and costs more than
+/// keying it (a long enum, or a pattern within length bounds: a counted
+/// automaton), its keywords other than annotations as text: maps with equal
+/// keys translate alike. `None` for the others.
+fn leaf_key(m: &Map<String, Value>) -> Option<String> {
+    let long_enum = m.get("enum").and_then(Value::as_array).is_some_and(|v| v.len() > 16);
+    let counted = ["minLength", "maxLength"].iter().any(|k| m.contains_key(*k))
+        && ["pattern", "format"].iter().any(|k| m.contains_key(*k));
+    let leaf = || {
+        m.contains_key("enum")
+            || m.contains_key("const")
+            || m.get("type").is_some_and(|t| type_list(t).iter().all(|t| !matches!(t.as_str(), Some("object" | "array"))))
+    };
+    if !(long_enum || counted && leaf()) {
+        return None;
+    }
+    let mut key = String::new();
+    for (k, v) in m.iter().filter(|(k, _)| !is_annotation(k)) {
+        key += &json_text(&Value::String(k.clone()));
+        key.push(':');
+        key += &json_text(v);
+        key.push(',');
+    }
+    Some(key)
+}
+
 fn json_text(v: &Value) -> String {
     serde_json::to_string(v).unwrap_or_default()
 }

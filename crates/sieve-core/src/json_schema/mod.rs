@@ -17,7 +17,8 @@
 //! Pieces: `compile` walks the schema (references become rules, so recursive
 //! schemas become recursive rules; `allOf` merges into one keyword map;
 //! `anyOf`/`oneOf` become alternatives; a `oneOf` branch that may overlap
-//! another gets `not` of it), `regex` translates ECMA-262 patterns, `format` writes
+//! another gets `not` of the other's own keywords, the siblings both hold
+//! left out), `regex` translates ECMA-262 patterns, `format` writes
 //! the regular formats as patterns, `dfa` intersects and splits string
 //! languages (patterns with lengths, `patternProperties` regions), `number`
 //! turns numeric bounds into digit-level expressions, `gbnf` writes the text.
