@@ -2553,7 +2553,6 @@ fn obj_keys(v: Option<&Value>) -> Vec<String> {
     v.and_then(Value::as_object).map(|o| o.keys().cloned().collect()).unwrap_or_default()
 }
 
-/// Compact JSON text (non-ASCII kept).
 /// For a map whose translation reads nothing but the map (values listed by
 /// `enum` or `const`, or types without subschemas) and costs more than
 /// keying it (a long enum, or a pattern within length bounds: a counted
@@ -2581,6 +2580,7 @@ fn leaf_key(m: &Map<String, Value>) -> Option<String> {
     Some(key)
 }
 
+/// Compact JSON text (non-ASCII kept).
 fn json_text(v: &Value) -> String {
     serde_json::to_string(v).unwrap_or_default()
 }
