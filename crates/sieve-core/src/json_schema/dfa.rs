@@ -4,7 +4,7 @@
 //! complement included), which `patternProperties` and `additionalProperties`
 //! need. Each automaton is written back to GBNF as one rule per state.
 
-use super::gbnf::Rules;
+use super::gbnf::{Rules, SELF};
 use super::regex::{CharSet, MAX_CHAR, Re};
 use crate::hash::FastMap;
 
@@ -329,58 +329,130 @@ impl Dfa {
         if !live[idx(0, 0)] {
             return Ok(None);
         }
-        let mut names: Vec<Option<String>> = vec![None; total];
-        let mut todo = vec![(0usize, 0u64)];
-        names[idx(0, 0)] = Some(rules.reserve("str"));
-        while let Some((s, k)) = todo.pop() {
-            let mut body = String::new();
-            if k >= min && accept(self.tags[s]) {
-                body.push_str("\"\"");
-            }
-            if let Some(k2) = step(k) {
-                // Per target, the ranges of the classes going there (classes
-                // are sorted and disjoint: appending keeps a set normalized).
-                let mut groups: Vec<(usize, Vec<(u32, u32)>)> = Vec::new();
-                for (ci, &t) in self.trans[s].iter().enumerate() {
-                    if t == DEAD || !live[idx(t as usize, k2)] {
-                        continue;
-                    }
-                    let t = t as usize;
-                    let class = &self.classes[ci].0;
-                    match groups.iter_mut().find(|g| g.0 == t) {
-                        Some((_, ranges)) => {
-                            for &(a, b) in class {
-                                match ranges.last_mut() {
-                                    Some(last) if last.1 + 1 == a => last.1 = b,
-                                    _ => ranges.push((a, b)),
-                                }
+        // A product state's live successors, grouped by target (classes are
+        // sorted and disjoint: appending keeps a set normalized).
+        let successors = |v: usize| -> Vec<(usize, Vec<(u32, u32)>)> {
+            let mut groups: Vec<(usize, Vec<(u32, u32)>)> = Vec::new();
+            let Some(k2) = step((v % width) as u64) else { return groups };
+            for (ci, &t) in self.trans[v / width].iter().enumerate() {
+                if t == DEAD || !live[idx(t as usize, k2)] {
+                    continue;
+                }
+                let key = idx(t as usize, k2);
+                let class = &self.classes[ci].0;
+                match groups.iter_mut().find(|g| g.0 == key) {
+                    Some((_, ranges)) => {
+                        for &(a, b) in class {
+                            match ranges.last_mut() {
+                                Some(last) if last.1 + 1 == a => last.1 = b,
+                                _ => ranges.push((a, b)),
                             }
                         }
-                        None => groups.push((t, class.clone())),
                     }
-                }
-                for (t, ranges) in groups {
-                    let key = idx(t, k2);
-                    if names[key].is_none() {
-                        names[key] = Some(rules.reserve("str"));
-                        todo.push((t, k2));
-                    }
-                    if let (Some(c), Some(name)) = (rules.json_char(&CharSet(ranges)), &names[key]) {
-                        if !body.is_empty() {
-                            body.push_str(" | ");
-                        }
-                        body.push_str(&c);
-                        body.push(' ');
-                        body.push_str(name);
-                    }
+                    None => groups.push((key, class.clone())),
                 }
             }
-            if let Some(name) = &names[idx(s, k)] {
-                rules.define(name, body);
+            groups
+        };
+        // Rules are written per strongly connected component, successors
+        // first (Tarjan's order), so that a state outside any cycle is added
+        // by its body and equivalent states share one rule, within this
+        // automaton and across automata: the tails of the declared names a
+        // key must avoid, or "any other string", are written once.
+        let mut names: Vec<Option<String>> = vec![None; total];
+        let mut succ: Vec<Vec<(usize, Vec<(u32, u32)>)>> = vec![Vec::new(); total];
+        let (mut index, mut low, mut on) = (vec![u32::MAX; total], vec![0u32; total], vec![false; total]);
+        let (mut stack, mut calls, mut count) = (Vec::new(), Vec::new(), 0u32);
+        let root = idx(0, 0);
+        // The state to enter next (the depth-first search's call).
+        let mut enter = Some(root);
+        loop {
+            if let Some(v) = enter.take() {
+                (index[v], low[v], on[v]) = (count, count, true);
+                count += 1;
+                succ[v] = successors(v);
+                stack.push(v);
+                calls.push((v, 0));
+            }
+            let Some(&(v, i)) = calls.last() else { break };
+            if let Some(&(w, _)) = succ[v].get(i) {
+                let top = calls.len() - 1;
+                calls[top].1 += 1;
+                if index[w] == u32::MAX {
+                    enter = Some(w);
+                } else if on[w] {
+                    low[v] = low[v].min(index[w]);
+                }
+                continue;
+            }
+            calls.pop();
+            if let Some(&(u, _)) = calls.last() {
+                low[u] = low[u].min(low[v]);
+            }
+            if low[v] != index[v] {
+                continue;
+            }
+            // The component: `v` and what the stack holds above it.
+            let at = stack.iter().rposition(|&w| w == v).unwrap_or(0);
+            let component = stack.split_off(at);
+            component.iter().for_each(|&w| on[w] = false);
+            match component[..] {
+                [w] if succ[w].iter().all(|g| g.0 != w) => {
+                    let body = state_body(w, &succ[w], &names, rules, min, accept, &self.tags, width);
+                    names[w] = Some(rules.add("str", body));
+                }
+                [w] => {
+                    names[w] = Some(SELF.to_string());
+                    let template = state_body(w, &succ[w], &names, rules, min, accept, &self.tags, width);
+                    names[w] = Some(rules.add_looping("str", &template));
+                }
+                _ => {
+                    for &w in &component {
+                        names[w] = Some(rules.reserve("str"));
+                    }
+                    for &w in &component {
+                        let body = state_body(w, &succ[w], &names, rules, min, accept, &self.tags, width);
+                        if let Some(name) = &names[w] {
+                            rules.define(name, body);
+                        }
+                    }
+                }
             }
         }
-        Ok(names[idx(0, 0)].clone())
+        Ok(names[root].clone())
     }
+}
+
+
+/// The rule body of product state `v` (state `v / width` of a DFA, count
+/// `v % width`): the empty string where it accepts, then each character set
+/// and the rule of the state it leads to.
+#[allow(clippy::too_many_arguments)]
+fn state_body(
+    v: usize,
+    succ: &[(usize, Vec<(u32, u32)>)],
+    names: &[Option<String>],
+    rules: &mut Rules,
+    min: u64,
+    accept: &dyn Fn(u64) -> bool,
+    tags: &[u64],
+    width: usize,
+) -> String {
+    let mut body = String::new();
+    if (v % width) as u64 >= min && accept(tags[v / width]) {
+        body.push_str("\"\"");
+    }
+    for (t, ranges) in succ {
+        if let (Some(c), Some(name)) = (rules.json_char(&CharSet(ranges.clone())), &names[*t]) {
+            if !body.is_empty() {
+                body.push_str(" | ");
+            }
+            body.push_str(&c);
+            body.push(' ');
+            body.push_str(name);
+        }
+    }
+    body
 }
 
 #[cfg(test)]

@@ -19,6 +19,10 @@ pub enum Encoding {
     JsonString,
 }
 
+/// Stands for a rule's own name in [`Rules::add_looping`]'s template (no
+/// rule body holds a NUL: characters are written escaped).
+pub const SELF: &str = "\0";
+
 /// Rules under construction. Identical bodies share one rule.
 #[derive(Default)]
 pub struct Rules {
@@ -30,6 +34,8 @@ pub struct Rules {
     /// bodies themselves stay in `rules`, not copied).
     by_body: HashMap<u64, Vec<u32>>,
     hasher: RandomState,
+    /// Rules added with [`Rules::add_looping`], by template.
+    looping: HashMap<String, String>,
     total_len: usize,
     /// [`json_char`] of each set met (with `escape`): automata built for
     /// keys and patterns meet the same sets state after state.
@@ -48,6 +54,18 @@ impl Rules {
         let name = self.fresh(hint);
         self.total_len += body.len();
         self.rules.push((name.clone(), body));
+        name
+    }
+
+    /// Add (or reuse) a rule that refers to itself: `template` is its body
+    /// with [`SELF`] where the rule's own name goes.
+    pub fn add_looping(&mut self, hint: &str, template: &str) -> String {
+        if let Some(name) = self.looping.get(template) {
+            return name.clone();
+        }
+        let name = self.reserve(hint);
+        self.define(&name, template.replace(SELF, &name));
+        self.looping.insert(template.to_string(), name.clone());
         name
     }
 
