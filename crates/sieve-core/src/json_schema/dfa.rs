@@ -10,6 +10,10 @@ use crate::hash::FastMap;
 
 const DEAD: u32 = u32::MAX;
 
+/// A move of a written automaton: the target state and the character
+/// ranges leading there.
+type Edge = (usize, Vec<(u32, u32)>);
+
 /// Why an automaton was not built.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TooLarge;
@@ -331,8 +335,8 @@ impl Dfa {
         }
         // A product state's live successors, grouped by target (classes are
         // sorted and disjoint: appending keeps a set normalized).
-        let successors = |v: usize| -> Vec<(usize, Vec<(u32, u32)>)> {
-            let mut groups: Vec<(usize, Vec<(u32, u32)>)> = Vec::new();
+        let successors = |v: usize| -> Vec<Edge> {
+            let mut groups: Vec<Edge> = Vec::new();
             let Some(k2) = step((v % width) as u64) else { return groups };
             for (ci, &t) in self.trans[v / width].iter().enumerate() {
                 if t == DEAD || !live[idx(t as usize, k2)] {
@@ -360,7 +364,7 @@ impl Dfa {
         // automaton and across automata: the tails of the declared names a
         // key must avoid, or "any other string", are written once.
         let mut names: Vec<Option<String>> = vec![None; total];
-        let mut succ: Vec<Vec<(usize, Vec<(u32, u32)>)>> = vec![Vec::new(); total];
+        let mut succ: Vec<Vec<Edge>> = vec![Vec::new(); total];
         let (mut index, mut low, mut on) = (vec![u32::MAX; total], vec![0u32; total], vec![false; total]);
         let (mut stack, mut calls, mut count) = (Vec::new(), Vec::new(), 0u32);
         let root = idx(0, 0);
@@ -430,7 +434,7 @@ impl Dfa {
 #[allow(clippy::too_many_arguments)]
 fn state_body(
     v: usize,
-    succ: &[(usize, Vec<(u32, u32)>)],
+    succ: &[Edge],
     names: &[Option<String>],
     rules: &mut Rules,
     min: u64,
