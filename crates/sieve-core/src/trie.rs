@@ -332,4 +332,18 @@ mod tests {
         assert_eq!(&s.split[3..8], &[1, 0, 0, 0, 0]);
         assert_eq!(s.tails.nodes.len(), 7);
     }
+
+    #[test]
+    fn class_from_counts_the_bytes_before_a_string_of_the_class() {
+        let toks: Vec<&[u8]> = vec![b"\"ab", b"ab", b"a\"", b"\"\xe4\xb8", b"\xb8", "x\"é".as_bytes(), b"\"a\\b"];
+        let toks: Vec<Option<Box<[u8]>>> = toks.into_iter().map(|b| Some(b.into())).collect();
+        let trie = TokenTrie::new(&toks);
+        let s = Slice::string_body(&toks, &trie);
+        // Per token, at the node where it ends (a leaf here).
+        let from = |t: u32| {
+            let i = trie.nodes.iter().position(|n| trie.tokens[n.tok_start as usize..n.tok_end as usize].contains(&t)).unwrap();
+            s.class_from[i]
+        };
+        assert_eq!((0..7).map(from).collect::<Vec<_>>(), vec![1, 0, 2, 1, 1, 2, 3]);
+    }
 }
