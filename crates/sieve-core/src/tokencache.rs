@@ -431,7 +431,7 @@ impl SetDfa {
     fn strays(&mut self, w: &mut ChartWalker, id: u32, seqs: &[ByteSequence]) -> Result<u128, MatchError> {
         let (known, i) = (&mut self.strays[(id >> 31) as usize], (id & !OPEN) as usize);
         if i >= known.len() {
-            self.bytes += (i + 1 - known.len()) * 16;
+            self.bytes += (i + 1 - known.len()) * std::mem::size_of::<Option<u128>>();
             known.resize(i + 1, None);
         }
         if let Some(strays) = known[i] {
