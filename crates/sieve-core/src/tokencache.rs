@@ -242,9 +242,11 @@ fn analyze(
         while free.last().is_some_and(|&(f, _)| node.depth <= f) {
             free.pop();
         }
-        let from = slice.class_from[i] as u32;
+        // (Entries are only pushed on the vocabulary's trie, whose nodes
+        // the slice's arrays describe.)
         let whole = |&(f, strays): &(u32, u128)| {
-            (strays & slice.class_bits == 0 && from <= f && from < u8::MAX as u32)
+            let from = slice.class_from[i];
+            (strays & slice.class_bits == 0 && from < u8::MAX && from as u32 <= f)
                 || (slice.reach[i] != u8::MAX && slice.bytes[i] & strays == 0)
         };
         if free.iter().any(whole) {
