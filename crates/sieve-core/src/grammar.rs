@@ -793,7 +793,7 @@ impl Grammar {
             }
         }
         let n = self.rules.len();
-        FollowSets { callers, first: vec![None; n], follow: vec![None; n], seen: vec![u32::MAX; self.core.len()], stamp: 0 }
+        FollowSets { callers, first: vec![None; n], direct: vec![None; n], follow: vec![None; n], seen: vec![u32::MAX; self.core.len()], stamp: 0 }
     }
 
     /// The states after `byte` from `states` when those call no rule: the
@@ -909,40 +909,73 @@ pub(crate) struct FollowSets {
     callers: Vec<Vec<u32>>,
     /// Per rule, its FIRST set (once computed).
     first: Vec<Option<[u64; 4]>>,
+    /// Per rule, its [`FollowSets::direct`] sets (once computed).
+    direct: Vec<Option<Direct>>,
     follow: Vec<Option<[u64; 4]>>,
     /// Scratch marks for [`Grammar::first_of`].
     seen: Vec<u32>,
     stamp: u32,
 }
 
+/// The bytes that may come right after a call of a rule, and the rules
+/// that may end right after one.
+type Direct = ([u64; 4], Box<[u32]>);
+
 impl FollowSets {
-    /// The FOLLOW set of `rule`.
+    /// The FOLLOW set of `rule`: the union of the direct sets
+    /// ([`FollowSets::direct`]) of the rule, of the rules that may end right
+    /// after a call of it, and so on.
     pub fn of(&mut self, g: &Grammar, rule: u32) -> [u64; 4] {
         if let Some(Some(f)) = self.follow.get(rule as usize) {
             return *f;
         }
         let (mut set, mut met, mut todo) = ([0u64; 4], vec![rule], vec![rule]);
-        let mut calls = Vec::new();
         while let Some(r) = todo.pop() {
-            for i in 0..self.callers[r as usize].len() {
-                let c = g.core[self.callers[r as usize][i] as usize];
-                calls.clear();
-                let (after, end) = self.first_of(g, c.next, &mut calls);
-                or(&mut set, &after);
-                let firsts = std::mem::take(&mut calls);
-                for &k in &firsts {
-                    let f = self.first(g, k);
-                    or(&mut set, &f);
-                }
-                calls = firsts;
-                if end && !met.contains(&c.rule) {
-                    met.push(c.rule);
-                    todo.push(c.rule);
+            // A known FOLLOW set already holds the direct sets of the rules
+            // that may end its rule, and so on.
+            if let Some(f) = self.follow[r as usize].filter(|_| r != rule) {
+                or(&mut set, &f);
+                continue;
+            }
+            let (after, enders) = self.direct(g, r);
+            or(&mut set, &after);
+            for c in enders {
+                if !met.contains(&c) {
+                    met.push(c);
+                    todo.push(c);
                 }
             }
         }
         self.follow[rule as usize] = Some(set);
         set
+    }
+
+    /// The bytes that may come right after a call of `rule`, and the rules
+    /// that may end right after one (computed once per rule: rules share
+    /// their callers' callers).
+    fn direct(&mut self, g: &Grammar, rule: u32) -> Direct {
+        if let Some(d) = &self.direct[rule as usize] {
+            return d.clone();
+        }
+        let (mut set, mut enders, mut calls) = ([0u64; 4], Vec::new(), Vec::new());
+        for i in 0..self.callers[rule as usize].len() {
+            let c = g.core[self.callers[rule as usize][i] as usize];
+            calls.clear();
+            let (after, end) = self.first_of(g, c.next, &mut calls);
+            or(&mut set, &after);
+            let firsts = std::mem::take(&mut calls);
+            for &k in &firsts {
+                let f = self.first(g, k);
+                or(&mut set, &f);
+            }
+            calls = firsts;
+            if end && !enders.contains(&c.rule) {
+                enders.push(c.rule);
+            }
+        }
+        let d = (set, enders.into_boxed_slice());
+        self.direct[rule as usize] = Some(d.clone());
+        d
     }
 
     /// The FIRST set of `rule`: its own first bytes and those of the rules
@@ -1403,6 +1436,23 @@ mod tests {
         let bytes: Vec<u8> = (0..=255u8).filter(|&b| of_e[(b / 64) as usize] >> (b % 64) & 1 == 1).collect();
         assert_eq!(bytes, b"!);]");
         assert_eq!(follow.of(&g, 0), [0; 4]);
+    }
+
+    /// FOLLOW sets do not depend on the order rules are asked in: a known
+    /// set stands for those of the rules that end its rule.
+    #[test]
+    fn follow_sets_in_any_order() {
+        let src = "root ::= v\nv ::= o | a | s | \"1\"\no ::= \"{\" (m (\",\" m)*)? \"}\"\nm ::= s \":\" v\na ::= \"[\" (v (\",\" v)*)? \"]\" t\nt ::= \"!\"? | v \";\"\ns ::= \"\\\"\" [a-z]* \"\\\"\" | \"<\" s \">\"\n";
+        let g = Grammar::new(src, 1000).unwrap();
+        let n = g.names.len() as u32;
+        assert!(n > 3, "{:?}", g.names);
+        let alone: Vec<[u64; 4]> = (0..n).map(|r| g.follow_sets().of(&g, r)).collect();
+        for order in [(0..n).collect::<Vec<_>>(), (0..n).rev().collect()] {
+            let mut follow = g.follow_sets();
+            for &r in &order {
+                assert_eq!(follow.of(&g, r), alone[r as usize], "rule {}", g.names[r as usize]);
+            }
+        }
     }
 
     /// An automaton over `a b c` written as rules, one per state, each

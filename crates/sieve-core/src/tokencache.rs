@@ -33,7 +33,10 @@
 //! tokens are walked; when only strings up to some length surely do (a
 //! string of bounded length), the slice's short tokens are. When some
 //! characters die at once (a pattern refusing `.`), the tokens without them
-//! that surely live are allowed by whole subtrees of the trie.
+//! that surely live are allowed by whole subtrees of the trie. Where a
+//! walk of the whole trie reaches a set that some characters lead back to
+//! (a key past the declared names, a pattern's `[^-]*`), the subtrees of
+//! tokens whose rest is made of them are allowed whole too.
 //!
 //! A token that dies after its rule could have ended is kept for the
 //! mask-time walk only when the byte after that end may follow the rule
@@ -226,8 +229,34 @@ fn analyze(
     let mut kept: Vec<u32> = Vec::new();
     let mut depth = 0u32;
     let mut i = 0usize;
+    // Below a node of the vocabulary's trie at depth `f`, at a character's
+    // end, whose set some characters of the slice lead back to (`strays`
+    // the others, see [`SetDfa::strays`]), these subtrees are allowed
+    // whole: those of strings of such characters (see [`Slice::bytes`]),
+    // and where every character of the slice leads back, those of tokens
+    // that are strings of the slice past `f` bytes (see [`Slice::class_from`]).
+    let full = std::ptr::eq(trie, vocab.trie());
+    let mut free: Vec<(u32, u128)> = Vec::new();
     let result = loop {
         let Some(node) = trie.nodes.get(i) else { break Ok(()) };
+        while free.last().is_some_and(|&(f, _)| node.depth <= f) {
+            free.pop();
+        }
+        // (Entries are only pushed on the vocabulary's trie, whose nodes
+        // the slice's arrays describe.)
+        let whole = |&(f, strays): &(u32, u128)| {
+            let from = slice.class_from[i];
+            (strays & slice.class_bits == 0 && from < u8::MAX && from as u32 <= f)
+                || (slice.reach[i] != u8::MAX && slice.bytes[i] & strays == 0)
+        };
+        if free.iter().any(whole) {
+            let last = trie.nodes[node.end as usize - 1].tok_end;
+            for &t in &trie.tokens[node.tok_start as usize..last as usize] {
+                allowed[(t / 32) as usize] |= 1 << (t % 32);
+            }
+            i = node.end as usize;
+            continue;
+        }
         if skip.is_some_and(|(reach, d)| reach[i] <= d) {
             i = node.end as usize;
             continue;
@@ -261,6 +290,16 @@ fn analyze(
                 if walker.outer_end() {
                     ends.push(depth);
                 }
+                // Worth its cost (a transition per byte class) above large
+                // subtrees only. (A set past a cut character takes no
+                // character's first byte: `f` ends a character.)
+                if full && node.end as usize - i > FREE_MIN_NODES {
+                    match walker.strays(slice_seqs) {
+                        Ok(u128::MAX) => {}
+                        Ok(strays) => free.push((depth, strays)),
+                        Err(e) => break Err(e),
+                    }
+                }
                 i += 1;
             }
             Ok(false) => {
@@ -292,6 +331,11 @@ fn analyze(
     let suffixes = TokenTrie::from_sorted(sorted.into_iter().map(|(s, t)| (t, s)));
     Ok(Analysis { allowed, suffixes })
 }
+
+/// Fewest nodes below a node of the vocabulary's trie for which an
+/// analysis's walk looks for characters that lead its set back to itself
+/// (every node in tests, whose vocabularies are small).
+const FREE_MIN_NODES: usize = if cfg!(test) { 0 } else { 256 };
 
 /// No DFA set (in a walker frame) or not yet computed (in a transition).
 const UNKNOWN: u32 = u32::MAX;
@@ -325,6 +369,9 @@ struct SetDfa {
     /// leads to one same set, ending no rule on the way: that set (a chain
     /// link of [`SetWalker::alive_depth`], which takes it in one lookup).
     links: FastMap<u32, u32>,
+    /// Per outer set and per open set: its [`SetDfa::strays`] for the
+    /// string slice, once computed.
+    strays: [Vec<Option<u128>>; 2],
     /// Approximate heap bytes held.
     bytes: usize,
     /// Scratch for the states after a byte ([`SetDfa::next`]).
@@ -376,6 +423,62 @@ impl SetDfa {
 
     fn memory(&self) -> usize {
         self.bytes
+    }
+
+    /// The bytes whose characters do not lead set `id` back to itself
+    /// through DFA sets, as [`Slice::bytes`] marks them (bit 0 for all but
+    /// ASCII): every bit but those of the characters of `seqs` (a class as
+    /// [`byte_sequences`]) that do. Every string of the others lives from
+    /// the set. Computed once per set.
+    fn strays(&mut self, w: &mut ChartWalker, id: u32, seqs: &[ByteSequence]) -> Result<u128, MatchError> {
+        let (known, i) = (&mut self.strays[(id >> 31) as usize], (id & !OPEN) as usize);
+        if i >= known.len() {
+            self.bytes += (i + 1 - known.len()) * std::mem::size_of::<Option<u128>>();
+            known.resize(i + 1, None);
+        }
+        if let Some(strays) = known[i] {
+            return Ok(strays);
+        }
+        let (mut back, mut wide) = (0u128, true);
+        let (mut at, mut next) = (Vec::new(), Vec::new());
+        for seq in seqs {
+            if let [reps] = &seq[..] {
+                for &b in reps {
+                    if self.next(w, id, b)? == id {
+                        back |= crate::trie::byte_bit(b);
+                    }
+                }
+                continue;
+            }
+            if !wide {
+                continue;
+            }
+            at.clear();
+            at.push(id);
+            for bytes in seq {
+                next.clear();
+                for &s in &at {
+                    for &b in bytes {
+                        let to = self.next(w, s, b)?;
+                        wide &= to != DEAD && to != CHART;
+                        if wide && !next.contains(&to) {
+                            next.push(to);
+                        }
+                    }
+                }
+                std::mem::swap(&mut at, &mut next);
+            }
+            wide &= at[..] == [id];
+        }
+        // A representative stands for the bytes of its class after it.
+        for b in 1..0x80u8 {
+            if back & crate::trie::byte_bit(b - 1) != 0 && w.g.class(b - 1) == w.g.class(b) {
+                back |= crate::trie::byte_bit(b);
+            }
+        }
+        let strays = !(back & !1 | if wide { 1 } else { 0 });
+        self.strays[(id >> 31) as usize][i] = Some(strays);
+        Ok(strays)
     }
 
     /// The transitions of set `id` (outer or open).
@@ -488,6 +591,14 @@ struct SetWalker<'a, 'c> {
 }
 
 impl SetWalker<'_, '_> {
+    /// The newest set's [`SetDfa::strays`] (every bit when it is no DFA set).
+    fn strays(&mut self, seqs: &[ByteSequence]) -> Result<u128, MatchError> {
+        match self.frames.last() {
+            Some(&(id, _)) if id != UNKNOWN => self.dfa.strays(&mut self.inner, id, seqs),
+            _ => Ok(u128::MAX),
+        }
+    }
+
     /// True when the outer rule ended in the newest set.
     fn outer_end(&self) -> bool {
         match self.frames.last() {
@@ -849,6 +960,34 @@ mod tests {
         ];
         let mut seed = 3u64;
         for i in 0..80 {
+            let c = Constraint::gbnf(grammars[i % grammars.len()]).unwrap();
+            walk_matches_parser(&c, &vocab, 30, &mut seed, false);
+        }
+    }
+
+    /// Masks where tokens enter strings whose sets lead some characters
+    /// back to themselves (any key but `ab`, a pattern whose `-` moves on,
+    /// a called recursive string), on tokens that go on past a quote, a
+    /// dash, a cut character or a byte that cannot follow, equal taking
+    /// each token on the parser: the walk allows the subtrees of tokens
+    /// whose rest is such characters.
+    #[test]
+    fn looping_strings_match_the_parser() {
+        use crate::{Constraint, Vocabulary};
+        let tokens = [
+            &b"["[..], b"]", b",", b"\"", b"\"a", b"\"ab", b"\"abc", b"\"x", b"\"xy\"", b"\"a-b", b"-", b"--", b"a-", b"-a",
+            b"a", b"b", b"ab", b"abc", b"a b", b" ", b"\" ", "\"é".as_bytes(), "é".as_bytes(), "中".as_bytes(), b"\xe4",
+            b"\xb8\xad", b"\"\xe4", b"\"a\xe4", b"\"],", b"\"]", b"\",\"", b"a\"", b"ab\"", b"xy\",", b"\"ab\"", b"\\n", b"\"\\",
+            b"\"a-", b"\"-", b"\"--a", "\"a中".as_bytes(), b"\"b-c-d", b"\"\"", b"a\xb8", b"\"a\xb8", b"\xb8", b"b\xe4\xb8",
+        ];
+        let vocab = std::sync::Arc::new(Vocabulary::from_token_bytes(tokens.iter().map(|b| Some(b.to_vec())).collect()));
+        let grammars = [
+            "root ::= \"[\" k (\",\" k)* \"]\"\nk ::= \"\\\"\" (\"a\" (\"b\" [^\"\\\\]+ | [^\"\\\\b] [^\"\\\\]* | \"\") | [^\"\\\\a] [^\"\\\\]*)? \"\\\"\"\n",
+            "root ::= \"[\" k (\",\" k)* \"]\"\nk ::= \"\\\"\" [^\"\\\\-]* (\"-\" [^\"\\\\-]+){0,2} \"\\\"\"\n",
+            "root ::= \"[\" k (\",\" k)* \"]\"\nk ::= \"\\\"\" t \"\\\"\"\nt ::= \"\" | [^\"\\\\] t\n",
+        ];
+        let mut seed = 13u64;
+        for i in 0..90 {
             let c = Constraint::gbnf(grammars[i % grammars.len()]).unwrap();
             walk_matches_parser(&c, &vocab, 30, &mut seed, false);
         }

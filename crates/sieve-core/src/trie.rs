@@ -66,6 +66,14 @@ pub(crate) struct Slice {
     /// tokens without some characters as a block skips the subtrees
     /// without them.
     pub bytes: Box<[u128]>,
+    /// Per node of the vocabulary's trie: the fewest leading bytes past
+    /// which every token of its subtree is a string of the class starting
+    /// at a character (`u8::MAX` from 255 on). Below a node of that depth
+    /// or more whose set every character of the class leads back to, the
+    /// subtree's tokens are allowed whole.
+    pub class_from: Box<[u8]>,
+    /// The bits of the class's bytes as [`Slice::bytes`] marks them.
+    pub class_bits: u128,
 }
 
 /// The bit of byte `b` in [`Slice::bytes`].
@@ -145,12 +153,18 @@ impl Slice {
         // Children come after their parent: fill from the last node back.
         let mut reach = vec![0u8; trie.nodes.len()].into_boxed_slice();
         let mut bytes = vec![0u128; trie.nodes.len()].into_boxed_slice();
+        let mut class_from = vec![0u8; trie.nodes.len()].into_boxed_slice();
         let mut path: Vec<u8> = Vec::new();
         for (i, node) in trie.nodes.iter().enumerate() {
             path.truncate(node.depth as usize - 1);
             path.push(node.byte);
             if node.tok_end > node.tok_start {
                 bytes[i] = path.iter().fold(0, |m, &b| m | byte_bit(b));
+                // The suffixes of a string of the class that start at a
+                // character are strings of the class: the first that is not.
+                let starts = (0..path.len()).rev().filter(|&k| path[k] & 0xC0 != 0x80);
+                let k = starts.take_while(|&k| in_class(&path[k..])).last().unwrap_or(path.len());
+                class_from[i] = k.min(u8::MAX as usize) as u8;
             }
         }
         for (i, node) in trie.nodes.iter().enumerate().rev() {
@@ -160,12 +174,14 @@ impl Slice {
             while child < node.end as usize {
                 r = r.max(reach[child]);
                 bytes[i] |= bytes[child];
+                class_from[i] = class_from[i].max(class_from[child]);
                 child = trie.nodes[child].end as usize;
             }
             reach[i] = r;
         }
         let (rest, long_rest, tails) = (build(rest), build(long_rest), build(tails));
-        Slice { class: CLASS, mask, max_chars, chars, up_to, rest, tails, split, long_rest, reach, bytes }
+        let class_bits = (b' '..0x80).filter(|&b| in_class(&[b])).fold(1, |m, b| m | byte_bit(b));
+        Slice { class: CLASS, mask, max_chars, chars, up_to, rest, tails, split, long_rest, reach, bytes, class_from, class_bits }
     }
 }
 
@@ -315,5 +331,19 @@ mod tests {
         // `a"` is `a` then the tail `"`; the others have no such prefix.
         assert_eq!(&s.split[3..8], &[1, 0, 0, 0, 0]);
         assert_eq!(s.tails.nodes.len(), 7);
+    }
+
+    #[test]
+    fn class_from_counts_the_bytes_before_a_string_of_the_class() {
+        let toks: Vec<&[u8]> = vec![b"\"ab", b"ab", b"a\"", b"\"\xe4\xb8", b"\xb8", "x\"é".as_bytes(), b"\"a\\b"];
+        let toks: Vec<Option<Box<[u8]>>> = toks.into_iter().map(|b| Some(b.into())).collect();
+        let trie = TokenTrie::new(&toks);
+        let s = Slice::string_body(&toks, &trie);
+        // Per token, at the node where it ends (a leaf here).
+        let from = |t: u32| {
+            let i = trie.nodes.iter().position(|n| trie.tokens[n.tok_start as usize..n.tok_end as usize].contains(&t)).unwrap();
+            s.class_from[i]
+        };
+        assert_eq!((0..7).map(from).collect::<Vec<_>>(), vec![1, 0, 2, 1, 1, 2, 3]);
     }
 }
