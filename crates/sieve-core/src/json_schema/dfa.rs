@@ -2,7 +2,9 @@
 //! cannot combine by itself: a pattern within length bounds, and the regions
 //! of object keys that match exactly a given subset of several patterns (the
 //! complement included), which `patternProperties` and `additionalProperties`
-//! need. Each automaton is written back to GBNF as one rule per state.
+//! need. Each automaton is written back to GBNF as one rule per state, where
+//! states that take the same strings the same way outside any cycle (the
+//! tails of declared names, in this automaton or an earlier one) share one.
 
 use super::gbnf::{Rules, SELF};
 use super::regex::{CharSet, MAX_CHAR, Re};
