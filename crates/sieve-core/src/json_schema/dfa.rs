@@ -474,4 +474,30 @@ mod tests {
         let sigs = d.signatures();
         assert!(sigs.contains(&0b11) && sigs.contains(&0b01) && sigs.contains(&0b10) && sigs.contains(&0));
     }
+
+    /// A key automaton (any string but the declared names) written twice:
+    /// it takes every short string over the names' letters exactly when it
+    /// is not a name, and the second copy is the first one's rules.
+    #[test]
+    fn written_automata_share_equivalent_states() {
+        let names = ["ab", "cb", "abc", "ca"];
+        let mut exprs = vec![Re::any_string()];
+        exprs.extend(names.iter().map(|n| parse_pattern(&format!("^{n}$")).unwrap()));
+        let d = Dfa::tagged(&exprs, 100).unwrap();
+        let other = |tags: u64| tags == 1;
+        let mut rules = Rules::default();
+        let first = d.emit(&other, 0, None, &mut rules, 1000).unwrap().unwrap();
+        let size = rules.size();
+        let second = d.emit(&other, 0, None, &mut rules, 1000).unwrap().unwrap();
+        assert_eq!((&first, size), (&second, rules.size()));
+        let key = crate::Constraint::gbnf(&rules.finish(&format!("\"\\\"\" {first} \"\\\"\""))).unwrap();
+        let mut strings = vec![String::new()];
+        for len in 0..4 {
+            let longer: Vec<String> = strings.iter().filter(|s| s.len() == len).flat_map(|s| ["a", "b", "c"].map(|c| format!("{s}{c}"))).collect();
+            strings.extend(longer);
+        }
+        for s in strings {
+            assert_eq!(key.matches(format!("\"{s}\"").as_bytes()).unwrap(), !names.contains(&s.as_str()), "{s:?}");
+        }
+    }
 }
