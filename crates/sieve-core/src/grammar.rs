@@ -12,6 +12,7 @@
 
 use crate::error::{CompileError, CompileErrorKind, MatchError};
 use crate::gbnf::{self, Expr};
+use crate::graph::components;
 use crate::trie::Walker;
 use regex_syntax::utf8::{Utf8Sequence, Utf8Sequences};
 use std::rc::Rc;
@@ -331,64 +332,6 @@ fn copies(p: &gbnf::Parsed, e: u32, times: usize, f: &mut dyn FnMut(u32, usize))
     }
 }
 
-/// Strongly connected components of the call graph (Tarjan), numbered in
-/// the order they complete: a component only calls components numbered
-/// before it, or itself.
-fn components(calls: &Calls) -> (Vec<usize>, usize) {
-    let n = calls.at.len() - 1;
-    let (mut index, mut low, mut on) = (vec![u32::MAX; n], vec![0u32; n], vec![false; n]);
-    let (mut stack, mut comp, mut next, mut ncomp) = (Vec::new(), vec![0usize; n], 0u32, 0usize);
-    for root in 0..n {
-        if index[root] != u32::MAX {
-            continue;
-        }
-        let mut work: Vec<(usize, usize)> = vec![(root, 0)];
-        while let Some(&mut (v, ref mut ei)) = work.last_mut() {
-            if *ei == 0 && index[v] == u32::MAX {
-                index[v] = next;
-                low[v] = next;
-                next += 1;
-                stack.push(v);
-                on[v] = true;
-            }
-            if let Some(&(w, _)) = calls.of(v).get(*ei) {
-                *ei += 1;
-                let w = w as usize;
-                if index[w] == u32::MAX {
-                    work.push((w, 0));
-                } else if on[w] {
-                    low[v] = low[v].min(index[w]);
-                }
-                continue;
-            }
-            work.pop();
-            if let Some(&(u, _)) = work.last() {
-                low[u] = low[u].min(low[v]);
-            }
-            if low[v] == index[v] {
-                while let Some(w) = stack.pop() {
-                    on[w] = false;
-                    comp[w] = ncomp;
-                    if w == v {
-                        break;
-                    }
-                }
-                ncomp += 1;
-            }
-        }
-    }
-    (comp, ncomp)
-}
-
-/// Decides which source rules are compiled inline at their references:
-/// those whose recursion, if any, is right-linear (inside their strongly
-/// connected component every reference ends its rule's body, so the inlined
-/// copies close into loops through [`Builder::memo`]) and whose inlined copy
-/// is estimated at most [`INLINE_MAX`] states ([`INLINE_MAX_AUTOMATON`] when
-/// the copy calls nothing), or that are referenced once (inlining them
-/// copies nothing). A copy holds, once each, the
-/// rules reached through tail references (they share one continuation) and
-/// a copy of each rule referenced elsewhere.
 /// Per source rule, its references: `(rule, n)`, the rule compiled `n`
 /// times per copy of the body (see [`copies`]); rule `q`'s are
 /// `list[at[q]..at[q + 1]]`.
@@ -416,9 +359,19 @@ impl Calls {
 /// the component named (see [`plan`]).
 type Held = (Vec<(u32, usize)>, Option<usize>);
 
+/// Decides which source rules are compiled inline at their references:
+/// those whose recursion, if any, is right-linear (inside their strongly
+/// connected component every reference ends its rule's body, so the inlined
+/// copies close into loops through [`Builder::memo`]) and whose inlined copy
+/// is estimated at most [`INLINE_MAX`] states ([`INLINE_MAX_AUTOMATON`] when
+/// the copy calls nothing), or that are referenced once (inlining them
+/// copies nothing). A copy holds, once each, the
+/// rules reached through tail references (they share one continuation) and
+/// a copy of each rule referenced elsewhere.
 fn plan(p: &gbnf::Parsed, calls: &Calls) -> Vec<bool> {
     let rules = &p.rules;
-    let (comp, ncomp) = components(calls);
+    // Components of the call graph, callees first.
+    let (comp, ncomp) = components(rules.len(), 0..rules.len(), |q, i| calls.of(q).get(i).map(|c| c.0 as usize));
     let mut members: Vec<Vec<u32>> = vec![Vec::new(); ncomp];
     for (q, &c) in comp.iter().enumerate() {
         members[c].push(q as u32);

@@ -92,6 +92,7 @@ mod constraint;
 mod error;
 mod gbnf;
 mod grammar;
+mod graph;
 mod hash;
 mod json;
 pub mod json_schema;

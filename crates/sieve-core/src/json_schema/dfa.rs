@@ -8,6 +8,7 @@
 
 use super::gbnf::{Rules, SELF};
 use super::regex::{CharSet, MAX_CHAR, Re};
+use crate::graph::components;
 use crate::hash::FastMap;
 
 const DEAD: u32 = u32::MAX;
@@ -361,47 +362,24 @@ impl Dfa {
             groups
         };
         // Rules are written per strongly connected component, successors
-        // first (Tarjan's order), so that a state outside any cycle is added
-        // by its body and equivalent states share one rule, within this
-        // automaton and across automata: the tails of the declared names a
-        // key must avoid, or "any other string", are written once.
-        let mut names: Vec<Option<String>> = vec![None; total];
-        let mut succ: Vec<Vec<Edge>> = vec![Vec::new(); total];
-        let (mut index, mut low, mut on) = (vec![u32::MAX; total], vec![0u32; total], vec![false; total]);
-        let (mut stack, mut calls, mut count) = (Vec::new(), Vec::new(), 0u32);
+        // first, so that a state outside any cycle is added by its body and
+        // equivalent states share one rule, within this automaton and across
+        // automata: the tails of the declared names a key must avoid, or
+        // "any other string", are written once.
         let root = idx(0, 0);
-        // The state to enter next (the depth-first search's call).
-        let mut enter = Some(root);
-        loop {
-            if let Some(v) = enter.take() {
-                (index[v], low[v], on[v]) = (count, count, true);
-                count += 1;
+        let mut succ: Vec<Vec<Edge>> = vec![Vec::new(); total];
+        let (comp, ncomp) = components(total, [root], |v, i| {
+            if i == 0 {
                 succ[v] = successors(v);
-                stack.push(v);
-                calls.push((v, 0));
             }
-            let Some(&(v, i)) = calls.last() else { break };
-            if let Some(&(w, _)) = succ[v].get(i) {
-                let top = calls.len() - 1;
-                calls[top].1 += 1;
-                if index[w] == u32::MAX {
-                    enter = Some(w);
-                } else if on[w] {
-                    low[v] = low[v].min(index[w]);
-                }
-                continue;
-            }
-            calls.pop();
-            if let Some(&(u, _)) = calls.last() {
-                low[u] = low[u].min(low[v]);
-            }
-            if low[v] != index[v] {
-                continue;
-            }
-            // The component: `v` and what the stack holds above it.
-            let at = stack.iter().rposition(|&w| w == v).unwrap_or(0);
-            let component = stack.split_off(at);
-            component.iter().for_each(|&w| on[w] = false);
+            succ[v].get(i).map(|e| e.0)
+        });
+        let mut members: Vec<Vec<usize>> = vec![Vec::new(); ncomp];
+        for (v, &c) in comp.iter().enumerate().filter(|x| *x.1 != usize::MAX) {
+            members[c].push(v);
+        }
+        let mut names: Vec<Option<String>> = vec![None; total];
+        for component in members {
             match component[..] {
                 [w] if succ[w].iter().all(|g| g.0 != w) => {
                     let body = state_body(w, &succ[w], &names, rules, min, accept, &self.tags, width);
@@ -428,7 +406,6 @@ impl Dfa {
         Ok(names[root].clone())
     }
 }
-
 
 /// The rule body of product state `v` (state `v / width` of a DFA, count
 /// `v % width`): the empty string where it accepts, then each character set
