@@ -30,7 +30,6 @@ const PATTERNS: &str = "x-sieve-patterns";
 
 const TYPES: [&str; 7] = ["null", "boolean", "object", "array", "number", "integer", "string"];
 
-/// Keywords that constrain values but are not translated.
 /// Keywords [`Compiler::flatten`] merges in or [`Compiler::compile_map`]
 /// rewrites; a map without them is translated as it stands.
 const REWRITTEN: &[&str] = &[
@@ -47,6 +46,7 @@ const REWRITTEN: &[&str] = &[
     "enum",
 ];
 
+/// Keywords that constrain values but are not translated.
 const UNSUPPORTED: &[&str] = &[
     "unevaluatedProperties",
     "unevaluatedItems",
