@@ -938,6 +938,17 @@ mod tests {
         }
     }
 
+    /// Takes `walks` walks of at most 30 tokens (see [`walk_matches_parser`]),
+    /// each on a fresh compile of the next of `grammars`, over a vocabulary
+    /// of `tokens`.
+    fn grammars_match_the_parser(tokens: &[&[u8]], grammars: &[&str], walks: usize, mut seed: u64) {
+        let vocab = std::sync::Arc::new(crate::Vocabulary::from_token_bytes(tokens.iter().map(|b| Some(b.to_vec())).collect()));
+        for i in 0..walks {
+            let c = crate::Constraint::gbnf(grammars[i % grammars.len()]).unwrap();
+            walk_matches_parser(&c, &vocab, 30, &mut seed, false);
+        }
+    }
+
     /// Masks inside strings that refuse some characters of the slice (an
     /// ASCII punctuation mark, every character of more than one byte, all
     /// but one of them), of bounded and unbounded length, equal taking each
@@ -945,24 +956,18 @@ mod tests {
     /// the walk allows the subtrees of tokens without those characters.
     #[test]
     fn strings_of_fewer_characters_match_the_parser() {
-        use crate::{Constraint, Vocabulary};
         let tokens = [
             &b"["[..], b"]", b",", b"\"", b"a", b"ab", b"abc", b"abcd", b"a b", b".", b"#", b"a.b", b"ab#", b"a\"", b"ab\",",
             "é".as_bytes(), "aé".as_bytes(), "中".as_bytes(), b"\xe4", b"a\xe4", b"\xb8\xad", b"\",", b"\"]", b"a\"]", b"aaaa",
             b"aaaaaaaa", b"a.", b"..", b"a\\n",
         ];
-        let vocab = std::sync::Arc::new(Vocabulary::from_token_bytes(tokens.iter().map(|b| Some(b.to_vec())).collect()));
         let grammars = [
             "root ::= \"[\" s (\",\" s)* \"]\"\ns ::= \"\\\"\" [^\"\\\\\\x00-\\x1F.#]* \"\\\"\" | \"<\" s \">\"\n",
             "root ::= \"[\" s (\",\" s)* \"]\"\ns ::= \"\\\"\" [a-d ]{0,6} \"\\\"\" | \"<\" s \">\"\n",
             "root ::= \"[\" s (\",\" s)* \"]\"\ns ::= \"\\\"\" [^\"\\\\\\x00-\\x1F#]{1,5} \".\"? \"\\\"\" | \"<\" s \">\"\n",
             "root ::= \"[\" s (\",\" s)* \"]\"\ns ::= \"\\\"\" [^\"\\\\\\x00-\\x1Fé]* \"\\\"\" | \"<\" s \">\"\n",
         ];
-        let mut seed = 3u64;
-        for i in 0..80 {
-            let c = Constraint::gbnf(grammars[i % grammars.len()]).unwrap();
-            walk_matches_parser(&c, &vocab, 30, &mut seed, false);
-        }
+        grammars_match_the_parser(&tokens, &grammars, 80, 3);
     }
 
     /// Masks where tokens enter strings whose sets lead some characters
@@ -973,24 +978,18 @@ mod tests {
     /// whose rest is such characters.
     #[test]
     fn looping_strings_match_the_parser() {
-        use crate::{Constraint, Vocabulary};
         let tokens = [
             &b"["[..], b"]", b",", b"\"", b"\"a", b"\"ab", b"\"abc", b"\"x", b"\"xy\"", b"\"a-b", b"-", b"--", b"a-", b"-a",
             b"a", b"b", b"ab", b"abc", b"a b", b" ", b"\" ", "\"é".as_bytes(), "é".as_bytes(), "中".as_bytes(), b"\xe4",
             b"\xb8\xad", b"\"\xe4", b"\"a\xe4", b"\"],", b"\"]", b"\",\"", b"a\"", b"ab\"", b"xy\",", b"\"ab\"", b"\\n", b"\"\\",
             b"\"a-", b"\"-", b"\"--a", "\"a中".as_bytes(), b"\"b-c-d", b"\"\"", b"a\xb8", b"\"a\xb8", b"\xb8", b"b\xe4\xb8",
         ];
-        let vocab = std::sync::Arc::new(Vocabulary::from_token_bytes(tokens.iter().map(|b| Some(b.to_vec())).collect()));
         let grammars = [
             "root ::= \"[\" k (\",\" k)* \"]\"\nk ::= \"\\\"\" (\"a\" (\"b\" [^\"\\\\]+ | [^\"\\\\b] [^\"\\\\]* | \"\") | [^\"\\\\a] [^\"\\\\]*)? \"\\\"\"\n",
             "root ::= \"[\" k (\",\" k)* \"]\"\nk ::= \"\\\"\" [^\"\\\\-]* (\"-\" [^\"\\\\-]+){0,2} \"\\\"\"\n",
             "root ::= \"[\" k (\",\" k)* \"]\"\nk ::= \"\\\"\" t \"\\\"\"\nt ::= \"\" | [^\"\\\\] t\n",
         ];
-        let mut seed = 13u64;
-        for i in 0..90 {
-            let c = Constraint::gbnf(grammars[i % grammars.len()]).unwrap();
-            walk_matches_parser(&c, &vocab, 30, &mut seed, false);
-        }
+        grammars_match_the_parser(&tokens, &grammars, 90, 13);
     }
 
     /// Masks where a number that may end inside a token is followed by a
