@@ -1050,6 +1050,14 @@ impl Chart {
         }
     }
 
+    /// Approximate heap bytes held.
+    pub fn memory(&self) -> usize {
+        self.items.capacity() * std::mem::size_of::<Item>()
+            + (self.starts.capacity() + self.outer_end.capacity()) * 4
+            + self.marks.0.capacity() * std::mem::size_of::<(u64, u32)>()
+            + self.index.1.capacity() * std::mem::size_of::<Item>()
+    }
+
     /// True when a rule called from outside the chart ended in the newest set.
     pub fn outer_end(&self) -> bool {
         self.outer_end.last().copied().unwrap_or(false)

@@ -75,13 +75,16 @@ pub(crate) struct TokenCache {
     /// The vocabulary's string-slice characters as [`byte_sequences`] for
     /// this grammar (computed on first use).
     slice_seqs: Vec<ByteSequence>,
+    /// The local chart of the analyses, kept between them: it grows a
+    /// mark per automaton state it meets, once.
+    local: Option<Chart>,
     bytes: usize,
 }
 
 impl TokenCache {
     /// Approximate heap bytes held.
     pub fn memory(&self) -> usize {
-        self.bytes + self.dfa.memory()
+        self.bytes + self.dfa.memory() + self.local.as_ref().map_or(0, Chart::memory)
     }
 
     /// Fills `mask` for the newest set of `chart`. `fuel` bounds the Earley
@@ -117,7 +120,13 @@ impl TokenCache {
                     let a = match shape.as_ref().and_then(|k| self.shapes.get(k)) {
                         Some(a) => a.clone(),
                         None => {
-                            let a = Arc::new(analyze(g, vocab, &mut self.dfa, &self.slice_seqs, &states, &follow, fuel, limit)?);
+                            let local = self.local.get_or_insert_with(Chart::local);
+                            let a = analyze(g, vocab, &mut self.dfa, local, &self.slice_seqs, &states, &follow, fuel, limit);
+                            // A failed walk may leave sets open.
+                            if local.bytes() != 0 {
+                                self.local = None;
+                            }
+                            let a = Arc::new(a?);
                             self.bytes += a.allowed.len() * 4 + a.suffixes.nodes.len() * 20 + a.suffixes.tokens.len() * 4 + 64;
                             if let Some(k) = shape {
                                 self.bytes += k.len() * 4;
@@ -154,6 +163,7 @@ fn analyze(
     g: &Grammar,
     vocab: &Vocabulary,
     dfa: &mut SetDfa,
+    chart: &mut Chart,
     slice_seqs: &[ByteSequence],
     states: &[u32],
     follow: &[u64; 4],
@@ -161,10 +171,9 @@ fn analyze(
     limit: usize,
 ) -> Result<Analysis, MatchError> {
     let mut allowed = vec![0u32; vocab.mask_words()].into_boxed_slice();
-    let mut chart = Chart::local();
     let seed = dfa.intern(states, false);
     let mut walker = SetWalker {
-        inner: ChartWalker { g, chart: &mut chart, fuel: *fuel, limit },
+        inner: ChartWalker { g, chart, fuel: *fuel, limit },
         dfa,
         frames: vec![(seed, 0)],
     };
