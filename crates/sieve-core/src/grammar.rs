@@ -105,6 +105,11 @@ struct Builder<'a> {
     /// the compiled rule being built: one copy per continuation, so tail
     /// references share it and right-linear recursion becomes a loop.
     memo: FastMap<(u32, u32), u32>,
+    /// Optional copies of a bounded repetition's expression continuing at
+    /// `next`, by `(expression, next)`: entry `i` takes up to `i` copies
+    /// (entry 0 is `next`). Up to `j` copies are a suffix of up to `k`, so
+    /// repetitions of one expression with one continuation share a chain.
+    chains: FastMap<(Expr, u32), Vec<u32>>,
     /// Inlined bodies still to build: `(source rule, next, placeholder)`.
     pending: Vec<(u32, u32, u32)>,
     /// State consuming a UTF-8 continuation byte in `lo..=hi` then going
@@ -160,6 +165,7 @@ impl<'a> Builder<'a> {
     fn rule(&mut self, k: u32, q: u32) -> Result<u32, CompileError> {
         self.rule = k;
         self.memo.clear();
+        self.chains.clear();
         self.tails.clear();
         let accept = self.add(N::Accept { rule: k })?;
         let start = self.inlined(q, accept)?;
@@ -176,6 +182,20 @@ impl<'a> Builder<'a> {
             self.set_eps(p, &starts);
         }
         Ok(start)
+    }
+
+    /// The entry of up to `count` copies of `e` continuing at `next` (see
+    /// [`Builder::chains`]).
+    fn optional(&mut self, e: u32, count: u32, next: u32) -> Result<u32, CompileError> {
+        let key = (self.p.expr(e), next);
+        let mut chain = self.chains.remove(&key).unwrap_or_else(|| vec![next]);
+        while chain.len() <= count as usize {
+            let body = self.expr(e, chain[chain.len() - 1])?;
+            chain.push(self.eps(&[body, next])?);
+        }
+        let entry = chain[count as usize];
+        self.chains.insert(key, chain);
+        Ok(entry)
     }
 
     /// Compiles `e` so that it continues at `next`; returns its entry state.
@@ -248,12 +268,7 @@ impl<'a> Builder<'a> {
                         self.set_eps(lp, &[body, next]);
                         tail = lp;
                     }
-                    Some(max) => {
-                        for _ in min..max {
-                            let body = self.expr(expr, tail)?;
-                            tail = self.eps(&[body, next])?;
-                        }
-                    }
+                    Some(max) => tail = self.optional(expr, max.saturating_sub(min), next)?,
                 }
                 for _ in 0..min {
                     tail = self.expr(expr, tail)?;
@@ -488,6 +503,7 @@ impl Grammar {
             order: vec![root],
             memo: FastMap::default(),
             pending: Vec::new(),
+            chains: FastMap::default(),
             tails: FastMap::default(),
             utf8: FastMap::default(),
             max_states,
@@ -1481,6 +1497,33 @@ mod tests {
             let re = regex_automata::meta::Regex::new(&format!("^(?:(?:{})c*)+$", words.join("|"))).unwrap();
             for t in &texts {
                 prop_assert_eq!(chart_accepts(&g, t), re.is_match(t.as_slice()));
+            }
+        }
+
+        /// Bounded repetitions of one expression with one continuation share
+        /// their optional copies (see `Builder::chains`) and keep their
+        /// language, whatever order the bounds come in.
+        #[test]
+        fn bounded_repetitions_keep_their_language(
+            bounds in prop::collection::vec((0..4u32, 0..5u32), 3),
+            words in prop::collection::vec((0..3usize, prop::collection::vec(any::<bool>(), 0..8)), 1..10),
+            texts in prop::collection::vec(prop::collection::vec(prop::sample::select(b"abxyz!".to_vec()), 0..12), 1..10),
+        ) {
+            let bounds: Vec<(u32, u32)> = bounds.into_iter().map(|(min, extra)| (min, min + extra)).collect();
+            let [(a, b), (c, d), (e, f)] = bounds[..] else { unreachable!() };
+            let src = format!("root ::= (\"a\" t{{{a},{b}}} | \"b\" t{{{c},{d}}} | t{{{e},{f}}}) \"!\"\nt ::= \"x\" | \"yz\"\n");
+            let g = Grammar::new(&src, 1_000_000).unwrap();
+            let re = format!("^(?:a(?:x|yz){{{a},{b}}}|b(?:x|yz){{{c},{d}}}|(?:x|yz){{{e},{f}}})!$");
+            let re = regex_automata::meta::Regex::new(&re).unwrap();
+            // Words of the grammar (some too long or too short) and random texts.
+            let made = words.iter().map(|(alt, picks)| {
+                let mut w = [&b"a"[..], b"b", b""][*alt].to_vec();
+                picks.iter().for_each(|&p| w.extend_from_slice(if p { b"x" } else { b"yz" }));
+                w.push(b'!');
+                w
+            });
+            for t in made.chain(texts) {
+                prop_assert_eq!(chart_accepts(&g, &t), re.is_match(t.as_slice()), "{}", String::from_utf8_lossy(&t));
             }
         }
 
