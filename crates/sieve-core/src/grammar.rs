@@ -103,7 +103,9 @@ struct Builder<'a> {
     order: Vec<u32>,
     /// Entry of source rule `q`'s body continuing at state `next`, inside
     /// the compiled rule being built: one copy per continuation, so tail
-    /// references share it and right-linear recursion becomes a loop.
+    /// references share it and right-linear recursion becomes a loop. This
+    /// map and the others keyed by a continuation are kept from rule to
+    /// rule: a state belongs to one rule, so a key never meets another's.
     memo: FastMap<(u32, u32), u32>,
     /// Optional copies of a bounded repetition's expression continuing at
     /// `next`, by `(expression, next)`: entry `i` takes up to `i` copies
@@ -164,9 +166,6 @@ impl<'a> Builder<'a> {
     /// Compiles source rule `q` as compiled rule `k`; returns its entry.
     fn rule(&mut self, k: u32, q: u32) -> Result<u32, CompileError> {
         self.rule = k;
-        self.memo.clear();
-        self.chains.clear();
-        self.tails.clear();
         let accept = self.add(N::Accept { rule: k })?;
         let start = self.inlined(q, accept)?;
         while let Some((q, next, p)) = self.pending.pop() {
@@ -187,6 +186,9 @@ impl<'a> Builder<'a> {
     /// The entry of up to `count` copies of `e` continuing at `next` (see
     /// [`Builder::chains`]).
     fn optional(&mut self, e: u32, count: u32, next: u32) -> Result<u32, CompileError> {
+        if count == 0 {
+            return Ok(next);
+        }
         let key = (self.p.expr(e), next);
         let mut chain = self.chains.remove(&key).unwrap_or_else(|| vec![next]);
         while chain.len() <= count as usize {
@@ -260,16 +262,15 @@ impl<'a> Builder<'a> {
                 self.add(N::Call { rule: self.called[q as usize], next })?
             }
             Expr::Repeat { expr, min, max } => {
-                let mut tail = next;
-                match max {
+                let mut tail = match max {
                     None => {
                         let lp = self.eps(&[])?;
                         let body = self.expr(expr, lp)?;
                         self.set_eps(lp, &[body, next]);
-                        tail = lp;
+                        lp
                     }
-                    Some(max) => tail = self.optional(expr, max.saturating_sub(min), next)?,
-                }
+                    Some(max) => self.optional(expr, max.saturating_sub(min), next)?,
+                };
                 for _ in 0..min {
                     tail = self.expr(expr, tail)?;
                 }
