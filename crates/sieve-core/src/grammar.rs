@@ -33,7 +33,8 @@ pub(crate) enum Kind {
     Accept { rule: u32 },
 }
 
-/// A state with its epsilon-closed successors (`next` indexes `succ`).
+/// A state with its epsilon-closed successors (`next` indexes `succ`; a
+/// `Ranges` state has none of its own: each range has its own).
 #[derive(Debug, Clone, Copy)]
 struct Core {
     kind: Kind,
@@ -54,9 +55,6 @@ struct RuleInfo {
     start: (u32, u32),
     nullable: bool,
 }
-
-/// A range of indexes, `start..end`, into an array of states.
-type Span = (u32, u32);
 
 /// A compiled grammar.
 #[derive(Debug)]
@@ -523,12 +521,13 @@ impl Grammar {
     /// and `Ranges` states' lists), then trims what cannot finish. Rule 0 is
     /// the start rule.
     fn close(n: &[N], targets: &[u32], alts: &[(u8, u8, u32)], owner: &[u32], starts: &[u32], names: Vec<String>) -> Grammar {
+        // A `Ranges` state's ranges keep their indexes in `alts`.
         let mut core_of = vec![u32::MAX; n.len()];
-        let mut core = Vec::new();
+        let mut core = Vec::with_capacity(n.len());
         for (i, s) in n.iter().enumerate() {
             let kind = match *s {
                 N::Byte { lo, hi, .. } => Kind::Byte { lo, hi },
-                N::Ranges { .. } => Kind::Ranges { first: 0, end: 0 },
+                N::Ranges { first, end } => Kind::Ranges { first, end },
                 N::Call { rule, .. } => Kind::Call { rule },
                 N::Accept { rule } => Kind::Accept { rule },
                 N::Eps { .. } => continue,
@@ -539,81 +538,79 @@ impl Grammar {
         // Epsilon closures, one per automaton state at most, kept in `pool`
         // (`seen` marks the states of the closure being taken by its round).
         let mut pool: Vec<u32> = Vec::new();
-        let mut memo = vec![(u32::MAX, 0u32); n.len()];
+        let mut closures = vec![(u32::MAX, 0u32); n.len()];
         let (mut seen, mut round, mut stack) = (vec![0u32; n.len()], 0u32, Vec::new());
         let mut closure = |at: u32, pool: &mut Vec<u32>| -> (u32, u32) {
-            if memo[at as usize].0 == u32::MAX {
-                round += 1;
+            if closures[at as usize].0 == u32::MAX {
                 let a = pool.len() as u32;
-                stack.push(at);
-                while let Some(s) = stack.pop() {
-                    if std::mem::replace(&mut seen[s as usize], round) == round {
-                        continue;
+                if let N::Eps { .. } = n[at as usize] {
+                    round += 1;
+                    stack.push(at);
+                    while let Some(s) = stack.pop() {
+                        if std::mem::replace(&mut seen[s as usize], round) == round {
+                            continue;
+                        }
+                        match n[s as usize] {
+                            N::Eps { first, end } => stack.extend(targets[first as usize..end as usize].iter().rev()),
+                            _ => pool.push(core_of[s as usize]),
+                        }
                     }
-                    match n[s as usize] {
-                        N::Eps { first, end } => stack.extend(targets[first as usize..end as usize].iter().rev()),
-                        _ => pool.push(core_of[s as usize]),
-                    }
+                } else {
+                    pool.push(core_of[at as usize]);
                 }
-                memo[at as usize] = (a, pool.len() as u32);
+                closures[at as usize] = (a, pool.len() as u32);
             }
-            memo[at as usize]
+            closures[at as usize]
         };
-        // Per core state, its successors (a range of `pool`).
-        let mut next_lists: Vec<(u32, u32)> = Vec::with_capacity(core.len());
-        // The ranges of all `Ranges` states (in core order), each with its
-        // successors; the state's own list is their union.
-        let mut range_lists: Vec<(u8, u8, Span)> = Vec::new();
-        let mut union: Vec<u32> = Vec::new();
-        for s in n {
+        // Each core state's successors (a range of `pool`) are kept in its
+        // `next` until the trimmed lists replace them; a `Ranges` state's
+        // are those of its ranges.
+        for (s, c) in n.iter().filter(|s| !matches!(s, N::Eps { .. })).zip(&mut core) {
             match *s {
-                N::Byte { next, .. } | N::Call { next, .. } => next_lists.push(closure(next, &mut pool)),
-                N::Accept { .. } => next_lists.push((0, 0)),
-                N::Ranges { first, end } => {
-                    union.clear();
-                    for &(lo, hi, t) in &alts[first as usize..end as usize] {
-                        let l = closure(t, &mut pool);
-                        union.extend_from_slice(&pool[l.0 as usize..l.1 as usize]);
-                        range_lists.push((lo, hi, l));
-                    }
-                    union.sort_unstable();
-                    union.dedup();
-                    let a = pool.len() as u32;
-                    pool.extend_from_slice(&union);
-                    next_lists.push((a, pool.len() as u32));
-                }
-                N::Eps { .. } => {}
+                N::Byte { next, .. } | N::Call { next, .. } => c.next = closure(next, &mut pool),
+                N::Ranges { first, end } => alts[first as usize..end as usize].iter().for_each(|a| {
+                    closure(a.2, &mut pool);
+                }),
+                N::Accept { .. } | N::Eps { .. } => {}
             }
         }
-        let start_lists: Vec<(u32, u32)> = starts.iter().map(|&s| closure(s, &mut pool)).collect();
+        starts.iter().for_each(|&s| {
+            closure(s, &mut pool);
+        });
         let list = |l: (u32, u32)| &pool[l.0 as usize..l.1 as usize];
+        // Calls `f` on each list of successors of `c`.
+        let each_list = |c: &Core, f: &mut dyn FnMut(&[u32])| match c.kind {
+            Kind::Ranges { first, end } => alts[first as usize..end as usize].iter().for_each(|a| f(list(closures[a.2 as usize]))),
+            _ => f(list(c.next)),
+        };
 
         // Productive rules: those that derive some finite string; nullable
         // rules: those that derive the empty string. One search over the
         // states of all rules at once: a call to a rule not yet known to
         // qualify waits on it and resumes when the rule's end is reached.
-        let nrules = start_lists.len();
+        let nrules = starts.len();
         let fixpoint = |bytes: bool| {
             let mut flag = vec![false; nrules];
             let mut seen = vec![false; core.len()];
             let mut waiting: Vec<Vec<u32>> = vec![Vec::new(); nrules];
             let mut stack: Vec<u32> = Vec::new();
-            for &start in &start_lists {
-                stack.extend_from_slice(list(start));
+            for &start in starts {
+                stack.extend_from_slice(list(closures[start as usize]));
                 while let Some(s) = stack.pop() {
                     if std::mem::replace(&mut seen[s as usize], true) {
                         continue;
                     }
-                    match core[s as usize].kind {
+                    let c = &core[s as usize];
+                    match c.kind {
                         // A rule's one accept state, reached once.
                         Kind::Accept { rule } => {
                             flag[rule as usize] = true;
                             for w in std::mem::take(&mut waiting[rule as usize]) {
-                                stack.extend_from_slice(list(next_lists[w as usize]));
+                                stack.extend_from_slice(list(core[w as usize].next));
                             }
                         }
-                        Kind::Byte { .. } | Kind::Ranges { .. } if bytes => stack.extend_from_slice(list(next_lists[s as usize])),
-                        Kind::Call { rule } if flag[rule as usize] => stack.extend_from_slice(list(next_lists[s as usize])),
+                        Kind::Byte { .. } | Kind::Ranges { .. } if bytes => each_list(c, &mut |l| stack.extend_from_slice(l)),
+                        Kind::Call { rule } if flag[rule as usize] => stack.extend_from_slice(list(c.next)),
                         Kind::Call { rule } => waiting[rule as usize].push(s),
                         _ => {}
                     }
@@ -625,63 +622,56 @@ impl Grammar {
         let nullable = fixpoint(false);
 
         // Co-reachable states: those from which their rule's end is reachable
-        // (predecessor lists in one array: `preds[pred_at[t]..pred_at[t + 1]]`).
+        // (predecessor lists in one array: `preds[pred_at[t + 1]..pred_at[t + 2]]`).
         let follows = |c: &Core| match c.kind {
             Kind::Byte { .. } | Kind::Ranges { .. } => true,
             Kind::Call { rule } => productive[rule as usize],
             Kind::Accept { .. } => false,
         };
-        let mut pred_at = vec![0u32; core.len() + 1];
-        for (s, c) in core.iter().enumerate() {
-            if follows(c) {
-                list(next_lists[s]).iter().for_each(|&t| pred_at[t as usize + 1] += 1);
-            }
+        // Counted at `t + 1`, summed into where each list ends, then filled
+        // from the end down to where each starts.
+        let mut pred_at = vec![0u32; core.len() + 2];
+        for c in core.iter().filter(|c| follows(c)) {
+            each_list(c, &mut |l| l.iter().for_each(|&t| pred_at[t as usize + 1] += 1));
         }
-        for t in 0..core.len() {
+        for t in 0..=core.len() {
             pred_at[t + 1] += pred_at[t];
         }
-        let mut fill = pred_at.clone();
         let mut preds = vec![0u32; pred_at[core.len()] as usize];
-        for (s, c) in core.iter().enumerate() {
-            if follows(c) {
-                for &t in list(next_lists[s]) {
-                    preds[fill[t as usize] as usize] = s as u32;
-                    fill[t as usize] += 1;
+        for (s, c) in core.iter().enumerate().filter(|(_, c)| follows(c)) {
+            each_list(c, &mut |l| {
+                for &t in l {
+                    pred_at[t as usize + 1] -= 1;
+                    preds[pred_at[t as usize + 1] as usize] = s as u32;
                 }
-            }
+            });
         }
         let mut todo: Vec<u32> =
             core.iter().enumerate().filter(|(_, c)| matches!(c.kind, Kind::Accept { .. })).map(|(s, _)| s as u32).collect();
         let mut live = vec![false; core.len()];
         while let Some(s) = todo.pop() {
             if !std::mem::replace(&mut live[s as usize], true) {
-                todo.extend(&preds[pred_at[s as usize] as usize..pred_at[s as usize + 1] as usize]);
+                todo.extend(&preds[pred_at[s as usize + 1] as usize..pred_at[s as usize + 2] as usize]);
             }
         }
-        let mut succ = Vec::new();
-        let push_list = |list: &[u32], succ: &mut Vec<u32>| {
+        // Each closure trimmed once, wherever it is used: `closures` now
+        // index `succ`.
+        let mut succ = Vec::with_capacity(pool.len());
+        for l in closures.iter_mut().filter(|l| l.0 != u32::MAX) {
             let a = succ.len() as u32;
-            succ.extend(list.iter().copied().filter(|&t| live[t as usize]));
-            (a, succ.len() as u32)
-        };
-        let mut ranges = Vec::with_capacity(range_lists.len());
-        let mut range_lists = range_lists.into_iter();
-        for (s, (c, node)) in core.iter_mut().zip(n.iter().filter(|s| !matches!(s, N::Eps { .. }))).enumerate() {
-            c.next = push_list(list(next_lists[s]), &mut succ);
-            if let &N::Ranges { first, end } = node {
-                let count = (end - first) as usize;
-                let first = ranges.len() as u32;
-                for (lo, hi, l) in range_lists.by_ref().take(count) {
-                    let next = push_list(list(l), &mut succ);
-                    ranges.push(ByteRange { lo, hi, next });
-                }
-                c.kind = Kind::Ranges { first, end: ranges.len() as u32 };
+            succ.extend(pool[l.0 as usize..l.1 as usize].iter().copied().filter(|&t| live[t as usize]));
+            *l = (a, succ.len() as u32);
+        }
+        for (c, s) in core.iter_mut().zip(n.iter().filter(|s| !matches!(s, N::Eps { .. }))) {
+            if let N::Byte { next, .. } | N::Call { next, .. } = *s {
+                c.next = closures[next as usize];
             }
         }
-        let rules = start_lists
+        let ranges: Vec<ByteRange> = alts.iter().map(|&(lo, hi, t)| ByteRange { lo, hi, next: closures[t as usize] }).collect();
+        let rules = starts
             .iter()
             .zip(&nullable)
-            .map(|(&l, &nullable)| RuleInfo { start: push_list(list(l), &mut succ), nullable })
+            .map(|(&s, &nullable)| RuleInfo { start: closures[s as usize], nullable })
             .collect();
         // A class starts at every byte where some state's range starts or
         // ends (256 such bytes at most, so classes fit a u8).
