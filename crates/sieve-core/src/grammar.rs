@@ -380,6 +380,16 @@ impl<'a> Builder<'a> {
     }
 }
 
+/// Calls `f` on each list of successors of `c` while closing (see
+/// [`Grammar::close`]): its own, or a `Ranges` state's ranges'.
+fn each_list(c: &Core, alts: &[(u8, u8, u32)], closures: &[(u32, u32)], pool: &[u32], mut f: impl FnMut(&[u32])) {
+    let list = |l: (u32, u32)| &pool[l.0 as usize..l.1 as usize];
+    match c.kind {
+        Kind::Ranges { first, end } => alts[first as usize..end as usize].iter().for_each(|a| f(list(closures[a.2 as usize]))),
+        _ => f(list(c.next)),
+    }
+}
+
 /// The UTF-8 byte sequences of a class's characters (surrogates left out).
 fn utf8_sequences(ranges: &[(u32, u32)]) -> Vec<Utf8Sequence> {
     let mut out = Vec::new();
@@ -680,11 +690,6 @@ impl Grammar {
             closure(s, &mut pool);
         });
         let list = |l: (u32, u32)| &pool[l.0 as usize..l.1 as usize];
-        // Calls `f` on each list of successors of `c`.
-        let each_list = |c: &Core, f: &mut dyn FnMut(&[u32])| match c.kind {
-            Kind::Ranges { first, end } => alts[first as usize..end as usize].iter().for_each(|a| f(list(closures[a.2 as usize]))),
-            _ => f(list(c.next)),
-        };
 
         // Productive rules: those that derive some finite string; nullable
         // rules: those that derive the empty string. One search over the
@@ -711,7 +716,7 @@ impl Grammar {
                                 stack.extend_from_slice(list(core[w as usize].next));
                             }
                         }
-                        Kind::Byte { .. } | Kind::Ranges { .. } if bytes => each_list(c, &mut |l| stack.extend_from_slice(l)),
+                        Kind::Byte { .. } | Kind::Ranges { .. } if bytes => each_list(c, alts, &closures, &pool, |l| stack.extend_from_slice(l)),
                         Kind::Call { rule } if flag[rule as usize] => stack.extend_from_slice(list(c.next)),
                         Kind::Call { rule } => waiting[rule as usize].push(s),
                         _ => {}
@@ -734,14 +739,14 @@ impl Grammar {
         // from the end down to where each starts.
         let mut pred_at = vec![0u32; core.len() + 2];
         for c in core.iter().filter(|c| follows(c)) {
-            each_list(c, &mut |l| l.iter().for_each(|&t| pred_at[t as usize + 1] += 1));
+            each_list(c, alts, &closures, &pool, |l| l.iter().for_each(|&t| pred_at[t as usize + 1] += 1));
         }
         for t in 0..=core.len() {
             pred_at[t + 1] += pred_at[t];
         }
         let mut preds = vec![0u32; pred_at[core.len()] as usize];
         for (s, c) in core.iter().enumerate().filter(|(_, c)| follows(c)) {
-            each_list(c, &mut |l| {
+            each_list(c, alts, &closures, &pool, |l| {
                 for &t in l {
                     pred_at[t as usize + 1] -= 1;
                     preds[pred_at[t as usize + 1] as usize] = s as u32;
