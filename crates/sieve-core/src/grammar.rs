@@ -183,8 +183,9 @@ impl<'a> Builder<'a> {
 
     /// Builds the inlined bodies pending above the first `depth`.
     fn build_pending(&mut self, depth: usize) -> Result<(), CompileError> {
-        while self.pending.len() > depth {
-            let Some((q, next, p)) = self.pending.pop() else { break };
+        while self.pending.len() > depth
+            && let Some((q, next, p)) = self.pending.pop()
+        {
             let body = self.p.rules[q as usize].body;
             // The placeholder moves straight to a body's alternatives (no
             // state of their own in between).
