@@ -13,7 +13,7 @@ use std::collections::HashMap;
 
 /// A grammar expression; what it holds lives in the [`Parsed`] arrays its
 /// ranges index.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) enum Expr {
     /// Concatenation of the expressions `kids[first..end]` (none: the empty string).
     Seq { first: u32, end: u32 },

@@ -33,7 +33,8 @@ pub(crate) enum Kind {
     Accept { rule: u32 },
 }
 
-/// A state with its epsilon-closed successors (`next` indexes `succ`).
+/// A state with its epsilon-closed successors (`next` indexes `succ`; a
+/// `Ranges` state has none of its own: each range has its own).
 #[derive(Debug, Clone, Copy)]
 struct Core {
     kind: Kind,
@@ -55,8 +56,16 @@ struct RuleInfo {
     nullable: bool,
 }
 
-/// A range of indexes, `start..end`, into an array of states.
-type Span = (u32, u32);
+/// A copy compiled once to be replicated (see [`Builder::copies`]): its
+/// states `states.0..states.1` and its entry, continuing at `from`, and
+/// leading to `keep` in every replica alike.
+#[derive(Clone, Copy)]
+struct Template {
+    states: (u32, u32),
+    from: u32,
+    keep: Option<u32>,
+    entry: u32,
+}
 
 /// A compiled grammar.
 #[derive(Debug)]
@@ -103,8 +112,15 @@ struct Builder<'a> {
     order: Vec<u32>,
     /// Entry of source rule `q`'s body continuing at state `next`, inside
     /// the compiled rule being built: one copy per continuation, so tail
-    /// references share it and right-linear recursion becomes a loop.
+    /// references share it and right-linear recursion becomes a loop. This
+    /// map and the others keyed by a continuation are kept from rule to
+    /// rule: a state belongs to one rule, so a key never meets another's.
     memo: FastMap<(u32, u32), u32>,
+    /// Optional copies of a bounded repetition's expression continuing at
+    /// `next`, by `(expression, next)`: entry `i` takes up to `i` copies
+    /// (entry 0 is `next`). Up to `j` copies are a suffix of up to `k`, so
+    /// repetitions of one expression with one continuation share a chain.
+    chains: FastMap<(Expr, u32), Vec<u32>>,
     /// Inlined bodies still to build: `(source rule, next, placeholder)`.
     pending: Vec<(u32, u32, u32)>,
     /// State consuming a UTF-8 continuation byte in `lo..=hi` then going
@@ -159,11 +175,17 @@ impl<'a> Builder<'a> {
     /// Compiles source rule `q` as compiled rule `k`; returns its entry.
     fn rule(&mut self, k: u32, q: u32) -> Result<u32, CompileError> {
         self.rule = k;
-        self.memo.clear();
-        self.tails.clear();
         let accept = self.add(N::Accept { rule: k })?;
         let start = self.inlined(q, accept)?;
-        while let Some((q, next, p)) = self.pending.pop() {
+        self.build_pending(0)?;
+        Ok(start)
+    }
+
+    /// Builds the inlined bodies pending above the first `depth`.
+    fn build_pending(&mut self, depth: usize) -> Result<(), CompileError> {
+        while self.pending.len() > depth
+            && let Some((q, next, p)) = self.pending.pop()
+        {
             let body = self.p.rules[q as usize].body;
             // The placeholder moves straight to a body's alternatives (no
             // state of their own in between).
@@ -175,7 +197,111 @@ impl<'a> Builder<'a> {
             };
             self.set_eps(p, &starts);
         }
-        Ok(start)
+        Ok(())
+    }
+
+    /// Compiles `count` copies of `e` in a row before `tail`, each
+    /// continuing at the one compiled before it (the first at `tail`);
+    /// returns the entry of the last. With `chain`, they are the steps of an
+    /// optional chain (see [`Builder::chains`]): each copy is entered through
+    /// a state with epsilon moves to it and to `next`, and their entries are
+    /// pushed on `chain`.
+    ///
+    /// Copies are alike but for their continuation, so a copy whose states
+    /// lead only among themselves, to its continuation and to `next` is
+    /// compiled once and then replicated, renumbered. Replicas share no
+    /// state with the rest of the rule, which compiling would sometimes
+    /// have shared, but have the same moves.
+    fn copies(&mut self, e: u32, count: u32, mut tail: u32, next: u32, mut chain: Option<&mut Vec<u32>>) -> Result<u32, CompileError> {
+        let optional = chain.is_some();
+        let mut template = None;
+        for i in 0..count {
+            tail = match template {
+                Some(t) => self.replicate(t, tail)?,
+                None => {
+                    let (a, depth) = (self.n.len() as u32, self.pending.len());
+                    let mut entry = self.expr(e, tail)?;
+                    if optional {
+                        entry = self.eps(&[entry, next])?;
+                    }
+                    // A template needs its placeholders built, and its
+                    // continuation apart from `next` (a copy's moves to
+                    // them differ).
+                    if count - i > 1 && (!optional || tail != next) {
+                        self.build_pending(depth)?;
+                        let t = Template { states: (a, self.n.len() as u32), from: tail, keep: optional.then_some(next), entry };
+                        template = self.closed(&t).then_some(t);
+                    }
+                    entry
+                }
+            };
+            if let Some(chain) = chain.as_deref_mut() {
+                chain.push(tail);
+            }
+        }
+        Ok(tail)
+    }
+
+    /// True when the states of `t` lead only among themselves, to its
+    /// continuation and to the state it keeps, and its entry is its own.
+    fn closed(&self, t: &Template) -> bool {
+        let (a, b) = t.states;
+        let ok = |s: u32| (a..b).contains(&s) || s == t.from || Some(s) == t.keep;
+        (a..b).contains(&t.entry)
+            && self.n[a as usize..b as usize].iter().all(|s| match *s {
+                N::Byte { next, .. } | N::Call { next, .. } => ok(next),
+                N::Eps { first, end } => self.targets[first as usize..end as usize].iter().all(|&t| ok(t)),
+                N::Ranges { first, end } => self.alts[first as usize..end as usize].iter().all(|a| ok(a.2)),
+                N::Accept { .. } => false,
+            })
+    }
+
+    /// A copy of template `t` continuing at `to` instead; returns its entry.
+    fn replicate(&mut self, t: Template, to: u32) -> Result<u32, CompileError> {
+        let (a, b) = t.states;
+        let base = self.n.len() as u32;
+        let map = |s: u32| if s == t.from { to } else if Some(s) == t.keep { s } else { s - a + base };
+        for i in a..b {
+            let s = match self.n[i as usize] {
+                N::Byte { lo, hi, next } => N::Byte { lo, hi, next: map(next) },
+                N::Call { rule, next } => N::Call { rule, next: map(next) },
+                N::Eps { first, end } => {
+                    let at = self.targets.len() as u32;
+                    for k in first..end {
+                        self.targets.push(map(self.targets[k as usize]));
+                    }
+                    N::Eps { first: at, end: self.targets.len() as u32 }
+                }
+                N::Ranges { first, end } => {
+                    let at = self.alts.len() as u32;
+                    for k in first..end {
+                        let (lo, hi, next) = self.alts[k as usize];
+                        self.alts.push((lo, hi, map(next)));
+                    }
+                    N::Ranges { first: at, end: self.alts.len() as u32 }
+                }
+                s @ N::Accept { .. } => s,
+            };
+            self.add(s)?;
+        }
+        Ok(map(t.entry))
+    }
+
+    /// The entry of up to `count` copies of `e` continuing at `next` (see
+    /// [`Builder::chains`]).
+    fn optional(&mut self, e: u32, count: u32, next: u32) -> Result<u32, CompileError> {
+        if count == 0 {
+            return Ok(next);
+        }
+        let key = (self.p.expr(e), next);
+        let mut chain = self.chains.remove(&key).unwrap_or_else(|| vec![next]);
+        if chain.len() <= count as usize {
+            let (more, last) = (count + 1 - chain.len() as u32, chain[chain.len() - 1]);
+            self.copies(e, more, last, next, Some(&mut chain))?;
+        }
+        let entry = chain[count as usize];
+        self.chains.insert(key, chain);
+        Ok(entry)
     }
 
     /// Compiles `e` so that it continues at `next`; returns its entry state.
@@ -240,27 +366,28 @@ impl<'a> Builder<'a> {
                 self.add(N::Call { rule: self.called[q as usize], next })?
             }
             Expr::Repeat { expr, min, max } => {
-                let mut tail = next;
-                match max {
+                let tail = match max {
                     None => {
                         let lp = self.eps(&[])?;
                         let body = self.expr(expr, lp)?;
                         self.set_eps(lp, &[body, next]);
-                        tail = lp;
+                        lp
                     }
-                    Some(max) => {
-                        for _ in min..max {
-                            let body = self.expr(expr, tail)?;
-                            tail = self.eps(&[body, next])?;
-                        }
-                    }
-                }
-                for _ in 0..min {
-                    tail = self.expr(expr, tail)?;
-                }
-                tail
+                    Some(max) => self.optional(expr, max.saturating_sub(min), next)?,
+                };
+                self.copies(expr, min, tail, next, None)?
             }
         })
+    }
+}
+
+/// Calls `f` on each list of successors of `c` while closing (see
+/// [`Grammar::close`]): its own, or a `Ranges` state's ranges'.
+fn each_list(c: &Core, alts: &[(u8, u8, u32)], closures: &[(u32, u32)], pool: &[u32], mut f: impl FnMut(&[u32])) {
+    let list = |l: (u32, u32)| &pool[l.0 as usize..l.1 as usize];
+    match c.kind {
+        Kind::Ranges { first, end } => alts[first as usize..end as usize].iter().for_each(|a| f(list(closures[a.2 as usize]))),
+        _ => f(list(c.next)),
     }
 }
 
@@ -488,6 +615,7 @@ impl Grammar {
             order: vec![root],
             memo: FastMap::default(),
             pending: Vec::new(),
+            chains: FastMap::default(),
             tails: FastMap::default(),
             utf8: FastMap::default(),
             max_states,
@@ -506,12 +634,13 @@ impl Grammar {
     /// and `Ranges` states' lists), then trims what cannot finish. Rule 0 is
     /// the start rule.
     fn close(n: &[N], targets: &[u32], alts: &[(u8, u8, u32)], owner: &[u32], starts: &[u32], names: Vec<String>) -> Grammar {
+        // A `Ranges` state's ranges keep their indexes in `alts`.
         let mut core_of = vec![u32::MAX; n.len()];
-        let mut core = Vec::new();
+        let mut core = Vec::with_capacity(n.len());
         for (i, s) in n.iter().enumerate() {
             let kind = match *s {
                 N::Byte { lo, hi, .. } => Kind::Byte { lo, hi },
-                N::Ranges { .. } => Kind::Ranges { first: 0, end: 0 },
+                N::Ranges { first, end } => Kind::Ranges { first, end },
                 N::Call { rule, .. } => Kind::Call { rule },
                 N::Accept { rule } => Kind::Accept { rule },
                 N::Eps { .. } => continue,
@@ -522,81 +651,74 @@ impl Grammar {
         // Epsilon closures, one per automaton state at most, kept in `pool`
         // (`seen` marks the states of the closure being taken by its round).
         let mut pool: Vec<u32> = Vec::new();
-        let mut memo = vec![(u32::MAX, 0u32); n.len()];
+        let mut closures = vec![(u32::MAX, 0u32); n.len()];
         let (mut seen, mut round, mut stack) = (vec![0u32; n.len()], 0u32, Vec::new());
         let mut closure = |at: u32, pool: &mut Vec<u32>| -> (u32, u32) {
-            if memo[at as usize].0 == u32::MAX {
-                round += 1;
+            if closures[at as usize].0 == u32::MAX {
                 let a = pool.len() as u32;
-                stack.push(at);
-                while let Some(s) = stack.pop() {
-                    if std::mem::replace(&mut seen[s as usize], round) == round {
-                        continue;
+                if let N::Eps { .. } = n[at as usize] {
+                    round += 1;
+                    stack.push(at);
+                    while let Some(s) = stack.pop() {
+                        if std::mem::replace(&mut seen[s as usize], round) == round {
+                            continue;
+                        }
+                        match n[s as usize] {
+                            N::Eps { first, end } => stack.extend(targets[first as usize..end as usize].iter().rev()),
+                            _ => pool.push(core_of[s as usize]),
+                        }
                     }
-                    match n[s as usize] {
-                        N::Eps { first, end } => stack.extend(targets[first as usize..end as usize].iter().rev()),
-                        _ => pool.push(core_of[s as usize]),
-                    }
+                } else {
+                    pool.push(core_of[at as usize]);
                 }
-                memo[at as usize] = (a, pool.len() as u32);
+                closures[at as usize] = (a, pool.len() as u32);
             }
-            memo[at as usize]
+            closures[at as usize]
         };
-        // Per core state, its successors (a range of `pool`).
-        let mut next_lists: Vec<(u32, u32)> = Vec::with_capacity(core.len());
-        // The ranges of all `Ranges` states (in core order), each with its
-        // successors; the state's own list is their union.
-        let mut range_lists: Vec<(u8, u8, Span)> = Vec::new();
-        let mut union: Vec<u32> = Vec::new();
-        for s in n {
+        // Each core state's successors (a range of `pool`) are kept in its
+        // `next` until the trimmed lists replace them; a `Ranges` state's
+        // are those of its ranges.
+        for (s, c) in n.iter().filter(|s| !matches!(s, N::Eps { .. })).zip(&mut core) {
             match *s {
-                N::Byte { next, .. } | N::Call { next, .. } => next_lists.push(closure(next, &mut pool)),
-                N::Accept { .. } => next_lists.push((0, 0)),
-                N::Ranges { first, end } => {
-                    union.clear();
-                    for &(lo, hi, t) in &alts[first as usize..end as usize] {
-                        let l = closure(t, &mut pool);
-                        union.extend_from_slice(&pool[l.0 as usize..l.1 as usize]);
-                        range_lists.push((lo, hi, l));
-                    }
-                    union.sort_unstable();
-                    union.dedup();
-                    let a = pool.len() as u32;
-                    pool.extend_from_slice(&union);
-                    next_lists.push((a, pool.len() as u32));
-                }
-                N::Eps { .. } => {}
+                N::Byte { next, .. } | N::Call { next, .. } => c.next = closure(next, &mut pool),
+                N::Ranges { first, end } => alts[first as usize..end as usize].iter().for_each(|a| {
+                    closure(a.2, &mut pool);
+                }),
+                N::Accept { .. } | N::Eps { .. } => {}
             }
         }
-        let start_lists: Vec<(u32, u32)> = starts.iter().map(|&s| closure(s, &mut pool)).collect();
+        starts.iter().for_each(|&s| {
+            closure(s, &mut pool);
+        });
         let list = |l: (u32, u32)| &pool[l.0 as usize..l.1 as usize];
 
         // Productive rules: those that derive some finite string; nullable
         // rules: those that derive the empty string. One search over the
         // states of all rules at once: a call to a rule not yet known to
         // qualify waits on it and resumes when the rule's end is reached.
-        let nrules = start_lists.len();
+        let nrules = starts.len();
         let fixpoint = |bytes: bool| {
             let mut flag = vec![false; nrules];
             let mut seen = vec![false; core.len()];
             let mut waiting: Vec<Vec<u32>> = vec![Vec::new(); nrules];
             let mut stack: Vec<u32> = Vec::new();
-            for &start in &start_lists {
-                stack.extend_from_slice(list(start));
+            for &start in starts {
+                stack.extend_from_slice(list(closures[start as usize]));
                 while let Some(s) = stack.pop() {
                     if std::mem::replace(&mut seen[s as usize], true) {
                         continue;
                     }
-                    match core[s as usize].kind {
+                    let c = &core[s as usize];
+                    match c.kind {
                         // A rule's one accept state, reached once.
                         Kind::Accept { rule } => {
                             flag[rule as usize] = true;
                             for w in std::mem::take(&mut waiting[rule as usize]) {
-                                stack.extend_from_slice(list(next_lists[w as usize]));
+                                stack.extend_from_slice(list(core[w as usize].next));
                             }
                         }
-                        Kind::Byte { .. } | Kind::Ranges { .. } if bytes => stack.extend_from_slice(list(next_lists[s as usize])),
-                        Kind::Call { rule } if flag[rule as usize] => stack.extend_from_slice(list(next_lists[s as usize])),
+                        Kind::Byte { .. } | Kind::Ranges { .. } if bytes => each_list(c, alts, &closures, &pool, |l| stack.extend_from_slice(l)),
+                        Kind::Call { rule } if flag[rule as usize] => stack.extend_from_slice(list(c.next)),
                         Kind::Call { rule } => waiting[rule as usize].push(s),
                         _ => {}
                     }
@@ -608,63 +730,56 @@ impl Grammar {
         let nullable = fixpoint(false);
 
         // Co-reachable states: those from which their rule's end is reachable
-        // (predecessor lists in one array: `preds[pred_at[t]..pred_at[t + 1]]`).
+        // (predecessor lists in one array: `preds[pred_at[t + 1]..pred_at[t + 2]]`).
         let follows = |c: &Core| match c.kind {
             Kind::Byte { .. } | Kind::Ranges { .. } => true,
             Kind::Call { rule } => productive[rule as usize],
             Kind::Accept { .. } => false,
         };
-        let mut pred_at = vec![0u32; core.len() + 1];
-        for (s, c) in core.iter().enumerate() {
-            if follows(c) {
-                list(next_lists[s]).iter().for_each(|&t| pred_at[t as usize + 1] += 1);
-            }
+        // Counted at `t + 1`, summed into where each list ends, then filled
+        // from the end down to where each starts.
+        let mut pred_at = vec![0u32; core.len() + 2];
+        for c in core.iter().filter(|c| follows(c)) {
+            each_list(c, alts, &closures, &pool, |l| l.iter().for_each(|&t| pred_at[t as usize + 1] += 1));
         }
-        for t in 0..core.len() {
+        for t in 0..=core.len() {
             pred_at[t + 1] += pred_at[t];
         }
-        let mut fill = pred_at.clone();
         let mut preds = vec![0u32; pred_at[core.len()] as usize];
-        for (s, c) in core.iter().enumerate() {
-            if follows(c) {
-                for &t in list(next_lists[s]) {
-                    preds[fill[t as usize] as usize] = s as u32;
-                    fill[t as usize] += 1;
+        for (s, c) in core.iter().enumerate().filter(|(_, c)| follows(c)) {
+            each_list(c, alts, &closures, &pool, |l| {
+                for &t in l {
+                    pred_at[t as usize + 1] -= 1;
+                    preds[pred_at[t as usize + 1] as usize] = s as u32;
                 }
-            }
+            });
         }
         let mut todo: Vec<u32> =
             core.iter().enumerate().filter(|(_, c)| matches!(c.kind, Kind::Accept { .. })).map(|(s, _)| s as u32).collect();
         let mut live = vec![false; core.len()];
         while let Some(s) = todo.pop() {
             if !std::mem::replace(&mut live[s as usize], true) {
-                todo.extend(&preds[pred_at[s as usize] as usize..pred_at[s as usize + 1] as usize]);
+                todo.extend(&preds[pred_at[s as usize + 1] as usize..pred_at[s as usize + 2] as usize]);
             }
         }
-        let mut succ = Vec::new();
-        let push_list = |list: &[u32], succ: &mut Vec<u32>| {
+        // Each closure trimmed once, wherever it is used: `closures` now
+        // index `succ`.
+        let mut succ = Vec::with_capacity(pool.len());
+        for l in closures.iter_mut().filter(|l| l.0 != u32::MAX) {
             let a = succ.len() as u32;
-            succ.extend(list.iter().copied().filter(|&t| live[t as usize]));
-            (a, succ.len() as u32)
-        };
-        let mut ranges = Vec::with_capacity(range_lists.len());
-        let mut range_lists = range_lists.into_iter();
-        for (s, (c, node)) in core.iter_mut().zip(n.iter().filter(|s| !matches!(s, N::Eps { .. }))).enumerate() {
-            c.next = push_list(list(next_lists[s]), &mut succ);
-            if let &N::Ranges { first, end } = node {
-                let count = (end - first) as usize;
-                let first = ranges.len() as u32;
-                for (lo, hi, l) in range_lists.by_ref().take(count) {
-                    let next = push_list(list(l), &mut succ);
-                    ranges.push(ByteRange { lo, hi, next });
-                }
-                c.kind = Kind::Ranges { first, end: ranges.len() as u32 };
+            succ.extend(pool[l.0 as usize..l.1 as usize].iter().copied().filter(|&t| live[t as usize]));
+            *l = (a, succ.len() as u32);
+        }
+        for (c, s) in core.iter_mut().zip(n.iter().filter(|s| !matches!(s, N::Eps { .. }))) {
+            if let N::Byte { next, .. } | N::Call { next, .. } = *s {
+                c.next = closures[next as usize];
             }
         }
-        let rules = start_lists
+        let ranges: Vec<ByteRange> = alts.iter().map(|&(lo, hi, t)| ByteRange { lo, hi, next: closures[t as usize] }).collect();
+        let rules = starts
             .iter()
             .zip(&nullable)
-            .map(|(&l, &nullable)| RuleInfo { start: push_list(list(l), &mut succ), nullable })
+            .map(|(&s, &nullable)| RuleInfo { start: closures[s as usize], nullable })
             .collect();
         // A class starts at every byte where some state's range starts or
         // ends (256 such bytes at most, so classes fit a u8).
@@ -1489,6 +1604,38 @@ mod tests {
             let re = regex_automata::meta::Regex::new(&format!("^(?:(?:{})c*)+$", words.join("|"))).unwrap();
             for t in &texts {
                 prop_assert_eq!(chart_accepts(&g, t), re.is_match(t.as_slice()));
+            }
+        }
+
+        /// Bounded repetitions keep their language, whatever order the
+        /// bounds come in: those of one expression with one continuation
+        /// share their optional copies (see `Builder::chains`), and copies
+        /// are replicated from one compiled (see `Builder::copies`), here
+        /// with an inlined rule, a loop and a class of two-byte characters
+        /// (whose last bytes' states classes share by continuation) inside.
+        #[test]
+        fn bounded_repetitions_keep_their_language(
+            bounds in prop::collection::vec((0..4u32, 0..5u32), 3),
+            words in prop::collection::vec((0..3usize, prop::collection::vec(0..4usize, 0..8)), 1..10),
+            texts in prop::collection::vec(prop::collection::vec(prop::sample::select(b"abxyzw!\xc3\xa9".to_vec()), 0..12), 1..10),
+        ) {
+            let bounds: Vec<(u32, u32)> = bounds.into_iter().map(|(min, extra)| (min, min + extra)).collect();
+            let [(a, b), (c, d), (e, f)] = bounds[..] else { unreachable!() };
+            let t = "t ::= \"x\" | \"yz\" | \"w\" u | [\\u00e0-\\u00ef]\nu ::= \"w\" u | \"\"\n";
+            let src = format!("root ::= (\"a\" t{{{a},{b}}} | \"b\" t{{{c},{d}}} | t{{{e},{f}}}) ([\\u00e9] | \"!\")\n{t}");
+            let g = Grammar::new(&src, 1_000_000).unwrap();
+            let t = "(?:x|yz|w+|[à-ï])";
+            let re = format!("^(?:a{t}{{{a},{b}}}|b{t}{{{c},{d}}}|{t}{{{e},{f}}})(?:é|!)$");
+            let re = regex_automata::meta::Regex::new(&re).unwrap();
+            // Words of the grammar (some too long or too short) and random texts.
+            let made = words.iter().map(|(alt, picks)| {
+                let mut w = [&b"a"[..], b"b", b""][*alt].to_vec();
+                picks.iter().for_each(|&p| w.extend_from_slice([&b"x"[..], b"yz", b"ww", "\u{e9}".as_bytes()][p]));
+                w.push(b'!');
+                w
+            });
+            for t in made.chain(texts) {
+                prop_assert_eq!(chart_accepts(&g, &t), re.is_match(t.as_slice()), "{}", String::from_utf8_lossy(&t));
             }
         }
 
