@@ -4,7 +4,8 @@
 //! complement included), which `patternProperties` and `additionalProperties`
 //! need. Each automaton is written back to GBNF as one rule per state, where
 //! states that take the same strings the same way outside any cycle (the
-//! tails of declared names, in this automaton or an earlier one) share one.
+//! tails of declared names, in this automaton or an earlier one) share one;
+//! an automaton with a cycle through several states is made minimal first.
 
 use super::gbnf::{Rules, SELF};
 use super::regex::{CharSet, MAX_CHAR, Re};
@@ -336,16 +337,23 @@ impl Dfa {
         if !live[idx(0, 0)] {
             return Ok(None);
         }
-        // A product state's live successors, grouped by target (classes are
-        // sorted and disjoint: appending keeps a set normalized).
-        let successors = |v: usize| -> Vec<Edge> {
+        // A product state's live target on a character class.
+        let next = |v: usize, ci: usize| -> Option<usize> {
+            let k2 = step((v % width) as u64)?;
+            let t = self.trans[v / width][ci];
+            (t != DEAD && live[idx(t as usize, k2)]).then(|| idx(t as usize, k2))
+        };
+        // Each product state stands for itself until `minimize` merges the
+        // equivalent ones.
+        let mut rep: Vec<usize> = (0..total).collect();
+        // A product state's live successors (their representatives), grouped
+        // by target (classes are sorted and disjoint: appending keeps a set
+        // normalized).
+        let successors = |v: usize, rep: &[usize]| -> Vec<Edge> {
             let mut groups: Vec<Edge> = Vec::new();
-            let Some(k2) = step((v % width) as u64) else { return groups };
-            for (ci, &t) in self.trans[v / width].iter().enumerate() {
-                if t == DEAD || !live[idx(t as usize, k2)] {
-                    continue;
-                }
-                let key = idx(t as usize, k2);
+            for ci in 0..self.classes.len() {
+                let Some(t) = next(v, ci) else { continue };
+                let key = rep[t];
                 let class = &self.classes[ci].0;
                 match groups.iter_mut().find(|g| g.0 == key) {
                     Some((_, ranges)) => {
@@ -368,12 +376,24 @@ impl Dfa {
         // "any other string", are written once.
         let root = idx(0, 0);
         let mut succ: Vec<Vec<Edge>> = vec![Vec::new(); total];
-        let (comp, ncomp) = components(total, [root], |v, i| {
-            if i == 0 {
-                succ[v] = successors(v);
-            }
-            succ[v].get(i).map(|e| e.0)
-        });
+        let graph = |rep: &[usize], succ: &mut Vec<Vec<Edge>>| {
+            components(total, [root], |v, i| {
+                if i == 0 {
+                    succ[v] = successors(v, rep);
+                }
+                succ[v].get(i).map(|e| e.0)
+            })
+        };
+        let (mut comp, mut ncomp) = graph(&rep, &mut succ);
+        // States in a cycle of several share no rule by their bodies: there,
+        // the automaton is made minimal first.
+        let mut sizes = vec![0u32; ncomp];
+        comp.iter().filter(|&&c| c != usize::MAX).for_each(|&c| sizes[c] += 1);
+        if sizes.iter().any(|&n| n > 1) {
+            let accepts = |v: usize| (v % width) as u64 >= min && accept(self.tags[v / width]);
+            rep = minimize(root, self.classes.len(), &next, &accepts, total);
+            (comp, ncomp) = graph(&rep, &mut succ);
+        }
         let mut members: Vec<Vec<usize>> = vec![Vec::new(); ncomp];
         for (v, &c) in comp.iter().enumerate().filter(|x| *x.1 != usize::MAX) {
             members[c].push(v);
@@ -405,6 +425,67 @@ impl Dfa {
         }
         Ok(names[root].clone())
     }
+}
+
+/// For each state reachable from `root` (by `next(state, class)`), the
+/// first reached of the states equivalent to it: alike in `accepts`, and
+/// moving to equivalent states (or to none) on each of `classes` character
+/// classes (Moore's refinement).
+fn minimize(
+    root: usize,
+    classes: usize,
+    next: &dyn Fn(usize, usize) -> Option<usize>,
+    accepts: &dyn Fn(usize) -> bool,
+    total: usize,
+) -> Vec<usize> {
+    let mut order = vec![root];
+    let mut seen = vec![false; total];
+    seen[root] = true;
+    let mut i = 0;
+    while i < order.len() {
+        for ci in 0..classes {
+            if let Some(t) = next(order[i], ci).filter(|&t| !seen[t]) {
+                seen[t] = true;
+                order.push(t);
+            }
+        }
+        i += 1;
+    }
+    let mut block = vec![0u32; total];
+    order.iter().for_each(|&v| block[v] = u32::from(accepts(v)));
+    let mut blocks = 0;
+    loop {
+        // Each round splits blocks by their states' moves (a block's old
+        // number leads the signature, so blocks only split).
+        let mut ids: FastMap<Vec<u32>, u32> = FastMap::default();
+        let mut sig = Vec::with_capacity(classes + 1);
+        let mut split = Vec::with_capacity(order.len());
+        for &v in &order {
+            sig.clear();
+            sig.push(block[v]);
+            sig.extend((0..classes).map(|ci| next(v, ci).map_or(u32::MAX, |t| block[t])));
+            let fresh = ids.len() as u32;
+            split.push(match ids.get(&sig) {
+                Some(&b) => b,
+                None => *ids.entry(sig.clone()).or_insert(fresh),
+            });
+        }
+        order.iter().zip(&split).for_each(|(&v, &b)| block[v] = b);
+        if ids.len() == blocks {
+            break;
+        }
+        blocks = ids.len();
+    }
+    let mut first = vec![usize::MAX; blocks];
+    let mut rep: Vec<usize> = (0..total).collect();
+    for &v in &order {
+        let b = block[v] as usize;
+        if first[b] == usize::MAX {
+            first[b] = v;
+        }
+        rep[v] = first[b];
+    }
+    rep
 }
 
 /// The rule body of product state `v` (state `v / width` of a DFA, count
@@ -450,6 +531,22 @@ mod tests {
         let d = Dfa::tagged(&[a, b], 100).unwrap();
         let sigs = d.signatures();
         assert!(sigs.contains(&0b11) && sigs.contains(&0b01) && sigs.contains(&0b10) && sigs.contains(&0));
+    }
+
+    /// Equivalent states in a cycle are written as one: strings of `a` and
+    /// `b` read two characters at a time take one looping rule, and the
+    /// same strings.
+    #[test]
+    fn written_automata_are_minimal() {
+        let d = Dfa::tagged(&[parse_pattern("^((a|b)[ab])*[ab]?$").unwrap()], 100).unwrap();
+        let mut rules = Rules::default();
+        let root = d.emit(&|t| t == 1, 0, None, &mut rules, 1000).unwrap().unwrap();
+        let grammar = rules.finish(&format!("\"\\\"\" {root} \"\\\"\""));
+        assert_eq!(grammar.lines().count(), 2, "{grammar}");
+        let c = crate::Constraint::gbnf(&grammar).unwrap();
+        for s in ["", "a", "ab", "bab", "abba", "ac", "c"] {
+            assert_eq!(c.matches(format!("\"{s}\"").as_bytes()).unwrap(), !s.contains('c'), "{s:?}");
+        }
     }
 
     /// A key automaton (any string but the declared names) written twice:
