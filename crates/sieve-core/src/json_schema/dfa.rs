@@ -7,7 +7,7 @@
 //! tails of declared names, in this automaton or an earlier one) share one;
 //! an automaton with a cycle through several states is made minimal first.
 
-use super::gbnf::{Rules, SELF};
+use super::gbnf::{Rules, SELF, member};
 use super::regex::{CharSet, MAX_CHAR, Re};
 use crate::graph::components;
 use crate::hash::FastMap;
@@ -394,11 +394,26 @@ impl Dfa {
             rep = minimize(root, self.classes.len(), &next, &accepts, total);
             (comp, ncomp) = graph(&rep, &mut succ);
         }
+        // When each state is first reached, breadth first from the root.
+        let mut reached = vec![usize::MAX; total];
+        reached[root] = 0;
+        let mut queue = vec![root];
+        let mut i = 0;
+        while i < queue.len() {
+            for &(t, _) in &succ[queue[i]] {
+                if reached[t] == usize::MAX {
+                    reached[t] = queue.len();
+                    queue.push(t);
+                }
+            }
+            i += 1;
+        }
         let mut members: Vec<Vec<usize>> = vec![Vec::new(); ncomp];
         for (v, &c) in comp.iter().enumerate().filter(|x| *x.1 != usize::MAX) {
             members[c].push(v);
         }
         let mut names: Vec<Option<String>> = vec![None; total];
+        let mut placed = vec![false; total];
         for component in members {
             match component[..] {
                 [w] if succ[w].iter().all(|g| g.0 != w) => {
@@ -411,14 +426,32 @@ impl Dfa {
                     names[w] = Some(rules.add_looping("str", &template));
                 }
                 _ => {
-                    for &w in &component {
-                        names[w] = Some(rules.reserve("str"));
-                    }
-                    for &w in &component {
-                        let body = state_body(w, &succ[w], &names, rules, min, accept, &self.tags, width);
-                        if let Some(name) = &names[w] {
-                            rules.define(name, body);
+                    // Members in an order their moves give (breadth first
+                    // from the one reached first), named by placeholders: a
+                    // cycle written before, as the tail of another
+                    // automaton, is reused whole.
+                    let start = *component.iter().min_by_key(|&&w| reached[w]).unwrap_or(&component[0]);
+                    let mut order = vec![start];
+                    placed[start] = true;
+                    let mut i = 0;
+                    while i < order.len() {
+                        for &(t, _) in &succ[order[i]] {
+                            if comp[t] == comp[start] && !placed[t] {
+                                placed[t] = true;
+                                order.push(t);
+                            }
                         }
+                        i += 1;
+                    }
+                    for (j, &w) in order.iter().enumerate() {
+                        names[w] = Some(member(j));
+                    }
+                    let templates: Vec<String> = order
+                        .iter()
+                        .map(|&w| state_body(w, &succ[w], &names, rules, min, accept, &self.tags, width))
+                        .collect();
+                    for (&w, name) in order.iter().zip(rules.add_cycle("str", templates)) {
+                        names[w] = Some(name);
                     }
                 }
             }
@@ -546,6 +579,26 @@ mod tests {
         let c = crate::Constraint::gbnf(&grammar).unwrap();
         for s in ["", "a", "ab", "bab", "abba", "ac", "c"] {
             assert_eq!(c.matches(format!("\"{s}\"").as_bytes()).unwrap(), !s.contains('c'), "{s:?}");
+        }
+    }
+
+    /// A cycle through several states is written once for two automata
+    /// that end in it: `(ab)*` after `x` and after `y`.
+    #[test]
+    fn written_cycles_are_shared() {
+        let mut rules = Rules::default();
+        let mut roots = Vec::new();
+        for p in ["^x(ab)*$", "^y(ab)*$"] {
+            let d = Dfa::tagged(&[parse_pattern(p).unwrap()], 100).unwrap();
+            roots.push(d.emit(&|t| t == 1, 0, None, &mut rules, 1000).unwrap().unwrap());
+        }
+        let grammar = rules.finish(&format!("\"\\\"\" ({} | {}) \"\\\"\"", roots[0], roots[1]));
+        // The root, two starts and the two states of the cycle.
+        assert_eq!(grammar.lines().count(), 5, "{grammar}");
+        let c = crate::Constraint::gbnf(&grammar).unwrap();
+        for s in ["x", "yab", "xabab", "ya", "xba", "xy", "ab"] {
+            let want = (s.starts_with('x') || s.starts_with('y')) && s[1..].len() % 2 == 0 && s[1..].chars().enumerate().all(|(i, c)| c == ['a', 'b'][i % 2]);
+            assert_eq!(c.matches(format!("\"{s}\"").as_bytes()).unwrap(), want, "{s:?}");
         }
     }
 
