@@ -307,31 +307,35 @@ impl Dfa {
                 None => Some((k + 1).min(cap)),
             }
         };
-        // Live states: those that reach an accepting one.
-        let mut live = vec![false; total];
-        for s in 0..n {
-            for k in 0..=cap {
-                if k >= min && accept(self.tags[s]) {
-                    live[idx(s, k)] = true;
+        // Live states: those that reach an accepting one (searched backwards
+        // from the accepting ones).
+        let mut preds: Vec<Vec<usize>> = vec![Vec::new(); n];
+        for (s, row) in self.trans.iter().enumerate() {
+            for &t in row {
+                if t != DEAD && preds[t as usize].last() != Some(&s) {
+                    preds[t as usize].push(s);
                 }
             }
         }
-        loop {
-            let mut changed = false;
-            for s in 0..n {
-                for k in 0..=cap {
-                    if live[idx(s, k)] {
-                        continue;
-                    }
-                    let Some(k2) = step(k) else { continue };
-                    if self.trans[s].iter().any(|&t| t != DEAD && live[idx(t as usize, k2)]) {
-                        live[idx(s, k)] = true;
-                        changed = true;
-                    }
+        let mut live = vec![false; total];
+        let mut queue = Vec::new();
+        for s in 0..n {
+            for k in min.min(cap + 1)..=cap {
+                if accept(self.tags[s]) {
+                    live[idx(s, k)] = true;
+                    queue.push((s, k));
                 }
             }
-            if !changed {
-                break;
+        }
+        while let Some((t, k2)) = queue.pop() {
+            // The counts that step to `k2`: one less, or the cap itself.
+            for k in [k2.checked_sub(1), Some(k2)].into_iter().flatten().filter(|&k| step(k) == Some(k2)) {
+                for &s in &preds[t] {
+                    if !live[idx(s, k)] {
+                        live[idx(s, k)] = true;
+                        queue.push((s, k));
+                    }
+                }
             }
         }
         if !live[idx(0, 0)] {
@@ -471,39 +475,58 @@ fn minimize(
     accepts: &dyn Fn(usize) -> bool,
     total: usize,
 ) -> Vec<usize> {
+    const NONE: u32 = u32::MAX;
+    // States by when they are reached; each one's moves as runs of
+    // consecutive classes with one target (its position here, or NONE).
     let mut order = vec![root];
-    let mut seen = vec![false; total];
-    seen[root] = true;
-    let mut i = 0;
-    while i < order.len() {
+    let mut pos = vec![NONE; total];
+    pos[root] = 0;
+    let mut runs: Vec<Vec<(u32, u32)>> = Vec::new();
+    while runs.len() < order.len() {
+        let v = order[runs.len()];
+        let mut row: Vec<(u32, u32)> = Vec::new();
         for ci in 0..classes {
-            if let Some(t) = next(order[i], ci).filter(|&t| !seen[t]) {
-                seen[t] = true;
-                order.push(t);
+            let t = match next(v, ci) {
+                Some(t) => {
+                    if pos[t] == NONE {
+                        pos[t] = order.len() as u32;
+                        order.push(t);
+                    }
+                    pos[t]
+                }
+                None => NONE,
+            };
+            if row.last().is_none_or(|r| r.1 != t) {
+                row.push((ci as u32, t));
             }
         }
-        i += 1;
+        runs.push(row);
     }
-    let mut block = vec![0u32; total];
-    order.iter().for_each(|&v| block[v] = u32::from(accepts(v)));
+    let mut block: Vec<u32> = order.iter().map(|&v| u32::from(accepts(v))).collect();
     let mut blocks = 0;
     loop {
-        // Each round splits blocks by their states' moves (a block's old
-        // number leads the signature, so blocks only split).
+        // Each round splits blocks by where their states' runs lead (a
+        // block's old number leads the signature, so blocks only split).
         let mut ids: FastMap<Vec<u32>, u32> = FastMap::default();
-        let mut sig = Vec::with_capacity(classes + 1);
+        let mut sig = Vec::new();
         let mut split = Vec::with_capacity(order.len());
-        for &v in &order {
+        for (j, row) in runs.iter().enumerate() {
             sig.clear();
-            sig.push(block[v]);
-            sig.extend((0..classes).map(|ci| next(v, ci).map_or(u32::MAX, |t| block[t])));
+            sig.push(block[j]);
+            for &(ci, t) in row {
+                let b = if t == NONE { NONE } else { block[t as usize] };
+                if sig.len() == 1 || sig[sig.len() - 1] != b {
+                    sig.push(ci);
+                    sig.push(b);
+                }
+            }
             let fresh = ids.len() as u32;
             split.push(match ids.get(&sig) {
                 Some(&b) => b,
                 None => *ids.entry(sig.clone()).or_insert(fresh),
             });
         }
-        order.iter().zip(&split).for_each(|(&v, &b)| block[v] = b);
+        block = split;
         if ids.len() == blocks {
             break;
         }
@@ -511,12 +534,11 @@ fn minimize(
     }
     let mut first = vec![usize::MAX; blocks];
     let mut rep: Vec<usize> = (0..total).collect();
-    for &v in &order {
-        let b = block[v] as usize;
-        if first[b] == usize::MAX {
-            first[b] = v;
+    for (&v, &b) in order.iter().zip(&block) {
+        if first[b as usize] == usize::MAX {
+            first[b as usize] = v;
         }
-        rep[v] = first[b];
+        rep[v] = first[b as usize];
     }
     rep
 }
