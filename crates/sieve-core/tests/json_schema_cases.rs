@@ -257,3 +257,26 @@ fn unique_items_over_few_values_in_any_order() {
     let e = to_gbnf(&json!({"type": "array", "uniqueItems": true, "items": {"type": "string"}}), &JsonSchemaOptions::default()).unwrap_err();
     assert_eq!(e.keyword, "uniqueItems");
 }
+
+#[test]
+fn any_of_literals_under_siblings_keeps_those_they_allow() {
+    // Literal branches the siblings reject are left out before merging;
+    // the others, and branches with more than literals, stay.
+    let schema = json!({
+        "pattern": "^a",
+        "maxLength": 3,
+        "anyOf": [{"const": "ab"}, {"const": "ba"}, {"enum": ["abcd", "ac", 1]}, {"type": "string", "enum": ["b"]}, {"minLength": 3}]
+    });
+    table(schema, &[
+        (r#""ab""#, true),
+        (r#""ac""#, true),
+        (r#""abc""#, true),
+        ("1", true),
+        (r#""ba""#, false),
+        (r#""b""#, false),
+        (r#""abcd""#, false),
+        (r#""a""#, false),
+    ]);
+    // A rejected literal branch adds nothing, though it would pass alone.
+    table(json!({"type": "integer", "anyOf": [{"const": "x"}, {"const": 2}]}), &[("2", true), (r#""x""#, false)]);
+}

@@ -659,8 +659,9 @@ impl<'a> Compiler<'a> {
         let mut merged_all = Vec::new();
         // Each branch's own flattened map, without the siblings (oneOf only).
         let mut own = Vec::new();
+        let base = child(ptr, kw);
         for (i, b) in branches.iter().enumerate() {
-            let bptr = child(&child(ptr, kw), &i.to_string());
+            let bptr = format!("{base}/{i}");
             let bm = match b {
                 Value::Bool(true) => Map::new(),
                 Value::Bool(false) => continue,
@@ -680,6 +681,9 @@ impl<'a> Compiler<'a> {
                 }
                 _ => return Err(invalid(kw, &bptr, "a schema must be an object or a boolean")),
             };
+            if kw == "anyOf" && self.rejects_literals(&siblings, &bm) {
+                continue;
+            }
             own.push(if kw == "oneOf" { bm.clone() } else { Map::new() });
             let m = self.merge(siblings.clone(), bm, &bptr)?;
             merged_all.push((m, None, bptr));
@@ -738,6 +742,19 @@ impl<'a> Compiler<'a> {
                 }
         }
         Ok(if alts.is_empty() { None } else { Some(self.add(kw, alts.join(" | "))?) })
+    }
+
+    /// Whether `branch` lists values (`enum`/`const`, with nothing but
+    /// `type` and unknown keywords beside) that `siblings` all reject: the
+    /// branch merged with them matches nothing, and translating that merge
+    /// could raise nothing the siblings alone do not (an `anyOf` of many
+    /// literals under a pattern is then one check per literal).
+    fn rejects_literals(&self, siblings: &Map<String, Value>, branch: &Map<String, Value>) -> bool {
+        let literal_only = branch.keys().all(|k| matches!(k.as_str(), "enum" | "const" | "type") || !is_known_keyword(k));
+        if !literal_only || siblings.contains_key("oneOf") {
+            return false;
+        }
+        values_of(branch).is_some_and(|vals| vals.iter().all(|v| self.check_map(siblings, v, 0) == Some(false)))
     }
 
     /// Whether no value can match two branches (decided per kind of value by
@@ -1752,14 +1769,18 @@ impl<'a> Compiler<'a> {
     /// Decide whether `v` satisfies `s` for the keywords that are cheap to
     /// check; `None` when some keyword cannot be decided here.
     fn check(&self, s: &Value, v: &Value, depth: usize) -> Option<bool> {
+        match s {
+            Value::Bool(b) => Some(*b),
+            Value::Object(m) => self.check_map(m, v, depth),
+            _ => None,
+        }
+    }
+
+    /// [`Compiler::check`] of a keyword map.
+    fn check_map(&self, m: &Map<String, Value>, v: &Value, depth: usize) -> Option<bool> {
         if depth > 32 {
             return None;
         }
-        let m = match s {
-            Value::Bool(b) => return Some(*b),
-            Value::Object(m) => m,
-            _ => return None,
-        };
         let mut ok = true;
         for (k, kv) in m {
             let r = match k.as_str() {

@@ -4,9 +4,10 @@
 //! complement included), which `patternProperties` and `additionalProperties`
 //! need. Each automaton is written back to GBNF as one rule per state, where
 //! states that take the same strings the same way outside any cycle (the
-//! tails of declared names, in this automaton or an earlier one) share one.
+//! tails of declared names, in this automaton or an earlier one) share one;
+//! an automaton with a cycle through several states is made minimal first.
 
-use super::gbnf::{Rules, SELF};
+use super::gbnf::{Rules, SELF, member};
 use super::regex::{CharSet, MAX_CHAR, Re};
 use crate::graph::components;
 use crate::hash::FastMap;
@@ -306,46 +307,57 @@ impl Dfa {
                 None => Some((k + 1).min(cap)),
             }
         };
-        // Live states: those that reach an accepting one.
-        let mut live = vec![false; total];
-        for s in 0..n {
-            for k in 0..=cap {
-                if k >= min && accept(self.tags[s]) {
-                    live[idx(s, k)] = true;
+        // Live states: those that reach an accepting one (searched backwards
+        // from the accepting ones).
+        let mut preds: Vec<Vec<usize>> = vec![Vec::new(); n];
+        for (s, row) in self.trans.iter().enumerate() {
+            for &t in row {
+                if t != DEAD && preds[t as usize].last() != Some(&s) {
+                    preds[t as usize].push(s);
                 }
             }
         }
-        loop {
-            let mut changed = false;
-            for s in 0..n {
-                for k in 0..=cap {
-                    if live[idx(s, k)] {
-                        continue;
-                    }
-                    let Some(k2) = step(k) else { continue };
-                    if self.trans[s].iter().any(|&t| t != DEAD && live[idx(t as usize, k2)]) {
-                        live[idx(s, k)] = true;
-                        changed = true;
-                    }
+        let mut live = vec![false; total];
+        let mut queue = Vec::new();
+        for s in 0..n {
+            for k in min.min(cap + 1)..=cap {
+                if accept(self.tags[s]) {
+                    live[idx(s, k)] = true;
+                    queue.push((s, k));
                 }
             }
-            if !changed {
-                break;
+        }
+        while let Some((t, k2)) = queue.pop() {
+            // The counts that step to `k2`: one less, or the cap itself.
+            for k in [k2.checked_sub(1), Some(k2)].into_iter().flatten().filter(|&k| step(k) == Some(k2)) {
+                for &s in &preds[t] {
+                    if !live[idx(s, k)] {
+                        live[idx(s, k)] = true;
+                        queue.push((s, k));
+                    }
+                }
             }
         }
         if !live[idx(0, 0)] {
             return Ok(None);
         }
-        // A product state's live successors, grouped by target (classes are
-        // sorted and disjoint: appending keeps a set normalized).
-        let successors = |v: usize| -> Vec<Edge> {
+        // A product state's live target on a character class.
+        let next = |v: usize, ci: usize| -> Option<usize> {
+            let k2 = step((v % width) as u64)?;
+            let t = self.trans[v / width][ci];
+            (t != DEAD && live[idx(t as usize, k2)]).then(|| idx(t as usize, k2))
+        };
+        // Each product state stands for itself until `minimize` merges the
+        // equivalent ones.
+        let mut rep: Vec<usize> = (0..total).collect();
+        // A product state's live successors (their representatives), grouped
+        // by target (classes are sorted and disjoint: appending keeps a set
+        // normalized).
+        let successors = |v: usize, rep: &[usize]| -> Vec<Edge> {
             let mut groups: Vec<Edge> = Vec::new();
-            let Some(k2) = step((v % width) as u64) else { return groups };
-            for (ci, &t) in self.trans[v / width].iter().enumerate() {
-                if t == DEAD || !live[idx(t as usize, k2)] {
-                    continue;
-                }
-                let key = idx(t as usize, k2);
+            for ci in 0..self.classes.len() {
+                let Some(t) = next(v, ci) else { continue };
+                let key = rep[t];
                 let class = &self.classes[ci].0;
                 match groups.iter_mut().find(|g| g.0 == key) {
                     Some((_, ranges)) => {
@@ -368,17 +380,44 @@ impl Dfa {
         // "any other string", are written once.
         let root = idx(0, 0);
         let mut succ: Vec<Vec<Edge>> = vec![Vec::new(); total];
-        let (comp, ncomp) = components(total, [root], |v, i| {
-            if i == 0 {
-                succ[v] = successors(v);
+        let graph = |rep: &[usize], succ: &mut Vec<Vec<Edge>>| {
+            components(total, [root], |v, i| {
+                if i == 0 {
+                    succ[v] = successors(v, rep);
+                }
+                succ[v].get(i).map(|e| e.0)
+            })
+        };
+        let (mut comp, mut ncomp) = graph(&rep, &mut succ);
+        // States in a cycle of several share no rule by their bodies: there,
+        // the automaton is made minimal first.
+        let mut sizes = vec![0u32; ncomp];
+        comp.iter().filter(|&&c| c != usize::MAX).for_each(|&c| sizes[c] += 1);
+        if sizes.iter().any(|&n| n > 1) {
+            let accepts = |v: usize| (v % width) as u64 >= min && accept(self.tags[v / width]);
+            rep = minimize(root, self.classes.len(), &next, &accepts, total);
+            (comp, ncomp) = graph(&rep, &mut succ);
+        }
+        // When each state is first reached, breadth first from the root.
+        let mut reached = vec![usize::MAX; total];
+        reached[root] = 0;
+        let mut queue = vec![root];
+        let mut i = 0;
+        while i < queue.len() {
+            for &(t, _) in &succ[queue[i]] {
+                if reached[t] == usize::MAX {
+                    reached[t] = queue.len();
+                    queue.push(t);
+                }
             }
-            succ[v].get(i).map(|e| e.0)
-        });
+            i += 1;
+        }
         let mut members: Vec<Vec<usize>> = vec![Vec::new(); ncomp];
         for (v, &c) in comp.iter().enumerate().filter(|x| *x.1 != usize::MAX) {
             members[c].push(v);
         }
         let mut names: Vec<Option<String>> = vec![None; total];
+        let mut placed = vec![false; total];
         for component in members {
             match component[..] {
                 [w] if succ[w].iter().all(|g| g.0 != w) => {
@@ -391,20 +430,117 @@ impl Dfa {
                     names[w] = Some(rules.add_looping("str", &template));
                 }
                 _ => {
-                    for &w in &component {
-                        names[w] = Some(rules.reserve("str"));
-                    }
-                    for &w in &component {
-                        let body = state_body(w, &succ[w], &names, rules, min, accept, &self.tags, width);
-                        if let Some(name) = &names[w] {
-                            rules.define(name, body);
+                    // Members in an order their moves give (breadth first
+                    // from the one reached first), named by placeholders: a
+                    // cycle written before, as the tail of another
+                    // automaton, is reused whole.
+                    let start = *component.iter().min_by_key(|&&w| reached[w]).unwrap_or(&component[0]);
+                    let mut order = vec![start];
+                    placed[start] = true;
+                    let mut i = 0;
+                    while i < order.len() {
+                        for &(t, _) in &succ[order[i]] {
+                            if comp[t] == comp[start] && !placed[t] {
+                                placed[t] = true;
+                                order.push(t);
+                            }
                         }
+                        i += 1;
+                    }
+                    for (j, &w) in order.iter().enumerate() {
+                        names[w] = Some(member(j));
+                    }
+                    let templates: Vec<String> = order
+                        .iter()
+                        .map(|&w| state_body(w, &succ[w], &names, rules, min, accept, &self.tags, width))
+                        .collect();
+                    for (&w, name) in order.iter().zip(rules.add_cycle("str", templates)) {
+                        names[w] = Some(name);
                     }
                 }
             }
         }
         Ok(names[root].clone())
     }
+}
+
+/// For each state reachable from `root` (by `next(state, class)`), the
+/// first reached of the states equivalent to it: alike in `accepts`, and
+/// moving to equivalent states (or to none) on each of `classes` character
+/// classes (Moore's refinement).
+fn minimize(
+    root: usize,
+    classes: usize,
+    next: &dyn Fn(usize, usize) -> Option<usize>,
+    accepts: &dyn Fn(usize) -> bool,
+    total: usize,
+) -> Vec<usize> {
+    const NONE: u32 = u32::MAX;
+    // States by when they are reached; each one's moves as runs of
+    // consecutive classes with one target (its position here, or NONE).
+    let mut order = vec![root];
+    let mut pos = vec![NONE; total];
+    pos[root] = 0;
+    let mut runs: Vec<Vec<(u32, u32)>> = Vec::new();
+    while runs.len() < order.len() {
+        let v = order[runs.len()];
+        let mut row: Vec<(u32, u32)> = Vec::new();
+        for ci in 0..classes {
+            let t = match next(v, ci) {
+                Some(t) => {
+                    if pos[t] == NONE {
+                        pos[t] = order.len() as u32;
+                        order.push(t);
+                    }
+                    pos[t]
+                }
+                None => NONE,
+            };
+            if row.last().is_none_or(|r| r.1 != t) {
+                row.push((ci as u32, t));
+            }
+        }
+        runs.push(row);
+    }
+    let mut block: Vec<u32> = order.iter().map(|&v| u32::from(accepts(v))).collect();
+    let mut blocks = 0;
+    loop {
+        // Each round splits blocks by where their states' runs lead (a
+        // block's old number leads the signature, so blocks only split).
+        let mut ids: FastMap<Vec<u32>, u32> = FastMap::default();
+        let mut sig = Vec::new();
+        let mut split = Vec::with_capacity(order.len());
+        for (j, row) in runs.iter().enumerate() {
+            sig.clear();
+            sig.push(block[j]);
+            for &(ci, t) in row {
+                let b = if t == NONE { NONE } else { block[t as usize] };
+                if sig.len() == 1 || sig[sig.len() - 1] != b {
+                    sig.push(ci);
+                    sig.push(b);
+                }
+            }
+            let fresh = ids.len() as u32;
+            split.push(match ids.get(&sig) {
+                Some(&b) => b,
+                None => *ids.entry(sig.clone()).or_insert(fresh),
+            });
+        }
+        block = split;
+        if ids.len() == blocks {
+            break;
+        }
+        blocks = ids.len();
+    }
+    let mut first = vec![usize::MAX; blocks];
+    let mut rep: Vec<usize> = (0..total).collect();
+    for (&v, &b) in order.iter().zip(&block) {
+        if first[b as usize] == usize::MAX {
+            first[b as usize] = v;
+        }
+        rep[v] = first[b as usize];
+    }
+    rep
 }
 
 /// The rule body of product state `v` (state `v / width` of a DFA, count
@@ -450,6 +586,42 @@ mod tests {
         let d = Dfa::tagged(&[a, b], 100).unwrap();
         let sigs = d.signatures();
         assert!(sigs.contains(&0b11) && sigs.contains(&0b01) && sigs.contains(&0b10) && sigs.contains(&0));
+    }
+
+    /// Equivalent states in a cycle are written as one: strings of `a` and
+    /// `b` read two characters at a time take one looping rule, and the
+    /// same strings.
+    #[test]
+    fn written_automata_are_minimal() {
+        let d = Dfa::tagged(&[parse_pattern("^((a|b)[ab])*[ab]?$").unwrap()], 100).unwrap();
+        let mut rules = Rules::default();
+        let root = d.emit(&|t| t == 1, 0, None, &mut rules, 1000).unwrap().unwrap();
+        let grammar = rules.finish(&format!("\"\\\"\" {root} \"\\\"\""));
+        assert_eq!(grammar.lines().count(), 2, "{grammar}");
+        let c = crate::Constraint::gbnf(&grammar).unwrap();
+        for s in ["", "a", "ab", "bab", "abba", "ac", "c"] {
+            assert_eq!(c.matches(format!("\"{s}\"").as_bytes()).unwrap(), !s.contains('c'), "{s:?}");
+        }
+    }
+
+    /// A cycle through several states is written once for two automata
+    /// that end in it: `(ab)*` after `x` and after `y`.
+    #[test]
+    fn written_cycles_are_shared() {
+        let mut rules = Rules::default();
+        let mut roots = Vec::new();
+        for p in ["^x(ab)*$", "^y(ab)*$"] {
+            let d = Dfa::tagged(&[parse_pattern(p).unwrap()], 100).unwrap();
+            roots.push(d.emit(&|t| t == 1, 0, None, &mut rules, 1000).unwrap().unwrap());
+        }
+        let grammar = rules.finish(&format!("\"\\\"\" ({} | {}) \"\\\"\"", roots[0], roots[1]));
+        // The root, two starts and the two states of the cycle.
+        assert_eq!(grammar.lines().count(), 5, "{grammar}");
+        let c = crate::Constraint::gbnf(&grammar).unwrap();
+        for s in ["x", "yab", "xabab", "ya", "xba", "xy", "ab"] {
+            let want = (s.starts_with('x') || s.starts_with('y')) && s[1..].len() % 2 == 0 && s[1..].chars().enumerate().all(|(i, c)| c == ['a', 'b'][i % 2]);
+            assert_eq!(c.matches(format!("\"{s}\"").as_bytes()).unwrap(), want, "{s:?}");
+        }
     }
 
     /// A key automaton (any string but the declared names) written twice:

@@ -23,6 +23,11 @@ pub enum Encoding {
 /// rule body holds a NUL: characters are written escaped).
 pub const SELF: &str = "\0";
 
+/// Stands for the `i`-th rule's name in [`Rules::add_cycle`]'s templates.
+pub fn member(i: usize) -> String {
+    format!("{SELF}{i}{SELF}")
+}
+
 /// Rules under construction. Identical bodies share one rule.
 #[derive(Default)]
 pub struct Rules {
@@ -36,6 +41,8 @@ pub struct Rules {
     hasher: RandomState,
     /// Rules added with [`Rules::add_looping`], by template.
     looping: HashMap<String, String>,
+    /// Rules added with [`Rules::add_cycle`], by their templates.
+    cycles: HashMap<Vec<String>, Vec<String>>,
     total_len: usize,
     /// [`json_char`] of each set met (with `escape`): automata built for
     /// keys and patterns meet the same sets state after state.
@@ -67,6 +74,29 @@ impl Rules {
         self.define(&name, template.replace(SELF, &name));
         self.looping.insert(template.to_string(), name.clone());
         name
+    }
+
+    /// Add (or reuse) rules that refer to each other: `templates[j]` is
+    /// rule `j`'s body with [`member`]`(i)` where rule `i`'s name goes.
+    pub fn add_cycle(&mut self, hint: &str, templates: Vec<String>) -> Vec<String> {
+        if let Some(names) = self.cycles.get(&templates) {
+            return names.clone();
+        }
+        let names: Vec<String> = templates.iter().map(|_| self.reserve(hint)).collect();
+        for (name, template) in names.iter().zip(&templates) {
+            let mut body = String::with_capacity(template.len() + 8 * names.len());
+            let mut parts = template.split(SELF);
+            body.push_str(parts.next().unwrap_or_default());
+            while let (Some(i), Some(text)) = (parts.next(), parts.next()) {
+                if let Some(n) = i.parse::<usize>().ok().and_then(|i| names.get(i)) {
+                    body.push_str(n);
+                }
+                body.push_str(text);
+            }
+            self.define(name, body);
+        }
+        self.cycles.insert(templates, names.clone());
+        names
     }
 
     /// Reserve a name for a rule defined later with [`Rules::define`] (recursion).
