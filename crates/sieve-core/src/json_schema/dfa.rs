@@ -7,7 +7,7 @@
 //! tails of declared names, in this automaton or an earlier one) share one;
 //! an automaton with a cycle through several states is made minimal first.
 
-use super::gbnf::{Rules, SELF, member};
+use super::gbnf::{Rules, member};
 use super::regex::{CharSet, MAX_CHAR, Re};
 use crate::graph::components;
 use crate::hash::FastMap;
@@ -424,16 +424,11 @@ impl Dfa {
                     let body = state_body(w, &succ[w], &names, rules, min, accept, &self.tags, width);
                     names[w] = Some(rules.add("str", body));
                 }
-                [w] => {
-                    names[w] = Some(SELF.to_string());
-                    let template = state_body(w, &succ[w], &names, rules, min, accept, &self.tags, width);
-                    names[w] = Some(rules.add_looping("str", &template));
-                }
                 _ => {
-                    // Members in an order their moves give (breadth first
-                    // from the one reached first), named by placeholders: a
-                    // cycle written before, as the tail of another
-                    // automaton, is reused whole.
+                    // A cycle (or a state looping on itself): members in an
+                    // order their moves give (breadth first from the one
+                    // reached first), named by placeholders: a cycle written
+                    // before, as the tail of another automaton, is reused whole.
                     let start = *component.iter().min_by_key(|&&w| reached[w]).unwrap_or(&component[0]);
                     let mut order = vec![start];
                     placed[start] = true;

@@ -19,13 +19,13 @@ pub enum Encoding {
     JsonString,
 }
 
-/// Stands for a rule's own name in [`Rules::add_looping`]'s template (no
-/// rule body holds a NUL: characters are written escaped).
-pub const SELF: &str = "\0";
+/// Delimits a placeholder in [`Rules::add_cycle`]'s templates (no rule
+/// body holds a NUL: characters are written escaped).
+const PLACEHOLDER: &str = "\0";
 
 /// Stands for the `i`-th rule's name in [`Rules::add_cycle`]'s templates.
 pub fn member(i: usize) -> String {
-    format!("{SELF}{i}{SELF}")
+    format!("{PLACEHOLDER}{i}{PLACEHOLDER}")
 }
 
 /// Rules under construction. Identical bodies share one rule.
@@ -39,8 +39,6 @@ pub struct Rules {
     /// bodies themselves stay in `rules`, not copied).
     by_body: HashMap<u64, Vec<u32>>,
     hasher: RandomState,
-    /// Rules added with [`Rules::add_looping`], by template.
-    looping: HashMap<String, String>,
     /// Rules added with [`Rules::add_cycle`], by their templates.
     cycles: HashMap<Vec<String>, Vec<String>>,
     total_len: usize,
@@ -64,20 +62,9 @@ impl Rules {
         name
     }
 
-    /// Add (or reuse) a rule that refers to itself: `template` is its body
-    /// with [`SELF`] where the rule's own name goes.
-    pub fn add_looping(&mut self, hint: &str, template: &str) -> String {
-        if let Some(name) = self.looping.get(template) {
-            return name.clone();
-        }
-        let name = self.reserve(hint);
-        self.define(&name, template.replace(SELF, &name));
-        self.looping.insert(template.to_string(), name.clone());
-        name
-    }
-
-    /// Add (or reuse) rules that refer to each other: `templates[j]` is
-    /// rule `j`'s body with [`member`]`(i)` where rule `i`'s name goes.
+    /// Add (or reuse) rules that refer to each other (or one rule that
+    /// refers to itself): `templates[j]` is rule `j`'s body with
+    /// [`member`]`(i)` where rule `i`'s name goes.
     pub fn add_cycle(&mut self, hint: &str, templates: Vec<String>) -> Vec<String> {
         if let Some(names) = self.cycles.get(&templates) {
             return names.clone();
@@ -85,7 +72,7 @@ impl Rules {
         let names: Vec<String> = templates.iter().map(|_| self.reserve(hint)).collect();
         for (name, template) in names.iter().zip(&templates) {
             let mut body = String::with_capacity(template.len() + 8 * names.len());
-            let mut parts = template.split(SELF);
+            let mut parts = template.split(PLACEHOLDER);
             body.push_str(parts.next().unwrap_or_default());
             while let (Some(i), Some(text)) = (parts.next(), parts.next()) {
                 if let Some(n) = i.parse::<usize>().ok().and_then(|i| names.get(i)) {
