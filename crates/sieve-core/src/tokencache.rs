@@ -258,26 +258,15 @@ fn analyze(
             (strays & slice.class_bits == 0 && from < u8::MAX && from as u32 <= f)
                 || (slice.reach[i] != u8::MAX && slice.bytes[i] & strays == 0)
         };
-        if free.iter().any(whole) {
-            let last = trie.nodes[node.end as usize - 1].tok_end;
-            for &t in &trie.tokens[node.tok_start as usize..last as usize] {
+        let surely_lives = |(d, dying): (u8, u128)| slice.reach[i] <= d && slice.bytes[i] & dying == 0;
+        if free.iter().any(whole) || without.is_some_and(surely_lives) {
+            for &t in trie.subtree_tokens(i) {
                 allowed[(t / 32) as usize] |= 1 << (t % 32);
             }
             i = node.end as usize;
             continue;
         }
         if skip.is_some_and(|(reach, d)| reach[i] <= d) {
-            i = node.end as usize;
-            continue;
-        }
-        if let Some((d, dying)) = without
-            && slice.reach[i] <= d
-            && slice.bytes[i] & dying == 0
-        {
-            let last = trie.nodes[node.end as usize - 1].tok_end;
-            for &t in &trie.tokens[node.tok_start as usize..last as usize] {
-                allowed[(t / 32) as usize] |= 1 << (t % 32);
-            }
             i = node.end as usize;
             continue;
         }
@@ -317,8 +306,7 @@ fn analyze(
                 kept.clear();
                 kept.extend(ends.iter().copied().filter(|&k| follows(next(k))));
                 if !kept.is_empty() {
-                    let last = trie.nodes[node.end as usize - 1].tok_end;
-                    for &t in &trie.tokens[node.tok_start as usize..last as usize] {
+                    for &t in trie.subtree_tokens(i) {
                         let at = split.map_or(0, |s| s[t as usize] as u32);
                         pending.extend(kept.iter().map(|&k| (t, at + k)));
                     }

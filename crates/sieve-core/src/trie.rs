@@ -195,6 +195,13 @@ pub(crate) trait Walker {
 }
 
 impl TokenTrie {
+    /// The tokens of node `i`'s subtree (the node's own and its
+    /// descendants'), which are stored together.
+    pub fn subtree_tokens(&self, i: usize) -> &[u32] {
+        let node = &self.nodes[i];
+        &self.tokens[node.tok_start as usize..self.nodes[node.end as usize - 1].tok_end as usize]
+    }
+
     /// Builds the trie over tokens that have bytes (special tokens have none).
     pub fn new(tokens: &[Option<Box<[u8]>>]) -> TokenTrie {
         let mut sorted: Vec<(&[u8], u32)> = tokens
