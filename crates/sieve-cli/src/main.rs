@@ -21,6 +21,9 @@ mod sample;
 
 use clap::{Parser, Subcommand};
 
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Parser, Debug)]
 #[command(name = "sieve", version, about = "Guaranteed-structure LLM output: constraints to token masks.")]
 struct Cli {
