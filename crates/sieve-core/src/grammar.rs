@@ -938,6 +938,23 @@ impl Grammar {
         Some(out)
     }
 
+    /// The bytes that some of `states` takes (a 256-bit set): a set of
+    /// items whose states take none of a byte dies on it.
+    pub fn byte_set(&self, states: impl IntoIterator<Item = u32>) -> [u64; 4] {
+        let mut set = [0u64; 4];
+        for s in states {
+            match self.core[s as usize].kind {
+                Kind::Byte { lo, hi } => mark(&mut set, lo, hi),
+                Kind::Ranges { first, end } => self.ranges[first as usize..end as usize]
+                    .iter()
+                    .filter(|r| r.next.0 != r.next.1)
+                    .for_each(|r| mark(&mut set, r.lo, r.hi)),
+                _ => {}
+            }
+        }
+        set
+    }
+
     /// True when one of `states` ends its rule.
     pub fn has_accept(&self, states: &[u32]) -> bool {
         states.iter().any(|&s| matches!(self.core[s as usize].kind, Kind::Accept { .. }))
@@ -1419,18 +1436,7 @@ impl Chart {
 
     /// The bytes some item of the newest set can consume, as a 256-bit set.
     pub fn next_bytes(&self, g: &Grammar) -> [u64; 4] {
-        let mut set = [0u64; 4];
-        for it in &self.items[self.current()..] {
-            match g.core[it.state as usize].kind {
-                Kind::Byte { lo, hi } => mark(&mut set, lo, hi),
-                Kind::Ranges { first, end } => g.ranges[first as usize..end as usize]
-                    .iter()
-                    .filter(|r| r.next.0 != r.next.1)
-                    .for_each(|r| mark(&mut set, r.lo, r.hi)),
-                _ => {}
-            }
-        }
-        set
+        g.byte_set(self.items[self.current()..].iter().map(|it| it.state))
     }
 }
 

@@ -171,7 +171,7 @@ fn analyze(
     limit: usize,
 ) -> Result<Analysis, MatchError> {
     let mut allowed = vec![0u32; vocab.mask_words()].into_boxed_slice();
-    let seed = dfa.intern(states, false);
+    let seed = dfa.intern(g, states, false);
     let mut walker = SetWalker {
         inner: ChartWalker { g, chart, fuel: *fuel, limit },
         dfa,
@@ -251,6 +251,20 @@ fn analyze(
         while free.last().is_some_and(|&(f, _)| node.depth <= f) {
             free.pop();
         }
+        while depth >= node.depth {
+            walker.pop();
+            depth -= 1;
+        }
+        while ends.last().is_some_and(|&d| d > depth) {
+            ends.pop();
+        }
+        path.truncate(depth as usize);
+        // Most bytes kill most sets: skip them before any other work
+        // where no end on the path could keep a suffix of their tokens.
+        if ends.is_empty() && walker.surely_dies(node.byte) {
+            i = node.end as usize;
+            continue;
+        }
         // (Entries are only pushed on the vocabulary's trie, whose nodes
         // the slice's arrays describe.)
         let whole = |&(f, strays): &(u32, u128)| {
@@ -270,14 +284,6 @@ fn analyze(
             i = node.end as usize;
             continue;
         }
-        while depth >= node.depth {
-            walker.pop();
-            depth -= 1;
-        }
-        while ends.last().is_some_and(|&d| d > depth) {
-            ends.pop();
-        }
-        path.truncate(depth as usize);
         match walker.push(node.byte) {
             Ok(true) => {
                 depth += 1;
@@ -369,6 +375,9 @@ struct SetDfa {
     /// Per outer set and per open set: its [`SetDfa::strays`] for the
     /// string slice, once computed.
     strays: [Vec<Option<u128>>; 2],
+    /// Per outer set and per open set: the bytes some of its items take
+    /// ([`Grammar::byte_set`]); it dies on every other byte.
+    live: [Vec<[u64; 4]>; 2],
     /// Approximate heap bytes held.
     bytes: usize,
     /// Scratch for the states after a byte ([`SetDfa::next`]).
@@ -388,15 +397,16 @@ type OpenSet = (OpenItems, bool, u32);
 const NO_ANCHOR: u32 = u32::MAX;
 
 impl SetDfa {
-    fn intern(&mut self, states: &[u32], end: bool) -> u32 {
+    fn intern(&mut self, g: &Grammar, states: &[u32], end: bool) -> u32 {
         // Most sets are met again: look them up without a copy.
         if let Some(&id) = self.ids.get(states) {
             return id;
         }
         let id = self.sets.len() as u32;
         self.ids.insert(states.into(), id);
-        self.bytes += 256 * 4 + states.len() * 8 + 64;
+        self.bytes += 256 * 4 + 32 + states.len() * 8 + 64;
         self.sets.push((states.into(), end));
+        self.live[0].push(g.byte_set(states.iter().copied()));
         if (id as usize).is_multiple_of(ROWS) {
             self.trans.push(vec![[UNKNOWN; 256]; ROWS].into_boxed_slice());
         }
@@ -405,11 +415,12 @@ impl SetDfa {
 
     /// The id (`OPEN | i`) of the open set of `items`, `end` flag and
     /// `anchor`.
-    fn intern_open(&mut self, items: Vec<(u32, Origin)>, end: bool, anchor: u32) -> u32 {
+    fn intern_open(&mut self, g: &Grammar, items: Vec<(u32, Origin)>, end: bool, anchor: u32) -> u32 {
         let next = self.open.len() as u32;
         let id = *self.open_ids.entry((anchor, items.clone().into_boxed_slice())).or_insert(next);
         if id == next {
-            self.bytes += 256 * 4 + items.len() * 16 + 64;
+            self.bytes += 256 * 4 + 32 + items.len() * 16 + 64;
+            self.live[1].push(g.byte_set(items.iter().map(|x| x.0)));
             self.open.push((items.into_boxed_slice(), end, anchor));
             if (next as usize).is_multiple_of(ROWS) {
                 self.open_trans.push(vec![[UNKNOWN; 256]; ROWS].into_boxed_slice());
@@ -484,6 +495,12 @@ impl SetDfa {
         &mut trans[i as usize / ROWS][i as usize % ROWS]
     }
 
+    /// False when set `id` (outer or open) surely dies on `byte`.
+    #[inline]
+    fn takes(&self, id: u32, byte: u8) -> bool {
+        self.live[(id >> 31) as usize][(id & !OPEN) as usize][(byte / 64) as usize] >> (byte % 64) & 1 == 1
+    }
+
     /// True when the outer rule ended in set `id`.
     fn end(&self, id: u32) -> bool {
         if id & OPEN == 0 { self.sets[id as usize].1 } else { self.open[(id & !OPEN) as usize].1 }
@@ -518,6 +535,9 @@ impl SetDfa {
     /// taken: directly from an outer set when the successors call no rule,
     /// else by an Earley step.
     fn next(&mut self, w: &mut ChartWalker, from: u32, byte: u8) -> Result<u32, MatchError> {
+        if !self.takes(from, byte) {
+            return Ok(DEAD);
+        }
         let class = w.g.class(byte) as usize;
         let known = self.row(from)[class];
         if known != UNKNOWN {
@@ -529,7 +549,7 @@ impl SetDfa {
             true if states.is_empty() => DEAD,
             true => {
                 let end = w.g.has_accept(&states);
-                self.intern(&states, end)
+                self.intern(w.g, &states, end)
             }
             false => self.step(w, from, byte)?,
         };
@@ -547,7 +567,7 @@ impl SetDfa {
         let below = (anchor != NO_ANCHOR).then(|| (w.chart.bytes() + 1 - opened as usize, anchor));
         let to = match w.push(byte) {
             Ok(true) => {
-                let to = self.classify(w.chart, below);
+                let to = self.classify(w.g, w.chart, below);
                 w.chart.pop();
                 Ok(to)
             }
@@ -563,13 +583,13 @@ impl SetDfa {
     /// The id of the chart's newest set: an outer set, an open set (whose
     /// anchor may be `anchor`: its place on the chart and its id), or
     /// `CHART` when it is neither.
-    fn classify(&mut self, chart: &Chart, anchor: Option<(usize, u32)>) -> u32 {
+    fn classify(&mut self, g: &Grammar, chart: &Chart, anchor: Option<(usize, u32)>) -> u32 {
         match chart.outer_states() {
-            Some(states) => self.intern(&states, chart.outer_end()),
+            Some(states) => self.intern(g, &states, chart.outer_end()),
             None => match chart.relative_set(anchor.map(|a| a.0)) {
                 Some((items, end)) => {
                     let anchored = items.iter().any(|x| x.1 == Origin::Below);
-                    self.intern_open(items, end, anchor.filter(|_| anchored).map_or(NO_ANCHOR, |a| a.1))
+                    self.intern_open(g, items, end, anchor.filter(|_| anchored).map_or(NO_ANCHOR, |a| a.1))
                 }
                 None => CHART,
             },
@@ -594,6 +614,12 @@ impl SetWalker<'_, '_> {
             Some(&(id, _)) if id != UNKNOWN => self.dfa.strays(&mut self.inner, id, seqs),
             _ => Ok(u128::MAX),
         }
+    }
+
+    /// True when the newest set is a DFA set that dies on `byte`.
+    #[inline]
+    fn surely_dies(&self, byte: u8) -> bool {
+        matches!(self.frames.last(), Some(&(id, _)) if id != UNKNOWN && !self.dfa.takes(id, byte))
     }
 
     /// True when the outer rule ended in the newest set.
@@ -800,7 +826,7 @@ impl Walker for SetWalker<'_, '_> {
             if !self.inner.push(byte)? {
                 return Ok(false);
             }
-            let id = match self.dfa.classify(self.inner.chart, None) {
+            let id = match self.dfa.classify(self.inner.g, self.inner.chart, None) {
                 CHART => UNKNOWN,
                 id => id,
             };
@@ -857,7 +883,7 @@ mod tests {
         let states: Vec<u32> = chart.byte_items(&g).map(|x| x.2).collect();
         let mut dfa = SetDfa::default();
         let mut local = Chart::local();
-        let seed = dfa.intern(&states, false);
+        let seed = dfa.intern(&g, &states, false);
         let mut w = SetWalker { inner: ChartWalker { g: &g, chart: &mut local, fuel, limit: fuel }, dfa: &mut dfa, frames: vec![] };
         let seqs = byte_sequences(&g, &[(' ', '!'), ('#', '['), (']', char::MAX)]);
         w.alive_depth(seed, &seqs, 64, true).unwrap().0 == usize::MAX
