@@ -544,17 +544,22 @@ impl SetDfa {
             return Ok(known);
         }
         let mut states = std::mem::take(&mut self.scratch);
-        let scanned = from & OPEN == 0 && w.g.scan_outer(&self.sets[from as usize].0, byte, &mut states);
-        let to = match scanned {
-            true if states.is_empty() => DEAD,
-            true => {
+        let alike = if from & OPEN == 0 { w.g.scan_outer(&self.sets[from as usize].0, byte, &mut states) } else { None };
+        let to = match alike {
+            Some(_) if states.is_empty() => DEAD,
+            Some(_) => {
                 let end = w.g.has_accept(&states);
                 self.intern(w.g, &states, end)
             }
-            false => self.step(w, from, byte)?,
+            None => self.step(w, from, byte)?,
         };
         self.scratch = states;
-        self.row(from)[class] = to;
+        let row = self.row(from);
+        match alike {
+            // Every class of the bytes the set takes alike goes the same way.
+            Some(bytes) => bytes.for_each(|b| row[w.g.class(b) as usize] = to),
+            None => row[class] = to,
+        }
         Ok(to)
     }
 
