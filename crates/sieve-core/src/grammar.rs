@@ -972,6 +972,11 @@ impl Grammar {
         states.iter().any(|&s| matches!(self.core[s as usize].kind, Kind::Accept { .. }))
     }
 
+    /// The number of byte classes.
+    pub fn class_count(&self) -> usize {
+        self.classes[255] as usize + 1
+    }
+
     /// The class of `byte` (see `classes`).
     #[inline]
     pub fn class(&self, byte: u8) -> u8 {

@@ -358,7 +358,7 @@ struct SetDfa {
     /// Per outer set, per byte class (every byte of a class goes the same
     /// way): `UNKNOWN`, `DEAD`, `CHART`, an outer set, or `OPEN | i`; in
     /// blocks of `ROWS` sets, so growing never copies them.
-    trans: Vec<Box<[[u32; 256]]>>,
+    trans: Vec<Box<[u32]>>,
     /// Open sets: sets whose items belong to rules called from outside,
     /// in the set itself, or in one open set without an anchor (the set's
     /// anchor). What follows them depends on nothing else either, so they
@@ -367,7 +367,9 @@ struct SetDfa {
     /// Open set ids by anchor and items.
     open_ids: FastMap<(u32, OpenItems), u32>,
     /// The transitions of the open sets, as `trans`.
-    open_trans: Vec<Box<[[u32; 256]]>>,
+    open_trans: Vec<Box<[u32]>>,
+    /// The grammar's number of byte classes: the length of a set's row.
+    width: usize,
     /// Per set from which every character of the string slice lives and
     /// leads to one same set, ending no rule on the way: that set (a chain
     /// link of [`SetWalker::alive_depth`], which takes it in one lookup).
@@ -404,11 +406,12 @@ impl SetDfa {
         }
         let id = self.sets.len() as u32;
         self.ids.insert(states.into(), id);
-        self.bytes += 256 * 4 + 32 + states.len() * 8 + 64;
+        self.width = g.class_count();
+        self.bytes += self.width * 4 + 32 + states.len() * 8 + 64;
         self.sets.push((states.into(), end));
         self.live[0].push(g.byte_set(states.iter().copied()));
         if (id as usize).is_multiple_of(ROWS) {
-            self.trans.push(vec![[UNKNOWN; 256]; ROWS].into_boxed_slice());
+            self.trans.push(vec![UNKNOWN; self.width * ROWS].into_boxed_slice());
         }
         id
     }
@@ -419,11 +422,12 @@ impl SetDfa {
         let next = self.open.len() as u32;
         let id = *self.open_ids.entry((anchor, items.clone().into_boxed_slice())).or_insert(next);
         if id == next {
-            self.bytes += 256 * 4 + 32 + items.len() * 16 + 64;
+            self.width = g.class_count();
+            self.bytes += self.width * 4 + 32 + items.len() * 16 + 64;
             self.live[1].push(g.byte_set(items.iter().map(|x| x.0)));
             self.open.push((items.into_boxed_slice(), end, anchor));
             if (next as usize).is_multiple_of(ROWS) {
-                self.open_trans.push(vec![[UNKNOWN; 256]; ROWS].into_boxed_slice());
+                self.open_trans.push(vec![UNKNOWN; self.width * ROWS].into_boxed_slice());
             }
         }
         OPEN | id
@@ -490,9 +494,9 @@ impl SetDfa {
     }
 
     /// The transitions of set `id` (outer or open).
-    fn row(&mut self, id: u32) -> &mut [u32; 256] {
+    fn row(&mut self, id: u32) -> &mut [u32] {
         let (trans, i) = if id & OPEN == 0 { (&mut self.trans, id) } else { (&mut self.open_trans, id & !OPEN) };
-        &mut trans[i as usize / ROWS][i as usize % ROWS]
+        &mut trans[i as usize / ROWS][i as usize % ROWS * self.width..][..self.width]
     }
 
     /// False when set `id` (outer or open) surely dies on `byte`.
