@@ -260,8 +260,9 @@ fn analyze(
         }
         path.truncate(depth as usize);
         // Most bytes kill most sets: skip them before any other work
-        // where no end on the path could keep a suffix of their tokens.
-        if ends.is_empty() && walker.surely_dies(node.byte) {
+        // where no end on the path could keep a suffix of their tokens
+        // (as below, where a push fails).
+        if walker.surely_dies(node.byte) && !ends.iter().any(|&k| follows(path.get(k as usize).copied().unwrap_or(node.byte))) {
             i = node.end as usize;
             continue;
         }
