@@ -868,30 +868,19 @@ impl Grammar {
     /// The states after `byte` from `states` when those call no rule: the
     /// union of the successors of the byte states that take it, sorted
     /// into `out` (empty: none does). What an Earley step makes of a set
-    /// whose items all have the same origin, without the chart. Returns the
-    /// bytes around `byte` that every one of `states` takes or refuses
-    /// alike, which lead to the same successors; `None` when a successor is
-    /// a call (it would predict items of another origin).
-    pub fn scan_outer(&self, states: &[u32], byte: u8, out: &mut Vec<u32>) -> Option<RangeInclusive<u8>> {
+    /// whose items all have the same origin, without the chart; false when
+    /// a successor is a call (it would predict items of another origin).
+    pub fn scan_outer(&self, states: &[u32], byte: u8, out: &mut Vec<u32>) -> bool {
         out.clear();
-        let (mut from, mut to) = (0u8, u8::MAX);
-        let mut range = |lo: u8, hi: u8, next: (u32, u32), out: &mut Vec<u32>| {
-            if byte < lo {
-                to = to.min(lo - 1);
-            } else if byte > hi {
-                from = from.max(hi + 1);
-            } else {
-                (from, to) = (from.max(lo), to.min(hi));
-                out.extend_from_slice(self.list(next));
-            }
-        };
         for &s in states {
             let c = &self.core[s as usize];
             match c.kind {
-                Kind::Byte { lo, hi } => range(lo, hi, c.next, out),
+                Kind::Byte { lo, hi } if lo <= byte && byte <= hi => out.extend_from_slice(self.list(c.next)),
                 Kind::Ranges { first, end } => {
                     for r in &self.ranges[first as usize..end as usize] {
-                        range(r.lo, r.hi, r.next, out);
+                        if r.lo <= byte && byte <= r.hi {
+                            out.extend_from_slice(self.list(r.next));
+                        }
                     }
                 }
                 _ => {}
@@ -899,7 +888,31 @@ impl Grammar {
         }
         out.sort_unstable();
         out.dedup();
-        (!out.iter().any(|&s| matches!(self.core[s as usize].kind, Kind::Call { .. }))).then_some(from..=to)
+        !out.iter().any(|&s| matches!(self.core[s as usize].kind, Kind::Call { .. }))
+    }
+
+    /// The bytes around `byte` that each of `states` takes or refuses as
+    /// it does `byte`: from a set of items with these states, an Earley
+    /// step takes every one of them to the same set.
+    pub fn alike(&self, states: impl IntoIterator<Item = u32>, byte: u8) -> RangeInclusive<u8> {
+        let (mut from, mut to) = (0u8, u8::MAX);
+        let mut cut = |lo: u8, hi: u8| {
+            if byte < lo {
+                to = to.min(lo - 1);
+            } else if byte > hi {
+                from = from.max(hi + 1);
+            } else {
+                (from, to) = (from.max(lo), to.min(hi));
+            }
+        };
+        for s in states {
+            match self.core[s as usize].kind {
+                Kind::Byte { lo, hi } => cut(lo, hi),
+                Kind::Ranges { first, end } => self.ranges[first as usize..end as usize].iter().for_each(|r| cut(r.lo, r.hi)),
+                _ => {}
+            }
+        }
+        from..=to
     }
 
     /// The automaton reachable from `states` (the states of one rule's

@@ -549,22 +549,23 @@ impl SetDfa {
             return Ok(known);
         }
         let mut states = std::mem::take(&mut self.scratch);
-        let alike = if from & OPEN == 0 { w.g.scan_outer(&self.sets[from as usize].0, byte, &mut states) } else { None };
-        let to = match alike {
-            Some(_) if states.is_empty() => DEAD,
-            Some(_) => {
+        let scanned = from & OPEN == 0 && w.g.scan_outer(&self.sets[from as usize].0, byte, &mut states);
+        let to = match scanned {
+            true if states.is_empty() => DEAD,
+            true => {
                 let end = w.g.has_accept(&states);
                 self.intern(w.g, &states, end)
             }
-            None => self.step(w, from, byte)?,
+            false => self.step(w, from, byte)?,
         };
         self.scratch = states;
+        // Every class of the bytes the set's states take alike goes the same way.
+        let alike = match from & OPEN {
+            0 => w.g.alike(self.sets[from as usize].0.iter().copied(), byte),
+            _ => w.g.alike(self.open[(from & !OPEN) as usize].0.iter().map(|x| x.0), byte),
+        };
         let row = self.row(from);
-        match alike {
-            // Every class of the bytes the set takes alike goes the same way.
-            Some(bytes) => bytes.for_each(|b| row[w.g.class(b) as usize] = to),
-            None => row[class] = to,
-        }
+        alike.for_each(|b| row[w.g.class(b) as usize] = to);
         Ok(to)
     }
 
