@@ -24,7 +24,8 @@
 //! of its byte transitions is computed by an Earley step once and looked up
 //! afterwards. Inside a string or a number nearly every set is one of them,
 //! so a walk costs about one table lookup per trie node. Transitions are
-//! computed once per byte class.
+//! computed once per run of bytes the set's states take alike, and a byte
+//! none of them takes is refused before any lookup.
 //!
 //! Inside a string body most of the vocabulary is allowed, and walking it
 //! all is what costs. When every string of JSON string characters keeps the
@@ -537,8 +538,9 @@ impl SetDfa {
 
     /// The transition of set `from` on `byte` (`DEAD`, `CHART`, an outer
     /// set or an open set), computed the first time a byte of its class is
-    /// taken: directly from an outer set when the successors call no rule,
-    /// else by an Earley step.
+    /// taken (for every class of the bytes the set takes alike; `DEAD` at
+    /// once for a byte it takes none of): directly from an outer set when
+    /// the successors call no rule, else by an Earley step.
     fn next(&mut self, w: &mut ChartWalker, from: u32, byte: u8) -> Result<u32, MatchError> {
         if !self.takes(from, byte) {
             return Ok(DEAD);
