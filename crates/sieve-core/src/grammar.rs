@@ -920,24 +920,28 @@ impl Grammar {
     /// order met from `states`, each with its kind (calls with their rule,
     /// ends without theirs) and successors. Two groups of one shape take
     /// every byte string the same way, each to its own rule's end. `None`
-    /// past [`MAX_SHAPE`] states.
-    pub fn shape(&self, states: &[u32]) -> Option<Vec<u32>> {
-        let mut index: FastMap<u32, u32> = FastMap::default();
+    /// past [`MAX_SHAPE`] states. `index` is scratch: per state, its number
+    /// or `u32::MAX` (left so).
+    pub fn shape(&self, states: &[u32], index: &mut Vec<u32>) -> Option<Vec<u32>> {
+        index.resize(self.core.len(), u32::MAX);
         let mut order: Vec<u32> = Vec::new();
         let mut out = vec![states.len() as u32];
         let mut number = |s: u32, order: &mut Vec<u32>| {
-            *index.entry(s).or_insert_with(|| {
+            if index[s as usize] == u32::MAX {
+                index[s as usize] = order.len() as u32;
                 order.push(s);
-                order.len() as u32 - 1
-            })
+            }
+            index[s as usize]
         };
         for &s in states {
             out.push(number(s, &mut order));
         }
         let mut i = 0;
+        let mut whole = true;
         while let Some(&s) = order.get(i) {
             if order.len() > MAX_SHAPE {
-                return None;
+                whole = false;
+                break;
             }
             let c = self.core[s as usize];
             match c.kind {
@@ -960,7 +964,8 @@ impl Grammar {
             }
             i += 1;
         }
-        Some(out)
+        order.iter().for_each(|&s| index[s as usize] = u32::MAX);
+        whole.then_some(out)
     }
 
     /// The bytes that some of `states` takes (a 256-bit set): a set of

@@ -79,13 +79,15 @@ pub(crate) struct TokenCache {
     /// The local chart of the analyses, kept between them: it grows a
     /// mark per automaton state it meets, once.
     local: Option<Chart>,
+    /// Scratch of [`Grammar::shape`].
+    shape_index: Vec<u32>,
     bytes: usize,
 }
 
 impl TokenCache {
     /// Approximate heap bytes held.
     pub fn memory(&self) -> usize {
-        self.bytes + self.dfa.memory() + self.local.as_ref().map_or(0, Chart::memory)
+        self.bytes + self.dfa.memory() + self.local.as_ref().map_or(0, Chart::memory) + self.shape_index.len() * 4
     }
 
     /// Fills `mask` for the newest set of `chart`. `fuel` bounds the Earley
@@ -114,7 +116,7 @@ impl TokenCache {
                     if self.slice_seqs.is_empty() {
                         self.slice_seqs = byte_sequences(g, vocab.string_slice().class);
                     }
-                    let shape = g.shape(&states).map(|mut shape| {
+                    let shape = g.shape(&states, &mut self.shape_index).map(|mut shape| {
                         shape.extend(follow.iter().flat_map(|w| [*w as u32, (w >> 32) as u32]));
                         shape.into_boxed_slice()
                     });
