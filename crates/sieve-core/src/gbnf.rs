@@ -9,7 +9,7 @@
 //! Unicode scalar values; the engine matches them as UTF-8 bytes.
 
 use crate::error::{CompileError, CompileErrorKind};
-use std::collections::HashMap;
+use crate::hash::TextMap;
 
 /// A grammar expression; what it holds lives in the [`Parsed`] arrays its
 /// ranges index.
@@ -82,7 +82,7 @@ pub(crate) const MAX_REPEAT: u32 = 1000;
 /// mention (a reference or a definition), so a reference holds its rule's
 /// index as soon as it is read.
 pub(crate) fn parse(src: &str) -> Result<Parsed, CompileError> {
-    let mut p = Parser { src, pos: 0, depth: 0, ids: HashMap::new(), names: Vec::new(), out: Parsed::default(), stack: Vec::new() };
+    let mut p = Parser { src, pos: 0, depth: 0, ids: TextMap::default(), names: Vec::new(), out: Parsed::default(), stack: Vec::new() };
     let mut bodies: Vec<Option<u32>> = Vec::new();
     p.space(true);
     while p.pos < src.len() {
@@ -112,7 +112,7 @@ struct Parser<'a> {
     pos: usize,
     depth: usize,
     /// Id of each rule name met so far, defined or referenced.
-    ids: HashMap<&'a str, u32>,
+    ids: TextMap<&'a str, u32>,
     /// Per name id: the name, whether a rule defines it yet, and the offset
     /// where it is first written.
     names: Vec<(&'a str, bool, usize)>,

@@ -10,7 +10,7 @@ use super::{JsonSchemaOptions, Mode, PropertyOrder, SchemaError, SchemaErrorKind
 use serde_json::{Map, Value};
 use std::borrow::Cow;
 use std::cell::RefCell;
-use std::collections::HashMap;
+use crate::hash::{FastMap, TextMap};
 use std::rc::Rc;
 
 type Res<T> = Result<T, SchemaError>;
@@ -70,24 +70,24 @@ pub struct Compiler<'a> {
     opts: &'a JsonSchemaOptions,
     rules: Rules,
     warnings: Vec<Warning>,
-    refs: HashMap<String, String>,
+    refs: TextMap<String, String>,
     legacy: bool,
     depth: usize,
     ws: String,
     chr: String,
     any: Option<String>,
     negations: usize,
-    opaque_of: HashMap<String, String>,
+    opaque_of: TextMap<String, String>,
     order_states: usize,
     /// The member sets written in any order, by the object's members,
     /// extras and counts: an identical object (a definition met again)
     /// reuses them.
-    member_sets: HashMap<MemberKey, Option<String>>,
+    member_sets: TextMap<MemberKey, Option<String>>,
     /// Translated maps by [`leaf_key`] (see [`Compiler::once`]).
-    leaves: HashMap<String, Expr>,
+    leaves: TextMap<String, Expr>,
     /// Translated patterns by source text (a pattern is often checked on
     /// many values and met in many subschemas).
-    patterns: RefCell<HashMap<String, Result<Rc<Re>, regex::PatternError>>>,
+    patterns: RefCell<TextMap<String, Result<Rc<Re>, regex::PatternError>>>,
 }
 
 impl<'a> Compiler<'a> {
@@ -102,18 +102,18 @@ impl<'a> Compiler<'a> {
             opts,
             rules: Rules::default(),
             warnings: Vec::new(),
-            refs: HashMap::new(),
+            refs: TextMap::default(),
             legacy,
             depth: 0,
             ws: String::new(),
             chr: String::new(),
             any: None,
             negations: 0,
-            opaque_of: HashMap::new(),
+            opaque_of: TextMap::default(),
             order_states: 0,
-            member_sets: HashMap::new(),
-            leaves: HashMap::new(),
-            patterns: RefCell::new(HashMap::new()),
+            member_sets: TextMap::default(),
+            leaves: TextMap::default(),
+            patterns: RefCell::new(TextMap::default()),
         }
     }
 
@@ -1291,7 +1291,7 @@ impl<'a> Compiler<'a> {
         for l in lits {
             lit_rules.push(self.opaque("item", l)?);
         }
-        let mut memo: HashMap<u32, Option<String>> = HashMap::new();
+        let mut memo: FastMap<u32, Option<String>> = FastMap::default();
         let Some(body) = self.distinct_from(&lit_rules, 0, min, max, &mut memo)? else { return Ok(None) };
         let ws = self.ws.clone();
         let body = if body == "\"\"" { format!("\"[\" {ws} \"]\"") } else { format!("\"[\" {ws} {body} {ws} \"]\"") };
@@ -1304,7 +1304,7 @@ impl<'a> Compiler<'a> {
         seen: u32,
         min: u64,
         max: Option<u64>,
-        memo: &mut HashMap<u32, Option<String>>,
+        memo: &mut FastMap<u32, Option<String>>,
     ) -> Res<Option<String>> {
         if let Some(done) = memo.get(&seen) {
             return Ok(done.clone());
@@ -1479,12 +1479,12 @@ impl<'a> Compiler<'a> {
                 let root = self.rules.reserve("set");
                 let shape = MemberShape { entries: &named, lead_extras, sep, root, ..shape };
                 let mut memo = vec![None; 1 << named.len()];
-                self.member_set(&shape, 0, &mut memo, &mut HashMap::new())?;
+                self.member_set(&shape, 0, &mut memo, &mut FastMap::default())?;
                 let sets = memo[0].take().flatten();
                 self.member_sets.insert(key, sets.clone());
                 return Ok(sets);
             }
-        let mut memo: HashMap<(usize, bool, u64), Option<String>> = HashMap::new();
+        let mut memo: FastMap<(usize, bool, u64), Option<String>> = FastMap::default();
         self.member_state(&shape, 0, true, 0, &mut memo)
     }
 
@@ -1497,7 +1497,7 @@ impl<'a> Compiler<'a> {
         sh: &MemberShape<'_>,
         seen: u32,
         memo: &mut [Option<Option<String>>],
-        tails: &mut HashMap<(usize, bool, u64), Option<String>>,
+        tails: &mut FastMap<(usize, bool, u64), Option<String>>,
     ) -> Res<()> {
         if memo[seen as usize].is_some() {
             return Ok(());
@@ -1605,7 +1605,7 @@ impl<'a> Compiler<'a> {
         i: usize,
         first: bool,
         cnt: u64,
-        memo: &mut HashMap<(usize, bool, u64), Option<String>>,
+        memo: &mut FastMap<(usize, bool, u64), Option<String>>,
     ) -> Res<Option<String>> {
         if let Some(done) = memo.get(&(i, first, cnt)) {
             return Ok(done.clone());

@@ -3,8 +3,8 @@
 //! JSON string (each character in its literal or escaped JSON form).
 
 use super::regex::{CharSet, Re};
-use std::collections::HashMap;
-use std::hash::{BuildHasher, RandomState};
+use crate::hash::{FastMap, TextMap};
+use std::hash::BuildHasher;
 use std::fmt::Write;
 use std::sync::LazyLock;
 
@@ -37,14 +37,14 @@ pub struct Rules {
     rules: Vec<(String, String)>,
     /// Rules added with [`Rules::add`] by a keyed hash of their body (the
     /// bodies themselves stay in `rules`, not copied).
-    by_body: HashMap<u64, Vec<u32>>,
-    hasher: RandomState,
+    by_body: FastMap<u64, Vec<u32>>,
+    hasher: foldhash::fast::RandomState,
     /// Rules added with [`Rules::add_cycle`], by their templates.
-    cycles: HashMap<Vec<String>, Vec<String>>,
+    cycles: TextMap<Vec<String>, Vec<String>>,
     total_len: usize,
     /// [`json_char`] of each set met (with `escape`): automata built for
     /// keys and patterns meet the same sets state after state.
-    chars: HashMap<CharSet, Option<String>>,
+    chars: TextMap<CharSet, Option<String>>,
 }
 
 impl Rules {
