@@ -85,6 +85,8 @@ pub struct Compiler<'a> {
     member_sets: TextMap<MemberKey, Option<String>>,
     /// Translated maps by [`leaf_key`] (see [`Compiler::once`]).
     leaves: TextMap<String, Expr>,
+    /// [`Compiler::number`]'s expressions by their bounds.
+    ranges: TextMap<String, Expr>,
     /// Translated patterns by source text (a pattern is often checked on
     /// many values and met in many subschemas).
     patterns: RefCell<TextMap<String, Result<Rc<Re>, regex::PatternError>>>,
@@ -113,6 +115,7 @@ impl<'a> Compiler<'a> {
             order_states: 0,
             member_sets: TextMap::default(),
             leaves: TextMap::default(),
+            ranges: TextMap::default(),
             patterns: RefCell::new(TextMap::default()),
         }
     }
@@ -975,11 +978,17 @@ impl<'a> Compiler<'a> {
                 self.unsupported("multipleOf", ptr, "a fractional multipleOf other than a power of ten without bounds")?;
             }
         }
-        let re = number::range(lo.as_ref(), hi.as_ref(), integer);
-        Ok(match re {
+        // Many maps share bounds (none, most often): build each range once.
+        let key = format!("{lo:?} {hi:?} {integer}");
+        if let Some(e) = self.ranges.get(&key) {
+            return Ok(e.clone());
+        }
+        let e = match number::range(lo.as_ref(), hi.as_ref(), integer) {
             None => None,
             Some(r) => Some(self.number_re(&Some(r))?).filter(|s| !s.is_empty()),
-        })
+        };
+        self.ranges.insert(key, e.clone());
+        Ok(e)
     }
 
     fn multiple_of(&mut self, k: u64) -> Res<String> {
