@@ -280,3 +280,28 @@ fn any_of_literals_under_siblings_keeps_those_they_allow() {
     // A rejected literal branch adds nothing, though it would pass alone.
     table(json!({"type": "integer", "anyOf": [{"const": "x"}, {"const": 2}]}), &[("2", true), (r#""x""#, false)]);
 }
+
+#[test]
+fn copies_drop_only_what_constrains_nothing() {
+    // Branches and siblings are copied without annotations and unknown
+    // keywords; `if`/`then`/`else` and references inside them still hold.
+    let schema = json!({
+        "$defs": {"small": {"type": "integer", "maximum": 9, "x-note": {"maximum": 0}}},
+        "type": "object",
+        "x-vendor": {"required": ["nowhere"]},
+        "properties": {"n": {"$ref": "#/$defs/small", "description": "n"}},
+        "oneOf": [
+            {"title": "a", "if": {"required": ["x"]}, "then": {"not": {"required": ["error"]}}, "else": {"required": ["error"]}},
+            {"dependencies": {"x": {"not": {"required": ["error"]}}}, "x-extra": false}
+        ]
+    });
+    table(schema, &[
+        ("{}", true),
+        (r#"{"n": 5}"#, true),
+        (r#"{"n": 10}"#, false),
+        (r#"{"x": 1}"#, false),
+        (r#"{"error": 1}"#, false),
+        (r#"{"x": 1, "error": 1}"#, false),
+        ("3", false),
+    ]);
+}

@@ -349,11 +349,12 @@ impl<'a> Compiler<'a> {
                     let r = v.as_str().ok_or_else(|| invalid("$ref", ptr, "must be a string"))?;
                     parts.push((Cow::Borrowed(self.resolve(r, ptr)?), r.trim_start_matches('#').to_string()));
                 }
-                // Annotations constrain nothing (and `definitions` may be most
-                // of the schema: every branch would copy it).
-                k if is_annotation(k) => {}
+                // Annotations and unknown keywords constrain nothing (and
+                // `definitions` may be most of the schema: every branch
+                // would copy it).
+                k if is_inert(k) => {}
                 _ => {
-                    out.insert(k.clone(), v.clone());
+                    out.insert(k.clone(), lean_keyword(k, v));
                 }
             }
         }
@@ -413,8 +414,9 @@ impl<'a> Compiler<'a> {
             ));
         }
         for (k, vb) in b {
-            // Annotations and unknown keywords (`x-...`) constrain nothing.
-            if is_annotation(&k) || (!is_known_keyword(&k) && !matches!(k.as_str(), "discriminator" | "format")) {
+            // Annotations and unknown keywords (`x-...`) constrain nothing
+            // (`then` and `else` neither: `if` took them when flattened).
+            if is_annotation(&k) || is_inert(&k) {
                 if !a.contains_key(&k) {
                     a.insert(k, vb);
                 }
@@ -668,6 +670,9 @@ impl<'a> Compiler<'a> {
             let bm = match b {
                 Value::Bool(true) => Map::new(),
                 Value::Bool(false) => continue,
+                // Literals the siblings all reject are dropped before the
+                // branch is copied out of the schema.
+                Value::Object(o) if kw == "anyOf" && self.rejects_literals(&siblings, o) => continue,
                 Value::Object(o) => {
                     let pure_ref = o.contains_key("$ref")
                         && (self.legacy || o.keys().all(|k| k == "$ref" || is_annotation(k)))
@@ -1268,7 +1273,7 @@ impl<'a> Compiler<'a> {
             _ => return Ok(None),
         };
         let candidates = match values_of(&m) {
-            Some(v) => v,
+            Some(v) => v.to_vec(),
             None => {
                 let only_type = m.keys().all(|k| k == "type" || is_annotation(k));
                 match kinds(&m).as_slice() {
@@ -1675,6 +1680,9 @@ impl<'a> Compiler<'a> {
         names_schema: Option<&Value>,
         ptr: &str,
     ) -> Res<Option<String>> {
+        if patterns.is_empty() && *ap == Value::Bool(false) {
+            return Ok(None);
+        }
         if patterns.len() > 60 {
             self.unsupported("patternProperties", ptr, "more than 60 patterns")?;
             return Ok(None);
@@ -2013,8 +2021,8 @@ fn kinds(m: &Map<String, Value>) -> Vec<&'static str> {
 }
 
 /// The const/enum values of a flattened map.
-fn values_of(m: &Map<String, Value>) -> Option<Vec<Value>> {
-    m.get("const").map(|c| vec![c.clone()]).or_else(|| m.get("enum").and_then(Value::as_array).cloned())
+fn values_of(m: &Map<String, Value>) -> Option<&[Value]> {
+    m.get("const").map(std::slice::from_ref).or_else(|| m.get("enum").and_then(Value::as_array).map(Vec::as_slice))
 }
 
 /// The kinds of value on which no value can match both maps.
@@ -2482,6 +2490,39 @@ fn is_annotation(k: &str) -> bool {
             | "then"
             | "else"
     )
+}
+
+/// Keywords that constrain nothing: annotations (but `then` and `else`,
+/// which `if` reads) and unknown keywords (but `discriminator`, which
+/// `allOf` merging compares).
+fn is_inert(k: &str) -> bool {
+    !matches!(k, "then" | "else" | "discriminator") && (is_annotation(k) || !is_known_keyword(k))
+}
+
+/// A copy of schema `s` without its inert keywords ([`is_inert`]) at any
+/// depth: `allOf` merging and branches copy subschemas many times, and
+/// references are resolved in the original schema, never in a copy.
+fn lean(s: &Value) -> Value {
+    match s {
+        Value::Object(m) => Value::Object(m.iter().filter(|(k, _)| !is_inert(k)).map(|(k, v)| (k.clone(), lean_keyword(k, v))).collect()),
+        other => other.clone(),
+    }
+}
+
+/// A copy of keyword `k`'s value `v`, with the subschemas in it [`lean`].
+fn lean_keyword(k: &str, v: &Value) -> Value {
+    match (k, v) {
+        ("properties" | "patternProperties" | "dependentSchemas" | "dependencies", Value::Object(m)) => {
+            Value::Object(m.iter().map(|(name, s)| (name.clone(), lean(s))).collect())
+        }
+        ("allOf" | "anyOf" | "oneOf" | "prefixItems" | "items", Value::Array(a)) => Value::Array(a.iter().map(lean).collect()),
+        (
+            "items" | "additionalItems" | "additionalProperties" | "not" | "if" | "then" | "else" | "contains" | "propertyNames"
+            | "unevaluatedItems" | "unevaluatedProperties",
+            s,
+        ) => lean(s),
+        _ => v.clone(),
+    }
 }
 
 /// Keywords this module reads (anything else is an annotation or unknown).
