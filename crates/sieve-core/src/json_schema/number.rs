@@ -149,23 +149,29 @@ fn nat_le(a: &str, b: &str) -> bool {
     a.len() < b.len() || (a.len() == b.len() && a <= b)
 }
 
-/// Same-length digit strings between `a` and `b` inclusive (`a <= b`).
+/// Same-length digit strings between `a` and `b` inclusive (`a <= b`):
+/// by first digit, at most one alternative continuing above `a`'s rest and
+/// one below `b`'s, so the expression grows linearly with the length.
 fn same_len(a: &[u8], b: &[u8]) -> Re {
-    if a.is_empty() {
-        return Re::empty();
-    }
-    let (a0, b0) = (a[0] - b'0', b[0] - b'0');
+    let (Some((&a0, a_rest)), Some((&b0, b_rest))) = (a.split_first(), b.split_first()) else { return Re::empty() };
     if a0 == b0 {
-        return cat(vec![ch(a[0]), same_len(&a[1..], &b[1..])]);
+        return cat(vec![ch(a0), same_len(a_rest, b_rest)]);
     }
-    let n = a.len() - 1;
-    let nines = vec![b'9'; n];
-    let zeros = vec![b'0'; n];
-    let mut v = vec![cat(vec![ch(a[0]), same_len(&a[1..], &nines)])];
-    if b0 > a0 + 1 {
-        v.push(cat(vec![digits(a0 + 1, b0 - 1), Re::Repeat(Box::new(digits(0, 9)), n as u32, Some(n as u32))]));
+    let n = a_rest.len();
+    let (mut lo, mut hi) = (a0 - b'0', b0 - b'0');
+    let mut v = Vec::new();
+    if a_rest.iter().any(|&d| d != b'0') {
+        v.push(cat(vec![ch(a0), same_len(a_rest, &vec![b'9'; n])]));
+        lo += 1;
     }
-    v.push(cat(vec![ch(b[0]), same_len(&zeros, &b[1..])]));
+    let below_b = b_rest.iter().any(|&d| d != b'9').then(|| cat(vec![ch(b0), same_len(&vec![b'0'; n], b_rest)]));
+    if below_b.is_some() {
+        hi -= 1;
+    }
+    if lo <= hi {
+        v.push(cat(vec![digits(lo, hi), Re::Repeat(Box::new(digits(0, 9)), n as u32, Some(n as u32))]));
+    }
+    v.extend(below_b);
     alt(v)
 }
 
@@ -444,5 +450,24 @@ mod tests {
         assert_eq!(inc("9"), "10");
         assert_eq!(dec("100").as_deref(), Some("99"));
         assert_eq!(dec("1").as_deref(), Some("0"));
+    }
+
+    /// Natural-number ranges agree with comparing every number up to
+    /// 12,000, and stay small for long bounds.
+    #[test]
+    fn natural_ranges_match_a_brute_force_oracle() {
+        let bounds = ["0", "7", "10", "99", "100", "109", "990", "1000", "1234", "2000", "9099", "9999", "10000", "10999"];
+        for (i, lo) in bounds.iter().enumerate() {
+            for hi in bounds[i..].iter().map(Some).chain([None]) {
+                let re = nat_range(lo, hi.copied()).unwrap();
+                let (l, h): (u32, u32) = (lo.parse().unwrap(), hi.map_or(u32::MAX, |h| h.parse().unwrap()));
+                for x in 0..12_000u32 {
+                    assert_eq!(re.matches(&x.to_string()), (l..=h).contains(&x), "{lo}..={hi:?} on {x}");
+                }
+                assert!(!re.matches("01") && !re.matches(""), "{lo}..={hi:?}");
+            }
+        }
+        let long = nat_range("1", Some("9223372036854775807")).unwrap();
+        assert!(format!("{long:?}").len() < 20_000);
     }
 }
