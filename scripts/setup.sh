@@ -66,4 +66,13 @@ for dir in tests/e2e web/bench; do
   fi
 done
 
+# The shared build cache only grows. When its disk runs low, drop the incremental caches, which
+# cargo rebuilds on demand, so the builds below do not fail half-way for lack of space.
+mkdir -p "$CARGO_TARGET_DIR"
+free_kib="$(df -Pk "$CARGO_TARGET_DIR" | awk 'NR == 2 {print $4}')"
+if [ "$free_kib" -lt $((12 * 1024 * 1024)) ]; then
+  say "$((free_kib / 1024 / 1024)) GiB free: removing incremental caches under $CARGO_TARGET_DIR"
+  find "$CARGO_TARGET_DIR" -maxdepth 3 -type d -name incremental -prune -exec rm -rf {} +
+fi
+
 bash "$ROOT/scripts/fetch-assets.sh"
