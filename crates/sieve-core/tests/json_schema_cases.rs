@@ -144,6 +144,26 @@ fn patterns_combine_with_lengths_and_property_regions() {
     }
 }
 
+/// Lengths past the 1000 a repetition holds are written in blocks; every
+/// kind of character, escapes included, counts once, at every length near
+/// each bound and block edge.
+#[test]
+fn long_strings_count_every_character_once() {
+    let units = ["a", "\\n", "\\\"", "\\u00e9", "\\ud83d\\ude00", "é", "\\u0041"];
+    let text = |len: usize, shift: usize| {
+        let body: String = (0..len).map(|i| units[(i + shift) % units.len()]).collect();
+        format!("\"{body}\"")
+    };
+    for (min, max) in [(0, 1001), (1500, 2300), (2000, 2000)] {
+        let c = compile(json!({"type": "string", "minLength": min, "maxLength": max}), &JsonSchemaOptions::default());
+        for len in [0, 1, 999, 1000, 1001, 1002, 1499, 1500, 1501, 1999, 2000, 2001, 2299, 2300, 2301] {
+            for shift in 0..units.len() {
+                assert_eq!(accepts(&c, &text(len, shift)), (min..=max).contains(&len), "{min}..={max}, length {len}");
+            }
+        }
+    }
+}
+
 fn table(schema: serde_json::Value, cases: &[(&str, bool)]) {
     let c = compile(schema.clone(), &JsonSchemaOptions::default());
     for (text, ok) in cases {

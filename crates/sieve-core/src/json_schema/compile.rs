@@ -75,6 +75,12 @@ pub struct Compiler<'a> {
     depth: usize,
     ws: String,
     chr: String,
+    /// Two hex digits, the end of every `\u` escape.
+    hex2: String,
+    /// [`Compiler::chr`] with its `\u` escapes called rather than inlined,
+    /// for blocks of a long string (see [`Compiler::repeat`]); made when
+    /// first needed.
+    lean_chr: Option<String>,
     any: Option<String>,
     negations: usize,
     opaque_of: TextMap<String, String>,
@@ -109,6 +115,8 @@ impl<'a> Compiler<'a> {
             depth: 0,
             ws: String::new(),
             chr: String::new(),
+            hex2: String::new(),
+            lean_chr: None,
             any: None,
             negations: 0,
             opaque_of: TextMap::default(),
@@ -128,8 +136,9 @@ impl<'a> Compiler<'a> {
             Whitespace::Bounded(n) => format!("[ \\t\\n\\r]{{0,{n}}}"),
         };
         self.ws = self.rules.add("ws", ws_body);
-        let hex2 = self.rules.add("hex", "[0-9a-fA-F]{2}".to_string());
-        self.chr = self.rules.add("char", gbnf::json_char_body(&hex2));
+        self.hex2 = self.rules.add("hex", "[0-9a-fA-F]{2}".to_string());
+        let unicode_escape = format!("({})", gbnf::json_unicode_escape_body(&self.hex2));
+        self.chr = self.rules.add("char", gbnf::json_char_body(&unicode_escape));
         let esc = self.rules.add("escape", r#""\\" (["\\/bfnrt] | "u00" [01] [0-9a-fA-F])"#.to_string());
         self.rules.set_escape(esc);
         let root = self.schema(self.root, "")?.ok_or_else(|| err("", "", SchemaErrorKind::Unsatisfiable))?;
@@ -1110,6 +1119,19 @@ impl<'a> Compiler<'a> {
     /// split into blocks of 1000 (each count has one split).
     fn repeat(&mut self, unit: &str, min: u64, max: Option<u64>) -> Res<String> {
         const B: u64 = 1000;
+        let blocks = min > B || max.is_some_and(|m| m > B);
+        // Blocks copy their unit thousands of times, at every count they may
+        // end at: a string character keeps its `\u` escapes (rare, and a
+        // dozen states each copy) in one rule called from every copy. Short
+        // escapes (`\n`, `\"`) stay inline, where the masks after their
+        // backslash are cheap.
+        let lean;
+        let unit = if blocks && unit == self.chr {
+            lean = self.lean_chr()?;
+            &lean
+        } else {
+            unit
+        };
         let small = |lo: u64, hi: Option<u64>| match (lo, hi) {
             (_, Some(0)) => "\"\"".to_string(),
             (0, None) => format!("{unit}*"),
@@ -1119,7 +1141,7 @@ impl<'a> Compiler<'a> {
             (l, Some(h)) if l == h => format!("{unit}{{{l}}}"),
             (l, Some(h)) => format!("{unit}{{{l},{h}}}"),
         };
-        if min <= B && max.is_none_or(|m| m <= B) {
+        if !blocks {
             return Ok(small(min, max));
         }
         let block = self.add("block", format!("{unit}{{{B}}}"))?;
@@ -1144,6 +1166,17 @@ impl<'a> Compiler<'a> {
             }
         };
         Ok(format!("{head} {tail}"))
+    }
+
+    /// See [`Compiler::lean_chr`].
+    fn lean_chr(&mut self) -> Res<String> {
+        if let Some(c) = &self.lean_chr {
+            return Ok(c.clone());
+        }
+        let unicode_escape = self.opaque("unicode", gbnf::json_unicode_escape_body(&self.hex2))?;
+        let c = self.add("char", gbnf::json_char_body(&unicode_escape))?;
+        self.lean_chr = Some(c.clone());
+        Ok(c)
     }
 
     fn string_re(&mut self, re: &Re) -> Res<Expr> {

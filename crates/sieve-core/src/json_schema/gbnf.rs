@@ -294,14 +294,18 @@ static JSON_SETS: LazyLock<JsonSets> = LazyLock::new(|| {
     }
 });
 
-/// Any one JSON string character, all escapes included (`\uD83D\uDE00`-style
-/// surrogate pairs count as the one character they encode), given a rule
-/// `hex2` for two hex digits: the escapes' last two digits are one reference
-/// at the end of each, so an inlined copy holds them once.
-pub fn json_char_body(hex2: &str) -> String {
-    format!(
-        r#"[^"\\\u0000-\u001F] | "\\" (["\\/bfnrt] | "u" ([0-9a-cA-Ce-fE-F] [0-9a-fA-F] {hex2} | [dD] ([0-7] {hex2} | [89abAB] {hex2} "\\u" [dD] [c-fC-F] {hex2})))"#
-    )
+/// Any one JSON string character, all escapes included, given what follows
+/// the `\u` of a Unicode escape (see [`json_unicode_escape_body`]).
+pub fn json_char_body(unicode_escape: &str) -> String {
+    format!(r#"[^"\\\u0000-\u001F] | "\\" (["\\/bfnrt] | "u" {unicode_escape})"#)
+}
+
+/// The four hex digits of a `\u` escape (`\uD83D\uDE00`-style surrogate
+/// pairs count as the one character they encode), given a rule `hex2` for
+/// two hex digits: the last two digits are one reference at the end of each
+/// branch, so an inlined copy holds them once.
+pub fn json_unicode_escape_body(hex2: &str) -> String {
+    format!(r#"[0-9a-cA-Ce-fE-F] [0-9a-fA-F] {hex2} | [dD] ([0-7] {hex2} | [89abAB] {hex2} "\\u" [dD] [c-fC-F] {hex2})"#)
 }
 
 /// Emit a regular expression as a GBNF expression.
@@ -482,8 +486,17 @@ mod tests {
 
     #[test]
     fn json_char_escapes_are_exact() {
-        let g = format!("root ::= {}\nhex2 ::= [0-9a-fA-F]{{2}}\n", json_char_body("hex2"));
-        let c = crate::Constraint::gbnf(&g).unwrap();
+        // The `\u` escapes inline, and in a rule of their own.
+        let unicode = json_unicode_escape_body("hex2");
+        let inline = format!("root ::= {}\n", json_char_body(&format!("({unicode})")));
+        let called = format!("root ::= {}\nunicode ::= {unicode}\n", json_char_body("unicode"));
+        for g in [inline, called] {
+            json_char_is_exact(&format!("{g}hex2 ::= [0-9a-fA-F]{{2}}\n"));
+        }
+    }
+
+    fn json_char_is_exact(g: &str) {
+        let c = crate::Constraint::gbnf(g).unwrap();
         let re = regex_automata::meta::Regex::new(
             r#"^(?:[^"\\\x00-\x1F]|\\(?:["\\/bfnrt]|u(?:[0-9a-cA-Ce-fE-F][0-9a-fA-F]{3}|[dD][0-7][0-9a-fA-F]{2}|[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2})))$"#,
         )
