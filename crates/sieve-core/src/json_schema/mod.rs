@@ -103,7 +103,7 @@ pub struct Limits {
     /// built from patterns, formats and length bounds together (default 20000).
     pub max_dfa_states: usize,
     /// Most sets of members, over all objects, that [`PropertyOrder::AnyUpTo`]
-    /// may track (default 4096); objects beyond it keep schema order.
+    /// may track (default 8192); objects beyond it keep schema order.
     pub max_order_states: usize,
 }
 
