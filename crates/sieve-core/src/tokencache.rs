@@ -199,7 +199,7 @@ fn analyze(
     // (see [`Slice::tails`]), the rest's tails are walked instead: the
     // tokens' splits, added to depths on the tails' trie.
     let mut split: Option<&[u8]> = None;
-    let trie = match walker.alive_depth(seed, slice_seqs, slice.max_chars, true) {
+    let trie = match walker.alive_depth(seed, slice_seqs, slice.max_chars) {
         Ok((d, _)) if d >= slice.max_chars => {
             allowed.iter_mut().zip(slice.mask.iter()).for_each(|(a, &m)| *a = m);
             if walker.dfa.links.get(&seed) == Some(&seed) {
@@ -442,10 +442,9 @@ impl SetDfa {
     }
 
     /// The bytes whose characters do not lead set `id` back to itself
-    /// through DFA sets, as [`Slice::bytes`] marks them (bit 0 for all but
-    /// ASCII): every bit but those of the characters of `seqs` (a class as
-    /// [`byte_sequences`]) that do. Every string of the others lives from
-    /// the set. Computed once per set.
+    /// through DFA sets, as [`Slice::bytes`] marks them: every bit but those
+    /// of the characters of `seqs` (a class as [`byte_sequences`]) that do.
+    /// Every string of the others lives from the set. Computed once per set.
     fn strays(&mut self, w: &mut ChartWalker, id: u32, seqs: &[ByteSequence]) -> Result<u128, MatchError> {
         let (known, i) = (&mut self.strays[(id >> 31) as usize], (id & !OPEN) as usize);
         if i >= known.len() {
@@ -455,46 +454,49 @@ impl SetDfa {
         if let Some(strays) = known[i] {
             return Ok(strays);
         }
-        let (mut back, mut wide) = (0u128, true);
-        let (mut at, mut next) = (Vec::new(), Vec::new());
+        // (First bytes share bits: a bit leads back when all its bytes do.)
+        let (mut back, mut away) = (0u128, 0u128);
+        let mut after = Vec::new();
         for seq in seqs {
-            if let [reps] = &seq[..] {
-                for &b in reps {
-                    if self.next(w, id, b)? == id {
-                        back |= crate::trie::byte_bit(b);
-                    }
+            for (&b, &bits) in seq.bytes[0].iter().zip(&seq.bits) {
+                match self.after_char(w, id, b, &seq.bytes[1..], &mut after)? && after[..] == [id] {
+                    true => back |= bits,
+                    false => away |= bits,
                 }
-                continue;
-            }
-            if !wide {
-                continue;
-            }
-            at.clear();
-            at.push(id);
-            for bytes in seq {
-                next.clear();
-                for &s in &at {
-                    for &b in bytes {
-                        let to = self.next(w, s, b)?;
-                        wide &= to != DEAD && to != CHART;
-                        if wide && !next.contains(&to) {
-                            next.push(to);
-                        }
-                    }
-                }
-                std::mem::swap(&mut at, &mut next);
-            }
-            wide &= at[..] == [id];
-        }
-        // A representative stands for the bytes of its class after it.
-        for b in 1..0x80u8 {
-            if back & crate::trie::byte_bit(b - 1) != 0 && w.g.class(b - 1) == w.g.class(b) {
-                back |= crate::trie::byte_bit(b);
             }
         }
-        let strays = !(back & !1 | if wide { 1 } else { 0 });
+        let strays = !back | away;
         self.strays[(id >> 31) as usize][i] = Some(strays);
         Ok(strays)
+    }
+
+    /// The sets that the characters of a sequence starting with byte
+    /// `first` (then `rest`, as [`ByteSequence::bytes`]) lead set `from` to,
+    /// in `after`; false when one of them dies or leaves the DFA on the way.
+    fn after_char(&mut self, w: &mut ChartWalker, from: u32, first: u8, rest: &[Vec<u8>], after: &mut Vec<u32>) -> Result<bool, MatchError> {
+        after.clear();
+        let to = self.next(w, from, first)?;
+        if to == DEAD || to == CHART {
+            return Ok(false);
+        }
+        after.push(to);
+        let mut next = Vec::new();
+        for bytes in rest {
+            next.clear();
+            for &s in after.iter() {
+                for &b in bytes {
+                    let to = self.next(w, s, b)?;
+                    if to == DEAD || to == CHART {
+                        return Ok(false);
+                    }
+                    if !next.contains(&to) {
+                        next.push(to);
+                    }
+                }
+            }
+            std::mem::swap(after, &mut next);
+        }
+        Ok(true)
     }
 
     /// The transitions of set `id` (outer or open).
@@ -653,9 +655,8 @@ impl SetWalker<'_, '_> {
     /// follow where `d` of them end, and the rule ends nowhere before, so
     /// no string with more of them lives, in the rule or after it. Explores
     /// the sets such strings reach level by level, up to `max_chars` levels
-    /// and [`MAX_REACHED`] sets.
-    /// Links are recorded only when `seqs` is the whole slice (`whole`).
-    fn alive_depth(&mut self, id: u32, seqs: &[ByteSequence], max_chars: usize, whole: bool) -> Result<(usize, bool), MatchError> {
+    /// and [`MAX_REACHED`] sets. `seqs` is the whole slice (for the links).
+    fn alive_depth(&mut self, id: u32, seqs: &[ByteSequence], max_chars: usize) -> Result<(usize, bool), MatchError> {
         // The sets met, with the level where they were first met.
         let mut seen: FastMap<u32, usize> = FastMap::default();
         seen.insert(id, 0);
@@ -689,7 +690,7 @@ impl SetWalker<'_, '_> {
                 for seq in seqs {
                     at.clear();
                     at.push(from);
-                    for (k, bytes) in seq.iter().enumerate() {
+                    for (k, bytes) in seq.bytes.iter().enumerate() {
                         next.clear();
                         for &s in &at {
                             for &b in bytes {
@@ -731,7 +732,7 @@ impl SetWalker<'_, '_> {
             if died {
                 return Ok((depth, simple));
             }
-            if let ([from], Some(Some(to)), false, true) = (&level[..], succ, ended, whole) {
+            if let ([from], Some(Some(to)), false) = (&level[..], succ, ended) {
                 self.dfa.bytes += 16;
                 self.dfa.links.insert(*from, to);
             }
@@ -743,56 +744,114 @@ impl SetWalker<'_, '_> {
 }
 
 impl SetWalker<'_, '_> {
-    /// Where some characters of the slice die right after set `id`: how
-    /// far every string of the others keeps it alive (as
-    /// [`SetWalker::alive_depth`], at least one character, at most
-    /// `u8::MAX - 1`) and the dying bytes, as [`Slice::bytes`] marks them
-    /// (bit 0 for all but ASCII: the characters of more than one byte go
-    /// or stay together). `None` when no string of the others lives.
+    /// Where some characters of the slice die right after set `id`: how far
+    /// every string of the others keeps it alive, and the bits of the dying
+    /// ones as [`Slice::bytes`] marks them. Of two answers, the one that goes
+    /// further: the characters that live at once, up to where one of them
+    /// first dies (a bounded string); or those left when, besides those, each
+    /// that leads to a set where a kept character dies is dropped (a
+    /// pattern's `@` that lives only as the `.` of `.gov`). Explores the sets
+    /// such strings reach level by level, up to `max_chars` levels and
+    /// [`MAX_REACHED`] sets; the depth is at least one character, at most
+    /// `u8::MAX - 1`. `None` when no string of them lives.
     fn fewer_characters(&mut self, id: u32, seqs: &[ByteSequence], max_chars: usize) -> Result<Option<(u8, u128)>, MatchError> {
+        // Per sequence, per first byte: still kept.
+        let mut kept: Vec<Vec<bool>> = seqs.iter().map(|seq| vec![true; seq.bits.len()]).collect();
         let mut dying = 0u128;
-        let mut kept: Vec<ByteSequence> = Vec::new();
-        for seq in seqs {
-            let mut reps = Vec::new();
-            for &b in &seq[0] {
-                if self.dfa.next(&mut self.inner, id, b)? != DEAD {
-                    reps.push(b);
-                } else if b < 0x80 {
-                    // The whole class of `b` dies: every byte of the class
-                    // in the sequence's range.
-                    let class = self.inner.g.class(b);
-                    for c in b..0x80 {
-                        if self.inner.g.class(c) != class {
-                            break;
+        // The first answer, once a character dies past the first level.
+        let mut bounded: Option<(usize, u128)> = None;
+        // Per set met and not yet explored: the characters leading to it.
+        let mut entered: FastMap<u32, Vec<(usize, usize)>> = FastMap::default();
+        // Sets explored, and whether a kept character died there.
+        let mut explored: FastMap<u32, bool> = FastMap::default();
+        let (mut level, mut reached, mut after) = (vec![id], Vec::new(), Vec::new());
+        let mut depth = 0;
+        let lasting = 'explore: loop {
+            if level.is_empty() {
+                break max_chars;
+            }
+            if depth == max_chars {
+                break depth;
+            }
+            reached.clear();
+            for &from in &level {
+                let entries = entered.remove(&from).unwrap_or_default();
+                if from != id && !entries.iter().any(|&(k, j)| kept[k][j]) {
+                    continue;
+                }
+                explored.insert(from, false);
+                // The kept characters that die here (past the first set, one
+                // is enough), and where the others lead.
+                let (mut died, mut lead) = (Vec::new(), Vec::new());
+                'check: for (k, seq) in seqs.iter().enumerate() {
+                    for (j, &b) in seq.bytes[0].iter().enumerate() {
+                        if !kept[k][j] {
+                            continue;
                         }
-                        dying |= crate::trie::byte_bit(c);
+                        match self.dfa.after_char(&mut self.inner, from, b, &seq.bytes[1..], &mut after)? {
+                            true => lead.extend(after.iter().map(|&to| (k, j, to))),
+                            false if from == id => died.push((k, j)),
+                            false => {
+                                died.push((k, j));
+                                break 'check;
+                            }
+                        }
                     }
-                } else {
-                    dying |= 1;
+                }
+                if !died.is_empty() && depth > 0 && bounded.is_none() {
+                    bounded = Some((depth, dying));
+                    // Few ASCII characters make few tokens, cheap to walk
+                    // (a number's digits): not worth exploring further.
+                    if ((!dying) >> 32).count_ones() < 32 {
+                        break 'explore 0;
+                    }
+                }
+                // Past the first set, the characters that led here go instead.
+                let bad = !died.is_empty() && from != id;
+                let gone = if bad { &entries } else { &died };
+                for &(k, j) in gone {
+                    kept[k][j] = false;
+                    dying |= seqs[k].bits[j];
+                }
+                if bad {
+                    explored.insert(from, true);
+                    continue;
+                }
+                for (k, j, to) in lead {
+                    match explored.get(&to) {
+                        // Into a set where a character died: this one goes.
+                        Some(true) => {
+                            kept[k][j] = false;
+                            dying |= seqs[k].bits[j];
+                        }
+                        Some(false) => {}
+                        None => {
+                            if !entered.contains_key(&to) {
+                                if entered.len() + explored.len() >= MAX_REACHED {
+                                    break 'explore depth;
+                                }
+                                reached.push(to);
+                            }
+                            entered.entry(to).or_default().push((k, j));
+                        }
+                    }
                 }
             }
-            if !reps.is_empty() {
-                let mut seq = seq.clone();
-                seq[0] = reps;
-                kept.push(seq);
+            if !kept.iter().flatten().any(|&k| k) {
+                break 0;
             }
-        }
-        // Characters of more than one byte are kept only when none dies,
-        // and only when some live then: one may die past its first byte.
-        if dying & 1 != 0 {
-            kept.retain(|seq| seq.len() == 1);
-        }
-        let mut d = if dying == 0 || kept.is_empty() { 0 } else { self.alive_depth(id, &kept, max_chars, false)?.0 };
-        if d == 0 && dying & 1 == 0 {
-            dying |= 1;
-            kept.retain(|seq| seq.len() == 1);
-            if !kept.is_empty() {
-                d = self.alive_depth(id, &kept, max_chars, false)?.0;
-            }
-        }
+            std::mem::swap(&mut level, &mut reached);
+            depth += 1;
+        };
+        let lasting = kept.iter().flatten().any(|&k| k).then_some((lasting, dying));
+        let best = match (bounded, lasting) {
+            (Some(b), Some(l)) if b.0 >= l.0 => Some(b),
+            (b, None) => b,
+            (_, l) => l,
+        };
         // Below `u8::MAX`, which [`Slice::reach`] gives subtrees with a token
         // out of the slice.
-        Ok((d > 0).then(|| (d.min(u8::MAX as usize - 1) as u8, dying)))
+        Ok(best.filter(|b| b.0 > 0).map(|(d, dying)| (d.min(u8::MAX as usize - 1) as u8, dying)))
     }
 }
 
@@ -812,9 +871,16 @@ fn meet(seen: &mut FastMap<u32, usize>, simple: &mut bool, to: u32, level: usize
     (seen.len() <= MAX_REACHED).then_some(true)
 }
 
-/// One UTF-8 sequence of a character class: per byte, one byte of each
-/// byte class of the grammar in its range (the others go the same way).
-type ByteSequence = Vec<Vec<u8>>;
+/// One UTF-8 sequence of a character class.
+#[derive(Debug, Clone)]
+struct ByteSequence {
+    /// Per byte: one byte of each byte class of the grammar in its range
+    /// (the others go the same way).
+    bytes: Vec<Vec<u8>>,
+    /// Per first byte: the bits of the first bytes it stands for, as
+    /// [`Slice::bytes`] marks them.
+    bits: Vec<u128>,
+}
 
 /// The UTF-8 sequences of the characters of `class`, for [`SetWalker::alive_depth`].
 fn byte_sequences(g: &Grammar, class: &[(char, char)]) -> Vec<ByteSequence> {
@@ -822,10 +888,19 @@ fn byte_sequences(g: &Grammar, class: &[(char, char)]) -> Vec<ByteSequence> {
         .iter()
         .flat_map(|&(lo, hi)| regex_syntax::utf8::Utf8Sequences::new(lo, hi))
         .map(|seq| {
-            let reps = |r: &regex_syntax::utf8::Utf8Range| {
+            let reps = |r: &regex_syntax::utf8::Utf8Range| -> Vec<u8> {
                 (r.start..=r.end).filter(|&b| b == r.start || g.class(b) != g.class(b - 1)).collect()
             };
-            seq.as_slice().iter().map(reps).collect()
+            let bytes: Vec<Vec<u8>> = seq.as_slice().iter().map(reps).collect();
+            let last = seq.as_slice()[0].end;
+            let firsts = &bytes[0];
+            let bits = (0..firsts.len())
+                .map(|k| {
+                    let end = firsts.get(k + 1).map_or(last, |&b| b - 1);
+                    (firsts[k]..=end).fold(0, |m, b| m | crate::trie::byte_bit(b))
+                })
+                .collect();
+            ByteSequence { bytes, bits }
         })
         .collect()
 }
@@ -901,7 +976,7 @@ mod tests {
         let seed = dfa.intern(&g, &states, false);
         let mut w = SetWalker { inner: ChartWalker { g: &g, chart: &mut local, fuel, limit: fuel }, dfa: &mut dfa, frames: vec![] };
         let seqs = byte_sequences(&g, &[(' ', '!'), ('#', '['), (']', char::MAX)]);
-        w.alive_depth(seed, &seqs, 64, true).unwrap().0 == usize::MAX
+        w.alive_depth(seed, &seqs, 64).unwrap().0 == usize::MAX
     }
 
     /// Masks inside a string of bounded length, on a vocabulary with
@@ -989,7 +1064,9 @@ mod tests {
 
     /// Masks inside strings that refuse some characters of the slice (an
     /// ASCII punctuation mark, every character of more than one byte, all
-    /// but one of them), of bounded and unbounded length, equal taking each
+    /// but one of them, one that lives only before another; first bytes
+    /// that share a bit with one that dies), of bounded and unbounded
+    /// length, equal taking each
     /// token on the parser:
     /// the walk allows the subtrees of tokens without those characters.
     #[test]
@@ -997,13 +1074,14 @@ mod tests {
         let tokens = [
             &b"["[..], b"]", b",", b"\"", b"a", b"ab", b"abc", b"abcd", b"a b", b".", b"#", b"a.b", b"ab#", b"a\"", b"ab\",",
             "é".as_bytes(), "aé".as_bytes(), "中".as_bytes(), b"\xe4", b"a\xe4", b"\xb8\xad", b"\",", b"\"]", b"a\"]", b"aaaa",
-            b"aaaaaaaa", b"a.", b"..", b"a\\n",
+            b"aaaaaaaa", b"a.", b"..", b"a\\n", "ü".as_bytes(), "a¢".as_bytes(), b"#a", b"a#b", b"##",
         ];
         let grammars = [
             "root ::= \"[\" s (\",\" s)* \"]\"\ns ::= \"\\\"\" [^\"\\\\\\x00-\\x1F.#]* \"\\\"\" | \"<\" s \">\"\n",
             "root ::= \"[\" s (\",\" s)* \"]\"\ns ::= \"\\\"\" [a-d ]{0,6} \"\\\"\" | \"<\" s \">\"\n",
             "root ::= \"[\" s (\",\" s)* \"]\"\ns ::= \"\\\"\" [^\"\\\\\\x00-\\x1F#]{1,5} \".\"? \"\\\"\" | \"<\" s \">\"\n",
             "root ::= \"[\" s (\",\" s)* \"]\"\ns ::= \"\\\"\" [^\"\\\\\\x00-\\x1Fé]* \"\\\"\" | \"<\" s \">\"\n",
+            "root ::= \"[\" s (\",\" s)* \"]\"\ns ::= \"\\\"\" ([^\"\\\\\\x00-\\x1F#.] | \"#a\")* \"\\\"\" | \"<\" s \">\"\n",
         ];
         grammars_match_the_parser(&tokens, &grammars, 80, 3);
     }

@@ -61,8 +61,7 @@ pub(crate) struct Slice {
     /// subtrees of nodes with at most `c`.
     pub reach: Box<[u8]>,
     /// Per node of the vocabulary's trie: the bytes of the tokens in its
-    /// subtree, bit `b` for ASCII byte `b` and bit 0 for every other byte
-    /// (ASCII controls are not in the class). A walk that allows the
+    /// subtree, as [`byte_bit`] marks them. A walk that allows the
     /// tokens without some characters as a block skips the subtrees
     /// without them.
     pub bytes: Box<[u128]>,
@@ -76,9 +75,16 @@ pub(crate) struct Slice {
     pub class_bits: u128,
 }
 
-/// The bit of byte `b` in [`Slice::bytes`].
+/// The bit of byte `b` in [`Slice::bytes`]: bit `b` for ASCII; for the
+/// first byte of a longer character, one of bits 0 to 31 per pair of first
+/// bytes (no ASCII byte of the slice has those: controls are out of it);
+/// none for a continuation byte (a character is marked by its first).
 pub(crate) fn byte_bit(b: u8) -> u128 {
-    if b < 0x80 { 1 << b } else { 1 }
+    match b {
+        0..0x80 => 1 << b,
+        0xC0.. => 1 << ((b - 0xC0) >> 1),
+        _ => 0,
+    }
 }
 
 impl Slice {
@@ -180,7 +186,7 @@ impl Slice {
             reach[i] = r;
         }
         let (rest, long_rest, tails) = (build(rest), build(long_rest), build(tails));
-        let class_bits = (b' '..0x80).filter(|&b| in_class(&[b])).fold(1, |m, b| m | byte_bit(b));
+        let class_bits = (b' '..0x80).filter(|&b| in_class(&[b])).chain(0xC2..=0xF4).fold(0, |m, b| m | byte_bit(b));
         Slice { class: CLASS, mask, max_chars, chars, up_to, rest, tails, split, long_rest, reach, bytes, class_from, class_bits }
     }
 }
