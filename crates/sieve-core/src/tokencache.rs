@@ -242,13 +242,24 @@ fn analyze(
     let mut depth = 0u32;
     let mut i = 0usize;
     // Below a node of the vocabulary's trie at depth `f`, at a character's
-    // end, whose set some characters of the slice lead back to (`strays`
-    // the others, see [`SetDfa::strays`]), these subtrees are allowed
-    // whole: those of strings of such characters (see [`Slice::bytes`]),
-    // and where every character of the slice leads back, those of tokens
+    // end, whose set some characters of the slice keep alive for good
+    // (`strays` the others, see [`SetDfa::strays`]), these subtrees are
+    // allowed whole: those of strings of such characters (see [`Slice::bytes`]),
+    // and where every character of the slice does, those of tokens
     // that are strings of the slice past `f` bytes (see [`Slice::class_from`]).
     let full = std::ptr::eq(trie, vocab.trie());
     let mut free: Vec<(u32, u128)> = Vec::new();
+    // The seed's own (a first character that leads into a string's loop).
+    if full {
+        match walker.strays(slice_seqs) {
+            Ok(u128::MAX) => {}
+            Ok(strays) => free.push((0, strays)),
+            Err(e) => {
+                *fuel = walker.inner.fuel;
+                return Err(e);
+            }
+        }
+    }
     let result = loop {
         let Some(node) = trie.nodes.get(i) else { break Ok(()) };
         while free.last().is_some_and(|&(f, _)| node.depth <= f) {
@@ -390,6 +401,13 @@ struct SetDfa {
     scratch: Vec<u32>,
 }
 
+/// Most sets of a closure in [`SetDfa::strays`].
+const MAX_CLOSURE: usize = 8;
+
+/// The bits of ASCII characters in [`Slice::bytes`] (the others mark
+/// non-ASCII first bytes).
+const ASCII_BITS: u128 = !0xFFFF_FFFF;
+
 /// Outer sets per block of transitions.
 const ROWS: usize = 64;
 
@@ -441,10 +459,14 @@ impl SetDfa {
         self.bytes
     }
 
-    /// The bytes whose characters do not lead set `id` back to itself
-    /// through DFA sets, as [`Slice::bytes`] marks them: every bit but those
-    /// of the characters of `seqs` (a class as [`byte_sequences`]) that do.
-    /// Every string of the others lives from the set. Computed once per set.
+    /// The bytes whose characters may not keep set `id` alive, as
+    /// [`Slice::bytes`] marks them: every bit but those of the characters of
+    /// `seqs` (a class as [`byte_sequences`]) that lead every set of a
+    /// closure of `id` back into it through DFA sets. Every string of the
+    /// others lives from the set. Of two closures, the one keeping more
+    /// ASCII characters: `id` alone (a string's loop), or up to
+    /// [`MAX_CLOSURE`] sets (a first character that leads into the loop).
+    /// Computed once per set.
     fn strays(&mut self, w: &mut ChartWalker, id: u32, seqs: &[ByteSequence]) -> Result<u128, MatchError> {
         let (known, i) = (&mut self.strays[(id >> 31) as usize], (id & !OPEN) as usize);
         if i >= known.len() {
@@ -454,20 +476,63 @@ impl SetDfa {
         if let Some(strays) = known[i] {
             return Ok(strays);
         }
-        // (First bytes share bits: a bit leads back when all its bytes do.)
+        let alone = self.closure_strays(w, id, seqs, 1)?;
+        let wider = self.closure_strays(w, id, seqs, MAX_CLOSURE)?;
+        let strays = if (wider & ASCII_BITS).count_ones() < (alone & ASCII_BITS).count_ones() { wider } else { alone };
+        self.strays[(id >> 31) as usize][i] = Some(strays);
+        Ok(strays)
+    }
+
+    /// [`SetDfa::strays`] for a closure of at most `max_sets` sets: keeps
+    /// the characters that take every set reached from `id` by kept
+    /// characters to sets so reached, dropping one whenever it dies, leaves
+    /// the DFA or would reach a set past the bound, until none is dropped.
+    fn closure_strays(&mut self, w: &mut ChartWalker, id: u32, seqs: &[ByteSequence], max_sets: usize) -> Result<u128, MatchError> {
+        // Per sequence, per first byte: still kept.
+        let mut kept: Vec<Vec<bool>> = seqs.iter().map(|seq| vec![true; seq.bits.len()]).collect();
+        let (mut sets, mut after) = (Vec::new(), Vec::new());
+        loop {
+            sets.clear();
+            sets.push(id);
+            let mut dropped = false;
+            let mut k = 0;
+            while k < sets.len() {
+                for (seq, kept) in seqs.iter().zip(kept.iter_mut()) {
+                    for (&b, kept) in seq.bytes[0].iter().zip(kept.iter_mut()) {
+                        if !*kept {
+                            continue;
+                        }
+                        let lives = self.after_char(w, sets[k], b, &seq.bytes[1..], &mut after)?;
+                        let inside = lives && after.iter().all(|&to| {
+                            let known = sets.contains(&to);
+                            if !known && sets.len() < max_sets {
+                                sets.push(to);
+                            }
+                            known || sets.last() == Some(&to)
+                        });
+                        if !inside {
+                            *kept = false;
+                            dropped = true;
+                        }
+                    }
+                }
+                k += 1;
+            }
+            if !dropped {
+                break;
+            }
+        }
+        // (First bytes share bits: a bit is kept when all its bytes are.)
         let (mut back, mut away) = (0u128, 0u128);
-        let mut after = Vec::new();
-        for seq in seqs {
-            for (&b, &bits) in seq.bytes[0].iter().zip(&seq.bits) {
-                match self.after_char(w, id, b, &seq.bytes[1..], &mut after)? && after[..] == [id] {
+        for (seq, kept) in seqs.iter().zip(&kept) {
+            for (&bits, &kept) in seq.bits.iter().zip(kept) {
+                match kept {
                     true => back |= bits,
                     false => away |= bits,
                 }
             }
         }
-        let strays = !back | away;
-        self.strays[(id >> 31) as usize][i] = Some(strays);
-        Ok(strays)
+        Ok(!back | away)
     }
 
     /// The sets that the characters of a sequence starting with byte
@@ -1087,8 +1152,10 @@ mod tests {
     }
 
     /// Masks where tokens enter strings whose sets lead some characters
-    /// back to themselves (any key but `ab`, a pattern whose `-` moves on,
-    /// a called recursive string), on tokens that go on past a quote, a
+    /// back to themselves, or into a loop after a first character (any key
+    /// but `ab`, a pattern whose `-` moves on, a called recursive string,
+    /// segments that a `-` may end but no two in a row, a string whose first
+    /// character is one of three), on tokens that go on past a quote, a
     /// dash, a cut character or a byte that cannot follow, equal taking
     /// each token on the parser: the walk allows the subtrees of tokens
     /// whose rest is such characters.
@@ -1104,8 +1171,10 @@ mod tests {
             "root ::= \"[\" k (\",\" k)* \"]\"\nk ::= \"\\\"\" (\"a\" (\"b\" [^\"\\\\]+ | [^\"\\\\b] [^\"\\\\]* | \"\") | [^\"\\\\a] [^\"\\\\]*)? \"\\\"\"\n",
             "root ::= \"[\" k (\",\" k)* \"]\"\nk ::= \"\\\"\" [^\"\\\\-]* (\"-\" [^\"\\\\-]+){0,2} \"\\\"\"\n",
             "root ::= \"[\" k (\",\" k)* \"]\"\nk ::= \"\\\"\" t \"\\\"\"\nt ::= \"\" | [^\"\\\\] t\n",
+            "root ::= \"[\" k (\",\" k)* \"]\"\nk ::= \"\\\"\" \"-\"? ([^\"\\\\-]+ \"-\"?)+ \"\\\"\"\n",
+            "root ::= \"[\" k (\",\" k)* \"]\"\nk ::= \"\\\"\" [a-c] [^\"\\\\]* \"\\\"\"\n",
         ];
-        grammars_match_the_parser(&tokens, &grammars, 90, 13);
+        grammars_match_the_parser(&tokens, &grammars, 150, 13);
     }
 
     /// Masks where a number that may end inside a token is followed by a
