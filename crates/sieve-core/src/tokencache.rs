@@ -867,7 +867,7 @@ impl SetWalker<'_, '_> {
                     bounded = Some((depth, dying));
                     // Few ASCII characters make few tokens, cheap to walk
                     // (a number's digits): not worth exploring further.
-                    if ((!dying) >> 32).count_ones() < 32 {
+                    if (!dying & ASCII_BITS).count_ones() < 32 {
                         break 'explore 0;
                     }
                 }
@@ -937,7 +937,7 @@ fn meet(seen: &mut FastMap<u32, usize>, simple: &mut bool, to: u32, level: usize
 }
 
 /// One UTF-8 sequence of a character class.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 struct ByteSequence {
     /// Per byte: one byte of each byte class of the grammar in its range
     /// (the others go the same way).
@@ -947,7 +947,9 @@ struct ByteSequence {
     bits: Vec<u128>,
 }
 
-/// The UTF-8 sequences of the characters of `class`, for [`SetWalker::alive_depth`].
+/// The UTF-8 sequences of the characters of `class`, for the walks that
+/// follow characters rather than bytes ([`SetWalker::alive_depth`],
+/// [`SetWalker::fewer_characters`], [`SetDfa::strays`]).
 fn byte_sequences(g: &Grammar, class: &[(char, char)]) -> Vec<ByteSequence> {
     class
         .iter()
