@@ -325,3 +325,22 @@ fn copies_drop_only_what_constrains_nothing() {
         ("3", false),
     ]);
 }
+
+#[test]
+fn plain_name_identifiers_follow_the_draft() {
+    let positive = |key: &str, value: &str| json!({"type": "integer", "minimum": 1, key: value});
+    let cases = [
+        ("http://json-schema.org/draft-04/schema#", positive("id", "#pos")),
+        ("http://json-schema.org/draft-07/schema#", positive("$id", "#pos")),
+        ("https://json-schema.org/draft/2020-12/schema", positive("$anchor", "pos")),
+    ];
+    for (dialect, named) in cases {
+        let schema = json!({"$schema": dialect, "definitions": {"n": named}, "properties": {"n": {"$ref": "#pos"}}});
+        table(schema, &[(r#"{"n": 1}"#, true), (r#"{"n": 0}"#, false), (r#"{"n": "1"}"#, false)]);
+    }
+    // Since draft 6, `id` is no keyword: it names nothing.
+    let schema = json!({"$schema": "http://json-schema.org/draft-07/schema#", "definitions": {"n": positive("id", "#pos")},
+                        "properties": {"n": {"$ref": "#pos"}}});
+    let err = Constraint::json_schema(&schema, &JsonSchemaOptions::default()).unwrap_err().to_string();
+    assert!(err.contains("unresolvable anchor"), "{err}");
+}

@@ -72,6 +72,8 @@ pub struct Compiler<'a> {
     warnings: Vec<Warning>,
     refs: TextMap<String, String>,
     legacy: bool,
+    /// Draft 4 or older: `id` (not `$id`) names subschemas.
+    draft04: bool,
     depth: usize,
     ws: String,
     chr: String,
@@ -101,10 +103,9 @@ pub struct Compiler<'a> {
 impl<'a> Compiler<'a> {
     /// Prepare to translate `root`.
     pub fn new(root: &'a Value, opts: &'a JsonSchemaOptions) -> Self {
-        let legacy = root
-            .get("$schema")
-            .and_then(Value::as_str)
-            .is_some_and(|s| ["draft-03", "draft-04", "draft-06", "draft-07"].iter().any(|d| s.contains(d)));
+        let dialect = root.get("$schema").and_then(Value::as_str).unwrap_or("");
+        let draft04 = ["draft-03", "draft-04"].iter().any(|d| dialect.contains(d));
+        let legacy = draft04 || ["draft-06", "draft-07"].iter().any(|d| dialect.contains(d));
         Compiler {
             root,
             opts,
@@ -112,6 +113,7 @@ impl<'a> Compiler<'a> {
             warnings: Vec::new(),
             refs: TextMap::default(),
             legacy,
+            draft04,
             depth: 0,
             ws: String::new(),
             chr: String::new(),
@@ -296,7 +298,7 @@ impl<'a> Compiler<'a> {
                 .pointer(&decoded)
                 .ok_or_else(|| invalid("$ref", ptr, &format!("unresolvable reference {r:?}")));
         }
-        find_anchor(self.root, frag).ok_or_else(|| invalid("$ref", ptr, &format!("unresolvable anchor {r:?}")))
+        find_anchor(self.root, frag, self.draft04).ok_or_else(|| invalid("$ref", ptr, &format!("unresolvable anchor {r:?}")))
     }
 
     /// Inline `$ref` (with siblings) and `allOf` into one keyword map.
@@ -2706,17 +2708,18 @@ fn percent_decode(s: &str) -> String {
     String::from_utf8(out).unwrap_or_else(|_| s.to_string())
 }
 
-fn find_anchor<'v>(v: &'v Value, name: &str) -> Option<&'v Value> {
+/// The subschema named `name` by `$anchor`, by a plain-name `$id`
+/// (`"#name"`, drafts 6 and 7), or, where `draft04`, by a plain-name `id`.
+fn find_anchor<'v>(v: &'v Value, name: &str, draft04: bool) -> Option<&'v Value> {
     match v {
         Value::Object(o) => {
-            if o.get("$anchor").and_then(Value::as_str) == Some(name)
-                || o.get("$id").and_then(Value::as_str) == Some(&format!("#{name}"))
-            {
+            let names = |key: &str| o.get(key).and_then(Value::as_str).and_then(|id| id.strip_prefix('#')) == Some(name);
+            if o.get("$anchor").and_then(Value::as_str) == Some(name) || names("$id") || (draft04 && names("id")) {
                 return Some(v);
             }
-            o.values().find_map(|x| find_anchor(x, name))
+            o.values().find_map(|x| find_anchor(x, name, draft04))
         }
-        Value::Array(a) => a.iter().find_map(|x| find_anchor(x, name)),
+        Value::Array(a) => a.iter().find_map(|x| find_anchor(x, name, draft04)),
         _ => None,
     }
 }

@@ -30,7 +30,8 @@
 //! `contains`/`minContains` (without `maxContains`), `minLength`/`maxLength`
 //! with `pattern` and `format`, numeric bounds, integer `multipleOf` and
 //! powers of ten, `dependencies`/`dependentRequired`/`dependentSchemas`,
-//! local `$ref`/`$defs`/`definitions`/`$anchor`, boolean schemas, `allOf`
+//! local `$ref`/`$defs`/`definitions`/`$anchor` (and plain-name `$id`,
+//! or `id` in draft 4), boolean schemas, `allOf`
 //! with several patterns, and `not`: the negation of a schema is the union of
 //! its keywords' negations, each on the kind of value the keyword applies to
 //! (types, literals, `required`, `properties`, lengths and counts, bounds,
