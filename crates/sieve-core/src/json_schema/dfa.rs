@@ -134,6 +134,25 @@ impl Nfa {
     }
 }
 
+/// The strings of a literal expression (single characters in sequence, or
+/// alternatives of such); `None` for any other expression.
+fn literals(re: &Re) -> Option<Vec<Vec<u32>>> {
+    let word = |parts: &[Re]| -> Option<Vec<u32>> {
+        parts.iter().map(|p| match p {
+            Re::Set(s) if s.0.len() == 1 && s.0[0].0 == s.0[0].1 => Some(s.0[0].0),
+            _ => None,
+        }).collect()
+    };
+    match re {
+        Re::Concat(parts) => Some(vec![word(parts)?]),
+        Re::Alt(branches) => branches.iter().map(|b| match b {
+            Re::Concat(parts) => word(parts),
+            _ => None,
+        }).collect(),
+        _ => None,
+    }
+}
+
 /// Adds to `states` those its epsilon moves reach; sorts them.
 fn closure(eps: &Moves<usize>, states: &mut Vec<usize>) {
     let mut i = 0;
@@ -172,6 +191,64 @@ impl Dfa {
         if exprs.len() > 64 {
             return Err(TooLarge);
         }
+        match Dfa::trie(exprs, max_states) {
+            Some(dfa) => dfa,
+            None => Dfa::subsets(exprs, max_states),
+        }
+    }
+
+    /// [`Dfa::tagged`] of literal strings and "any string" (the declared
+    /// names an undeclared key must avoid), built as the names' trie: the
+    /// automaton the subset construction makes, without its sets. `None`
+    /// when some expression is neither.
+    fn trie(exprs: &[Re], max_states: usize) -> Option<Result<Dfa, TooLarge>> {
+        let mut any = 0u64;
+        let mut words: Vec<(Vec<u32>, u64)> = Vec::new();
+        for (i, e) in exprs.iter().enumerate() {
+            if *e == Re::any_string() {
+                any |= 1 << i;
+            } else {
+                words.extend(literals(e)?.into_iter().map(|w| (w, 1 << i)));
+            }
+        }
+        let mut sets: Vec<CharSet> = words.iter().flat_map(|w| w.0.iter().map(|&c| CharSet::single(c))).collect();
+        if any != 0 {
+            sets.push(CharSet::any());
+        }
+        let classes = partition(&sets);
+        let mut trans = vec![vec![DEAD; classes.len()]];
+        let mut tags = vec![any];
+        for (word, tag) in &words {
+            let mut s = 0;
+            for &c in word {
+                let ci = classes.partition_point(|k| k.0[0].0 <= c) - 1;
+                if trans[s][ci] == DEAD {
+                    if trans.len() >= max_states {
+                        return Some(Err(TooLarge));
+                    }
+                    trans[s][ci] = trans.len() as u32;
+                    trans.push(vec![DEAD; classes.len()]);
+                    tags.push(any);
+                }
+                s = trans[s][ci] as usize;
+            }
+            tags[s] |= tag;
+        }
+        // "Any string" goes on, past every name, to a state of its own.
+        if any != 0 && trans.iter().flatten().any(|&t| t == DEAD) {
+            if trans.len() >= max_states {
+                return Some(Err(TooLarge));
+            }
+            let sink = trans.len() as u32;
+            trans.iter_mut().flatten().filter(|t| **t == DEAD).for_each(|t| *t = sink);
+            trans.push(vec![sink; classes.len()]);
+            tags.push(any);
+        }
+        Some(Ok(Dfa { classes, trans, tags }))
+    }
+
+    /// [`Dfa::tagged`] by the subset construction over a Thompson automaton.
+    fn subsets(exprs: &[Re], max_states: usize) -> Result<Dfa, TooLarge> {
         let mut nfa = Nfa { eps: Vec::new(), edges: Vec::new(), sets: Vec::new(), tag: Vec::new(), max_states: max_states * 8 };
         let start = nfa.state()?;
         for (i, e) in exprs.iter().enumerate() {
@@ -355,20 +432,26 @@ impl Dfa {
         // normalized).
         let successors = |v: usize, rep: &[usize]| -> Vec<Edge> {
             let mut groups: Vec<Edge> = Vec::new();
-            for ci in 0..self.classes.len() {
-                let Some(t) = next(v, ci) else { continue };
-                let key = rep[t];
-                let class = &self.classes[ci].0;
-                match groups.iter_mut().find(|g| g.0 == key) {
-                    Some((_, ranges)) => {
-                        for &(a, b) in class {
-                            match ranges.last_mut() {
-                                Some(last) if last.1 + 1 == a => last.1 = b,
-                                _ => ranges.push((a, b)),
-                            }
-                        }
+            let Some(k2) = step((v % width) as u64) else { return groups };
+            // Runs of classes share a target: the last one's group is tried first.
+            let mut last = 0;
+            for (ci, &t) in self.trans[v / width].iter().enumerate() {
+                if t == DEAD || !live[idx(t as usize, k2)] {
+                    continue;
+                }
+                let key = rep[idx(t as usize, k2)];
+                if groups.get(last).is_none_or(|g| g.0 != key) {
+                    last = groups.iter().position(|g| g.0 == key).unwrap_or_else(|| {
+                        groups.push((key, Vec::new()));
+                        groups.len() - 1
+                    });
+                }
+                let ranges = &mut groups[last].1;
+                for &(a, b) in &self.classes[ci].0 {
+                    match ranges.last_mut() {
+                        Some(l) if l.1 + 1 == a => l.1 = b,
+                        _ => ranges.push((a, b)),
                     }
-                    None => groups.push((key, class.clone())),
                 }
             }
             groups
@@ -616,6 +699,41 @@ mod tests {
         for s in ["x", "yab", "xabab", "ya", "xba", "xy", "ab"] {
             let want = (s.starts_with('x') || s.starts_with('y')) && s[1..].len() % 2 == 0 && s[1..].chars().enumerate().all(|(i, c)| c == ['a', 'b'][i % 2]);
             assert_eq!(c.matches(format!("\"{s}\"").as_bytes()).unwrap(), want, "{s:?}");
+        }
+    }
+
+    proptest::proptest! {
+        /// The trie of literal names is the automaton the subset
+        /// construction makes: both write the same rules, for any names
+        /// (the empty one, escapes and non-ASCII characters among them),
+        /// tagged one by one or together, with "any string" or without.
+        #[test]
+        fn name_tries_are_the_subset_automata(
+            names in proptest::collection::vec("[ab\"\\\u{0}\u{e9}\u{10FFFF}]{0,4}", 0..6),
+            any in proptest::bool::ANY,
+            together in proptest::bool::ANY,
+        ) {
+            let mut exprs: Vec<Re> = Vec::new();
+            if any {
+                exprs.push(Re::any_string());
+            }
+            let words: Vec<Re> = names.iter().map(|n| Re::Concat(n.chars().map(|c| Re::Set(CharSet::single(c as u32))).collect())).collect();
+            if together {
+                exprs.push(Re::Alt(words));
+            } else {
+                exprs.extend(words);
+            }
+            let trie = Dfa::trie(&exprs, 1000).unwrap().unwrap();
+            let subsets = Dfa::subsets(&exprs, 1000).unwrap();
+            proptest::prop_assert_eq!(trie.signatures(), subsets.signatures());
+            for sig in subsets.signatures() {
+                let written = [&trie, &subsets].map(|d| {
+                    let mut rules = Rules::default();
+                    let root = d.emit(&|t| t == sig, 0, None, &mut rules, 1000).unwrap();
+                    rules.finish(&root.unwrap_or_default())
+                });
+                proptest::prop_assert_eq!(&written[0], &written[1]);
+            }
         }
     }
 
