@@ -238,6 +238,26 @@ fn all_of_keeps_every_pattern() {
     table(json!({"allOf": [{"pattern": "^a"}, {"pattern": "b$"}], "type": "string"}), &[(r#""ab""#, true), (r#""a""#, false), (r#""b""#, false)]);
 }
 
+/// One side's `additionalProperties` reaches the names the other side
+/// declares, except those its own patterns match; a key that only the other
+/// side's patterns match cannot be merged exactly, and is an error.
+#[test]
+fn all_of_applies_each_sides_additional_properties() {
+    let ap_with_patterns = json!({"allOf": [
+        {"patternProperties": {"^y": {"type": "integer"}}, "additionalProperties": false},
+        {"properties": {"y1": {"minimum": 3}, "z": {}}}
+    ]});
+    table(ap_with_patterns, &[(r#"{"y1": 4}"#, true), (r#"{"y1": 1}"#, false), (r#"{"y1": "a"}"#, false), (r#"{"z": 4}"#, false), ("{}", true)]);
+    let other_patterns = json!({"allOf": [{"properties": {"x": {}}, "additionalProperties": false}, {"patternProperties": {"^y": {}}}]});
+    let e = to_gbnf(&other_patterns, &JsonSchemaOptions::default()).unwrap_err();
+    assert!(matches!(e.kind, SchemaErrorKind::Unsupported(_)) && e.keyword == "additionalProperties", "{e}");
+    let same_patterns = json!({"allOf": [
+        {"patternProperties": {"^y": {}}, "additionalProperties": false},
+        {"patternProperties": {"^y": {"type": "integer"}}}
+    ]});
+    table(same_patterns, &[(r#"{"y1": 4}"#, true), (r#"{"y1": "a"}"#, false), (r#"{"z": 4}"#, false)]);
+}
+
 #[test]
 fn undeclared_members_may_come_between_declared_ones() {
     use sieve_core::json_schema::PropertyOrder;

@@ -393,23 +393,32 @@ impl<'a> Compiler<'a> {
         let props_a: Vec<String> = obj_keys(a.get("properties"));
         let props_b: Vec<String> = obj_keys(b.get("properties"));
         let mut cross: Vec<(String, Value)> = Vec::new();
-        for (side, other_props, this_props, this) in [(0, &props_b, &props_a, &a), (1, &props_a, &props_b, &b)] {
-            let _ = side;
-            if let Some(ap) = this.get("additionalProperties") {
-                if ap == &Value::Bool(true) {
-                    continue;
+        for (other_props, this_props, this, other) in [(&props_b, &props_a, &a, &b), (&props_a, &props_b, &b, &a)] {
+            let Some(ap) = this.get("additionalProperties").filter(|ap| **ap != Value::Bool(true)) else { continue };
+            // A key only the other side's patterns match would take them
+            // alone once merged, without this side's additionalProperties.
+            let this_patterns = obj_keys(this.get("patternProperties"));
+            if obj_keys(other.get("patternProperties")).iter().any(|p| !this_patterns.contains(p)) {
+                return Err(err(
+                    "additionalProperties",
+                    ptr,
+                    SchemaErrorKind::Unsupported("allOf with additionalProperties and another schema's patternProperties".into()),
+                ));
+            }
+            // A name the other side declares takes this side's
+            // additionalProperties unless this side declares it too or one
+            // of its patterns matches it (the patterns apply once merged).
+            let mut patterns = Vec::new();
+            for p in &this_patterns {
+                match self.pattern(p) {
+                    Ok(re) => patterns.push(re),
+                    Err(e @ regex::PatternError::Unsupported(_)) => self.unsupported("patternProperties", ptr, &e.to_string())?,
+                    Err(e) => return Err(invalid("patternProperties", ptr, &e.to_string())),
                 }
-                if this.contains_key("patternProperties") {
-                    return Err(err(
-                        "additionalProperties",
-                        ptr,
-                        SchemaErrorKind::Unsupported("allOf with additionalProperties and patternProperties".into()),
-                    ));
-                }
-                for p in other_props {
-                    if !this_props.contains(p) {
-                        cross.push((p.clone(), ap.clone()));
-                    }
+            }
+            for p in other_props {
+                if !this_props.contains(p) && !patterns.iter().any(|re| re.matches(p)) {
+                    cross.push((p.clone(), ap.clone()));
                 }
             }
         }
