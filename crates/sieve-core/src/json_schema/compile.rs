@@ -158,6 +158,23 @@ impl<'a> Compiler<'a> {
         r
     }
 
+    /// The `patternProperties` of `m` that translate: each key, its
+    /// expression and its schema. An unsupported pattern is an error
+    /// (strict) or left out with a warning (lenient).
+    fn property_patterns<'m>(&mut self, m: &'m Map<String, Value>, ptr: &str) -> Res<Vec<(&'m str, Rc<Re>, &'m Value)>> {
+        let mut out = Vec::new();
+        if let Some(Value::Object(pp)) = m.get("patternProperties") {
+            for (p, s) in pp {
+                match self.pattern(p) {
+                    Ok(re) => out.push((p.as_str(), re, s)),
+                    Err(e @ regex::PatternError::Unsupported(_)) => self.unsupported("patternProperties", ptr, &e.to_string())?,
+                    Err(e) => return Err(invalid("patternProperties", ptr, &e.to_string())),
+                }
+            }
+        }
+        Ok(out)
+    }
+
     fn unsupported(&mut self, keyword: &str, pointer: &str, msg: &str) -> Res<()> {
         match self.opts.mode {
             Mode::Strict => Err(err(keyword, pointer, SchemaErrorKind::Unsupported(msg.to_string()))),
@@ -408,16 +425,9 @@ impl<'a> Compiler<'a> {
             // A name the other side declares takes this side's
             // additionalProperties unless this side declares it too or one
             // of its patterns matches it (the patterns apply once merged).
-            let mut patterns = Vec::new();
-            for p in &this_patterns {
-                match self.pattern(p) {
-                    Ok(re) => patterns.push(re),
-                    Err(e @ regex::PatternError::Unsupported(_)) => self.unsupported("patternProperties", ptr, &e.to_string())?,
-                    Err(e) => return Err(invalid("patternProperties", ptr, &e.to_string())),
-                }
-            }
+            let patterns = self.property_patterns(this, ptr)?;
             for p in other_props {
-                if !this_props.contains(p) && !patterns.iter().any(|re| re.matches(p)) {
+                if !this_props.contains(p) && !patterns.iter().any(|(_, re, _)| re.matches(p)) {
                     cross.push((p.clone(), ap.clone()));
                 }
             }
@@ -1409,16 +1419,8 @@ impl<'a> Compiler<'a> {
         let min_p = count(m, "minProperties", ptr)?.unwrap_or(0);
         let max_p = count(m, "maxProperties", ptr)?;
         let mut patterns: Vec<(Re, Value, String)> = Vec::new();
-        if let Some(Value::Object(pp)) = m.get("patternProperties") {
-            for (p, s) in pp {
-                match self.pattern(p) {
-                    Ok(re) => patterns.push((Re::clone(&re), s.clone(), child(&child(ptr, "patternProperties"), p))),
-                    Err(e @ regex::PatternError::Unsupported(_)) => {
-                        self.unsupported("patternProperties", ptr, &e.to_string())?;
-                    }
-                    Err(e) => return Err(invalid("patternProperties", ptr, &e.to_string())),
-                }
-            }
+        for (p, re, s) in self.property_patterns(m, ptr)? {
+            patterns.push((Re::clone(&re), s.clone(), child(&child(ptr, "patternProperties"), p)));
         }
         let names_schema = m.get("propertyNames");
         // Declared properties, in schema order, then required names not declared.
