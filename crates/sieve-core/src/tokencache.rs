@@ -210,11 +210,11 @@ fn analyze(
             }
         }
         Ok((d, closed)) if closed || d >= Slice::SHORT => {
-            allowed.iter_mut().zip(slice.up_to(d).iter()).for_each(|(a, &m)| *a = m);
+            slice.up_to(d, &mut allowed);
             if closed { &slice.rest } else { &slice.long_rest }
         }
         Ok((d, _)) if d > 0 => {
-            allowed.iter_mut().zip(slice.up_to(d).iter()).for_each(|(a, &m)| *a = m);
+            slice.up_to(d, &mut allowed);
             skip = Some((&slice.reach, d as u8));
             vocab.trie()
         }

@@ -2,8 +2,6 @@
 //! depth-first order so a walk is a loop over an array that skips a whole
 //! subtree the moment its first byte is rejected.
 
-use std::sync::OnceLock;
-
 /// One trie node: the byte on the edge into it, its depth (1 = first byte),
 /// the index one past its subtree, and the tokens whose bytes end here.
 #[derive(Debug, Clone, Copy)]
@@ -38,11 +36,12 @@ pub(crate) struct Slice {
     pub mask: Box<[u32]>,
     /// The longest of them, in characters.
     pub max_chars: usize,
-    /// Per token: its characters when it is in `mask`, else 0.
-    chars: Box<[u8]>,
-    /// Per number of characters below `max_chars`: the tokens of `mask`
-    /// with at most that many, built on first use.
-    up_to: Box<[OnceLock<Box<[u32]>>]>,
+    /// Per number of characters below `SHORT_CHARS`: the tokens of `mask`
+    /// with at most that many.
+    short: Box<[Box<[u32]>]>,
+    /// The tokens of `mask` with at least `SHORT_CHARS` characters, as
+    /// `(characters, token)`, most characters first.
+    long: Box<[(u8, u32)]>,
     /// The other tokens.
     pub rest: TokenTrie,
     /// The tokens of `rest` past their longest prefix of whole characters
@@ -90,20 +89,24 @@ pub(crate) fn byte_bit(b: u8) -> u128 {
 impl Slice {
     /// Longest token of `mask` left out of [`Slice::long_rest`], in bytes.
     pub const SHORT: usize = 16;
+    /// Character counts below which [`Slice::up_to`] copies a mask of its
+    /// own (the longer tokens, few, are cleared from `mask`).
+    const SHORT_CHARS: usize = 16;
 
-    /// The tokens of `mask` with at most `chars` characters.
-    pub fn up_to(&self, chars: usize) -> &[u32] {
-        match self.up_to.get(chars) {
-            Some(cell) => cell.get_or_init(|| {
-                let mut m = vec![0u32; self.mask.len()].into_boxed_slice();
-                for (t, &c) in self.chars.iter().enumerate() {
-                    if c != 0 && c as usize <= chars {
-                        m[t / 32] |= 1 << (t % 32);
+    /// Writes into the first words of `out` the tokens of `mask` with at
+    /// most `chars` characters.
+    pub fn up_to(&self, chars: usize, out: &mut [u32]) {
+        let copy = |out: &mut [u32], m: &[u32]| out.iter_mut().zip(m).for_each(|(o, &m)| *o = m);
+        match self.short.get(chars) {
+            Some(m) => copy(out, m),
+            None => {
+                copy(out, &self.mask);
+                for &(_, t) in self.long.iter().take_while(|&&(c, _)| c as usize > chars) {
+                    if let Some(w) = out.get_mut(t as usize / 32) {
+                        *w &= !(1 << (t % 32));
                     }
                 }
-                m
-            }),
-            None => &self.mask,
+            }
         }
     }
 
@@ -155,7 +158,19 @@ impl Slice {
         tails.sort_unstable();
         let build = |v: Vec<(&[u8], u32)>| TokenTrie::from_sorted(v.into_iter().map(|(b, i)| (i, b)));
         let max_chars = chars.iter().copied().max().unwrap_or(0) as usize;
-        let up_to = (0..max_chars).map(|_| OnceLock::new()).collect();
+        let mut short = vec![vec![0u32; mask.len()].into_boxed_slice(); Self::SHORT_CHARS];
+        let mut long: Vec<(u8, u32)> = Vec::new();
+        for (t, &c) in chars.iter().enumerate().filter(|&(_, &c)| c != 0) {
+            match short.get_mut(c as usize) {
+                Some(m) => m[t / 32] |= 1 << (t % 32),
+                None => long.push((c, t as u32)),
+            }
+        }
+        for c in 1..short.len() {
+            let (below, at) = short.split_at_mut(c);
+            at[0].iter_mut().zip(below[c - 1].iter()).for_each(|(m, &b)| *m |= b);
+        }
+        long.sort_unstable_by(|a, b| b.cmp(a));
         // Children come after their parent: fill from the last node back.
         let mut reach = vec![0u8; trie.nodes.len()].into_boxed_slice();
         let mut bytes = vec![0u128; trie.nodes.len()].into_boxed_slice();
@@ -187,7 +202,7 @@ impl Slice {
         }
         let (rest, long_rest, tails) = (build(rest), build(long_rest), build(tails));
         let class_bits = (b' '..0x80).filter(|&b| in_class(&[b])).chain(0xC2..=0xF4).fold(0, |m, b| m | byte_bit(b));
-        Slice { class: CLASS, mask, max_chars, chars, up_to, rest, tails, split, long_rest, reach, bytes, class_from, class_bits }
+        Slice { class: CLASS, mask, max_chars, short: short.into(), long: long.into(), rest, tails, split, long_rest, reach, bytes, class_from, class_bits }
     }
 }
 
@@ -344,6 +359,30 @@ mod tests {
         // `a"` is `a` then the tail `"`; the others have no such prefix.
         assert_eq!(&s.split[3..8], &[1, 0, 0, 0, 0]);
         assert_eq!(s.tails.nodes.len(), 7);
+    }
+
+    #[test]
+    fn up_to_counts_characters() {
+        // Lengths on both sides of `SHORT_CHARS`, in ASCII and in 2-byte characters.
+        let mut toks: Vec<Vec<u8>> = (1..40).map(|n| "a".repeat(n).into_bytes()).collect();
+        toks.extend((1..40).map(|n| "é".repeat(n).into_bytes()));
+        toks.extend([b"a\"".to_vec(), b"\xe4\xb8".to_vec(), "x中".as_bytes().to_vec()]);
+        let chars = |b: &[u8]| b.iter().filter(|&&c| c & 0xC0 != 0x80).count();
+        let toks: Vec<Option<Box<[u8]>>> = toks.into_iter().map(|b| Some(b.into())).collect();
+        let s = Slice::string_body(&toks, &TokenTrie::new(&toks));
+        assert_eq!(s.max_chars, 39);
+        for c in 0..45 {
+            let mut got = vec![u32::MAX; s.mask.len()];
+            s.up_to(c, &mut got);
+            let mut want = vec![0u32; s.mask.len()];
+            for (t, b) in toks.iter().enumerate() {
+                let b = b.as_deref().unwrap();
+                if s.mask[t / 32] >> (t % 32) & 1 == 1 && chars(b) <= c {
+                    want[t / 32] |= 1 << (t % 32);
+                }
+            }
+            assert_eq!(got, want, "up to {c} characters");
+        }
     }
 
     #[test]
