@@ -280,6 +280,31 @@ fn undeclared_members_may_come_between_declared_ones() {
 }
 
 #[test]
+fn members_that_can_never_appear_take_no_place_in_the_order() {
+    use sieve_core::json_schema::PropertyOrder;
+    // Two members may appear: in any order up to 2, though five are declared
+    // (an impossible definition referenced twice stays impossible).
+    let schema = json!({"type": "object", "properties": {"a": {"type": "integer"}, "gone": false, "b": {"not": {}}, "c": {},
+                                                         "d": {"$ref": "#/$defs/no"}, "e": {"$ref": "#/$defs/no"}},
+                        "additionalProperties": {"type": "string"},
+                        "$defs": {"no": {"not": {"type": ["array", "boolean", "null", "number", "object", "string"]}}}});
+    let c = compile(schema, &JsonSchemaOptions { property_order: PropertyOrder::AnyUpTo(2), ..Default::default() });
+    for (text, ok) in [
+        (r#"{"c": 2, "a": 1}"#, true),
+        (r#"{"a": 1, "x": "s", "c": 2}"#, true),
+        (r#"{"gone": "s"}"#, false),
+        (r#"{"a": 1, "b": "s"}"#, false),
+        (r#"{"e": "s", "a": 1}"#, false),
+        (r#"{"c": 1, "c": 2}"#, false),
+    ] {
+        assert_eq!(accepts(&c, text), ok, "{text}");
+    }
+    // Required, such a member leaves no valid object.
+    let required = json!({"type": "object", "properties": {"gone": false}, "required": ["gone"]});
+    assert!(Constraint::json_schema(&required, &JsonSchemaOptions::default()).is_err());
+}
+
+#[test]
 fn unique_items_over_few_values_in_any_order() {
     table(json!({"type": "array", "uniqueItems": true, "items": {"enum": ["a", "b", 1, 1.0]}, "minItems": 1}), &[
         ("[]", false),

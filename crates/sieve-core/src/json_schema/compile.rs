@@ -70,7 +70,7 @@ pub struct Compiler<'a> {
     opts: &'a JsonSchemaOptions,
     rules: Rules,
     warnings: Vec<Warning>,
-    refs: TextMap<String, String>,
+    refs: TextMap<String, Expr>,
     legacy: bool,
     /// Draft 4 or older: `id` (not `$id`) names subschemas.
     draft04: bool,
@@ -249,10 +249,10 @@ impl<'a> Compiler<'a> {
         {
             let key = format!("not {r}");
             if let Some(name) = self.refs.get(&key) {
-                return Ok(Some(name.clone()));
+                return Ok(name.clone());
             }
             let name = self.rules.reserve(&format!("not-{}", r.rsplit('/').next().unwrap_or("ref")));
-            self.refs.insert(key, name.clone());
+            self.refs.insert(key.clone(), Some(name.clone()));
             let mut only = Map::new();
             only.insert("not".into(), Value::Object(n.clone()));
             return Ok(match self.compile_map(only, ptr)? {
@@ -262,6 +262,7 @@ impl<'a> Compiler<'a> {
                 }
                 None => {
                     self.rules.define(&name, NEVER.to_string());
+                    self.refs.insert(key, None);
                     None
                 }
             });
@@ -285,11 +286,11 @@ impl<'a> Compiler<'a> {
     /// A rule for a referenced schema (recursion becomes a recursive rule).
     fn ref_rule(&mut self, r: &str, ptr: &str) -> Res<Expr> {
         if let Some(name) = self.refs.get(r) {
-            return Ok(Some(name.clone()));
+            return Ok(name.clone());
         }
         let target = self.resolve(r, ptr)?;
         let name = self.rules.reserve(r.rsplit('/').next().unwrap_or("ref"));
-        self.refs.insert(r.to_string(), name.clone());
+        self.refs.insert(r.to_string(), Some(name.clone()));
         let target_ptr = r.trim_start_matches('#').to_string();
         match self.schema(target, &target_ptr)? {
             Some(body) => {
@@ -297,8 +298,10 @@ impl<'a> Compiler<'a> {
                 Ok(Some(name))
             }
             None => {
-                // No value matches; the reserved rule must still parse.
+                // No value matches: later references say so; the reserved
+                // rule (named by recursive ones) must still parse.
                 self.rules.define(&name, NEVER.to_string());
+                self.refs.insert(r.to_string(), None);
                 Ok(None)
             }
         }
@@ -1437,7 +1440,10 @@ impl<'a> Compiler<'a> {
                 names.push((r.clone(), Cow::Borrowed(s), child(ptr, "required")));
             }
         }
-        let mut entries: Vec<(String, Expr, bool)> = Vec::new();
+        // Members that may appear, and every declared name (undeclared keys
+        // avoid them all, those whose value can never be valid included).
+        let mut entries: Vec<(String, String, bool)> = Vec::new();
+        let mut known: Vec<String> = Vec::new();
         for (name, s, nptr) in names {
             let mut parts = vec![s];
             for (re, ps, _) in &patterns {
@@ -1462,13 +1468,14 @@ impl<'a> Compiler<'a> {
             if e.is_none() && req {
                 return Ok(None);
             }
-            let key = gbnf::literal(&json_text(&Value::String(name.clone())));
-            let kv = e.map(|e| format!("{key} {ws} \":\" {ws} {e}", ws = self.ws));
-            entries.push((name, kv, req));
+            if let Some(e) = e {
+                let key = gbnf::literal(&json_text(&Value::String(name.clone())));
+                entries.push((name.clone(), format!("{key} {ws} \":\" {ws} {e}", ws = self.ws), req));
+            }
+            known.push(name);
         }
         // Extra members: keys outside the declared names, split by which
         // patterns they match (none: additionalProperties).
-        let known: Vec<String> = entries.iter().map(|e| e.0.clone()).collect();
         let extra = self.extra_members(&known, &patterns, ap, names_schema, ptr)?;
         let extra = match extra {
             Some(e) => Some(self.add("member", e)?),
@@ -1486,7 +1493,7 @@ impl<'a> Compiler<'a> {
     /// Members in declared order then extras, counting members for
     /// minProperties/maxProperties. Each reachable state (position, first,
     /// count) is a rule.
-    fn members(&mut self, entries: &[(String, Expr, bool)], extra: Option<&str>, min_p: u64, max_p: Option<u64>) -> Res<Option<String>> {
+    fn members(&mut self, entries: &[(String, String, bool)], extra: Option<&str>, min_p: u64, max_p: Option<u64>) -> Res<Option<String>> {
         let lead_extras = match extra {
             Some(x) if min_p == 0 && max_p.is_none() => {
                 let sep = format!("{ws} \",\" {ws}", ws = self.ws);
@@ -1518,13 +1525,9 @@ impl<'a> Compiler<'a> {
                 // set of members written. The set rules form one right-linear
                 // cycle, which the grammar compiler inlines as one automaton
                 // of 2^n states and n * 2^(n-1) calls, not a rule per set.
-                let mut named: Vec<(String, Expr, bool)> = Vec::new();
+                let mut named: Vec<(String, String, bool)> = Vec::new();
                 for (k, kv, req) in entries {
-                    let kv = match kv {
-                        Some(kv) => Some(self.opaque("key", kv.clone())?),
-                        None => None,
-                    };
-                    named.push((k.clone(), kv, *req));
+                    named.push((k.clone(), self.opaque("key", kv.clone())?, *req));
                 }
                 let lead_extras = match shape.lead_extras {
                     Some(x) => Some(self.opaque("extras", x)?),
@@ -1572,7 +1575,6 @@ impl<'a> Compiler<'a> {
         let mut grows = false;
         if sh.max_p.is_none_or(|m| cnt < m) {
             for (i, (_, kv, _)) in sh.entries.iter().enumerate() {
-                let Some(kv) = kv else { continue };
                 if seen >> i & 1 == 1 {
                     continue;
                 }
@@ -1692,8 +1694,7 @@ impl<'a> Compiler<'a> {
             let (_, kv, req) = &sh.entries[i];
             let next_cnt = (cnt + 1).min(sh.cap);
             let mut alts = Vec::new();
-            if let Some(kv) = kv
-                && let Some(next) = self.member_state(sh, i + 1, false, next_cnt, memo)? {
+            if let Some(next) = self.member_state(sh, i + 1, false, next_cnt, memo)? {
                     let kv = match &sh.lead_extras {
                         Some(x) => format!("{x} {kv}"),
                         None => kv.clone(),
@@ -2386,11 +2387,11 @@ fn negate(nm: &Map<String, Value>, want: &[&'static str], int_only: bool, legacy
 
 /// What an object's members in any order depend on: its members (name,
 /// expression, required), its extras rule and its member counts.
-type MemberKey = (Vec<(String, Expr, bool)>, Option<String>, u64, Option<u64>);
+type MemberKey = (Vec<(String, String, bool)>, Option<String>, u64, Option<u64>);
 
 /// The fixed parts of an object's member sequence.
 struct MemberShape<'e> {
-    entries: &'e [(String, Expr, bool)],
+    entries: &'e [(String, String, bool)],
     extra: Option<&'e str>,
     min_p: u64,
     max_p: Option<u64>,
