@@ -102,6 +102,10 @@ fn lenient_mode_reports_what_it_left_out() {
     let g = to_gbnf(&schema, &lenient).unwrap();
     assert_eq!(g.warnings.len(), 1);
     assert_eq!(g.warnings[0].keyword, "uniqueItems");
+    // A pattern read twice (by an allOf merge, then by the object) is reported once.
+    let merged = json!({"allOf": [{"patternProperties": {"a(?=b)": {}}, "additionalProperties": false}, {"properties": {"x": {}}}]});
+    let g = to_gbnf(&merged, &lenient).unwrap();
+    assert_eq!(g.warnings.iter().map(|w| w.keyword.as_str()).collect::<Vec<_>>(), ["patternProperties"]);
 }
 
 #[test]

@@ -179,11 +179,11 @@ impl<'a> Compiler<'a> {
         match self.opts.mode {
             Mode::Strict => Err(err(keyword, pointer, SchemaErrorKind::Unsupported(msg.to_string()))),
             Mode::Lenient => {
-                self.warnings.push(Warning {
-                    keyword: keyword.to_string(),
-                    pointer: pointer.to_string(),
-                    message: msg.to_string(),
-                });
+                // A schema read more than once (merged, then translated) reports once.
+                let w = Warning { keyword: keyword.to_string(), pointer: pointer.to_string(), message: msg.to_string() };
+                if !self.warnings.contains(&w) {
+                    self.warnings.push(w);
+                }
                 Ok(())
             }
         }
