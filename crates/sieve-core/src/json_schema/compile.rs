@@ -1695,12 +1695,12 @@ impl<'a> Compiler<'a> {
             let next_cnt = (cnt + 1).min(sh.cap);
             let mut alts = Vec::new();
             if let Some(next) = self.member_state(sh, i + 1, false, next_cnt, memo)? {
-                    let kv = match &sh.lead_extras {
-                        Some(x) => format!("{x} {kv}"),
-                        None => kv.clone(),
-                    };
-                    alts.push(if next == "\"\"" { format!("{lead}{kv}") } else { format!("{lead}{kv} {next}") });
-                }
+                let kv = match &sh.lead_extras {
+                    Some(x) => format!("{x} {kv}"),
+                    None => kv.clone(),
+                };
+                alts.push(if next == "\"\"" { format!("{lead}{kv}") } else { format!("{lead}{kv} {next}") });
+            }
             if !req
                 && let Some(skip) = self.member_state(sh, i + 1, first, cnt, memo)? {
                     alts.push(skip);
