@@ -24,8 +24,8 @@
 //! of its byte transitions is computed by an Earley step once and looked up
 //! afterwards. Inside a string or a number nearly every set is one of them,
 //! so a walk costs about one table lookup per trie node. Transitions are
-//! computed once per run of bytes the set's states take alike, and a byte
-//! none of them takes is refused before any lookup.
+//! computed once per run of bytes the set's states take alike; the bytes
+//! none of them takes are refused from the start.
 //!
 //! Inside a string body most of the vocabulary is allowed, and walking it
 //! all is what costs. When every string of JSON string characters keeps the
@@ -370,10 +370,10 @@ struct SetDfa {
     ids: FastMap<Box<[u32]>, u32>,
     /// Per outer set: its states and whether the outer rule ended there.
     sets: Vec<(Box<[u32]>, bool)>,
-    /// Per outer set, per byte class (every byte of a class goes the same
-    /// way): `UNKNOWN`, `DEAD`, `CHART`, an outer set, or `OPEN | i`; in
-    /// blocks of `ROWS` sets, so growing never copies them.
-    trans: Vec<Box<[u32]>>,
+    /// Per outer set, then per open set: per byte class (every byte of a
+    /// class goes the same way), `UNKNOWN`, `DEAD`, `CHART`, an outer set,
+    /// or `OPEN | i`; one row of `width` after the other.
+    trans: [Vec<u32>; 2],
     /// Open sets: sets whose items belong to rules called from outside,
     /// in the set itself, or in one open set without an anchor (the set's
     /// anchor). What follows them depends on nothing else either, so they
@@ -381,10 +381,10 @@ struct SetDfa {
     open: Vec<OpenSet>,
     /// Open set ids by anchor and items.
     open_ids: FastMap<(u32, OpenItems), u32>,
-    /// The transitions of the open sets, as `trans`.
-    open_trans: Vec<Box<[u32]>>,
     /// The grammar's number of byte classes: the length of a set's row.
     width: usize,
+    /// The first byte of each class.
+    firsts: Vec<u8>,
     /// Per set from which every character of the string slice lives and
     /// leads to one same set, ending no rule on the way: that set (a chain
     /// link of [`SetWalker::alive_depth`], which takes it in one lookup).
@@ -392,9 +392,6 @@ struct SetDfa {
     /// Per outer set and per open set: its [`SetDfa::strays`] for the
     /// string slice, once computed.
     strays: [Vec<Option<u128>>; 2],
-    /// Per outer set and per open set: the bytes some of its items take
-    /// ([`Grammar::byte_set`]); it dies on every other byte.
-    live: [Vec<[u64; 4]>; 2],
     /// Approximate heap bytes held.
     bytes: usize,
     /// Scratch for the states after a byte ([`SetDfa::next`]).
@@ -407,9 +404,6 @@ const MAX_CLOSURE: usize = 8;
 /// The bits of ASCII characters in [`Slice::bytes`] (the others mark
 /// non-ASCII first bytes).
 const ASCII_BITS: u128 = !0xFFFF_FFFF;
-
-/// Outer sets per block of transitions.
-const ROWS: usize = 64;
 
 /// An open set's items as `(state, origin)` ([`Origin::Below`]: its anchor).
 type OpenItems = Box<[(u32, Origin)]>;
@@ -431,10 +425,7 @@ impl SetDfa {
         self.width = g.class_count();
         self.bytes += self.width * 4 + 32 + states.len() * 8 + 64;
         self.sets.push((states.into(), end));
-        self.live[0].push(g.byte_set(states.iter().copied()));
-        if (id as usize).is_multiple_of(ROWS) {
-            self.trans.push(vec![UNKNOWN; self.width * ROWS].into_boxed_slice());
-        }
+        self.add_row(g, id, g.byte_set(states.iter().copied()));
         id
     }
 
@@ -446,13 +437,23 @@ impl SetDfa {
         if id == next {
             self.width = g.class_count();
             self.bytes += self.width * 4 + 32 + items.len() * 16 + 64;
-            self.live[1].push(g.byte_set(items.iter().map(|x| x.0)));
+            let live = g.byte_set(items.iter().map(|x| x.0));
             self.open.push((items.into_boxed_slice(), end, anchor));
-            if (next as usize).is_multiple_of(ROWS) {
-                self.open_trans.push(vec![UNKNOWN; self.width * ROWS].into_boxed_slice());
-            }
+            self.add_row(g, OPEN | id, live);
         }
         OPEN | id
+    }
+
+    /// Adds the row of new set `id`: `DEAD` on the bytes outside `live`
+    /// (the bytes some of its items take, [`Grammar::byte_set`]; classes
+    /// never straddle its border, every byte of a class is taken by the
+    /// same items), `UNKNOWN` on the others.
+    fn add_row(&mut self, g: &Grammar, id: u32, live: [u64; 4]) {
+        if self.firsts.is_empty() {
+            self.firsts = (0..=u8::MAX).filter(|&b| b == 0 || g.class(b) != g.class(b - 1)).collect();
+        }
+        let row = self.firsts.iter().map(|&b| if live[(b / 64) as usize] >> (b % 64) & 1 == 0 { DEAD } else { UNKNOWN });
+        self.trans[(id >> 31) as usize].extend(row);
     }
 
     fn memory(&self) -> usize {
@@ -566,14 +567,15 @@ impl SetDfa {
 
     /// The transitions of set `id` (outer or open).
     fn row(&mut self, id: u32) -> &mut [u32] {
-        let (trans, i) = if id & OPEN == 0 { (&mut self.trans, id) } else { (&mut self.open_trans, id & !OPEN) };
-        &mut trans[i as usize / ROWS][i as usize % ROWS * self.width..][..self.width]
+        &mut self.trans[(id >> 31) as usize][(id & !OPEN) as usize * self.width..][..self.width]
     }
 
-    /// False when set `id` (outer or open) surely dies on `byte`.
+    /// The known transition of set `id` (outer or open) on `class`:
+    /// `UNKNOWN` until computed, `DEAD` from the start on the bytes none of
+    /// its items take.
     #[inline]
-    fn takes(&self, id: u32, byte: u8) -> bool {
-        self.live[(id >> 31) as usize][(id & !OPEN) as usize][(byte / 64) as usize] >> (byte % 64) & 1 == 1
+    fn known(&self, id: u32, class: u8) -> u32 {
+        self.trans[(id >> 31) as usize][(id & !OPEN) as usize * self.width + class as usize]
     }
 
     /// True when the outer rule ended in set `id`.
@@ -607,18 +609,19 @@ impl SetDfa {
 
     /// The transition of set `from` on `byte` (`DEAD`, `CHART`, an outer
     /// set or an open set), computed the first time a byte of its class is
-    /// taken (for every class of the bytes the set takes alike; `DEAD` at
-    /// once for a byte it takes none of): directly from an outer set when
-    /// the successors call no rule, else by an Earley step.
+    /// taken (for every class of the bytes the set takes alike).
+    #[inline]
     fn next(&mut self, w: &mut ChartWalker, from: u32, byte: u8) -> Result<u32, MatchError> {
-        if !self.takes(from, byte) {
-            return Ok(DEAD);
+        match self.known(from, w.g.class(byte)) {
+            UNKNOWN => self.compute(w, from, byte),
+            known => Ok(known),
         }
-        let class = w.g.class(byte) as usize;
-        let known = self.row(from)[class];
-        if known != UNKNOWN {
-            return Ok(known);
-        }
+    }
+
+    /// [`SetDfa::next`] the first time: directly from an outer set when
+    /// the successors call no rule, else by an Earley step.
+    #[inline(never)]
+    fn compute(&mut self, w: &mut ChartWalker, from: u32, byte: u8) -> Result<u32, MatchError> {
         let mut states = std::mem::take(&mut self.scratch);
         let scanned = from & OPEN == 0 && w.g.scan_outer(&self.sets[from as usize].0, byte, &mut states);
         let to = match scanned {
@@ -701,7 +704,7 @@ impl SetWalker<'_, '_> {
     /// True when the newest set is a DFA set that dies on `byte`.
     #[inline]
     fn surely_dies(&self, byte: u8) -> bool {
-        matches!(self.frames.last(), Some(&(id, _)) if id != UNKNOWN && !self.dfa.takes(id, byte))
+        matches!(self.frames.last(), Some(&(id, _)) if id != UNKNOWN && self.dfa.known(id, self.inner.g.class(byte)) == DEAD)
     }
 
     /// True when the outer rule ended in the newest set.
