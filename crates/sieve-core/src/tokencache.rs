@@ -276,7 +276,8 @@ fn analyze(
         // Most bytes kill most sets: skip them before any other work
         // where no end on the path could keep a suffix of their tokens
         // (as below, where a push fails).
-        if walker.surely_dies(node.byte) && !ends.iter().any(|&k| follows(path.get(k as usize).copied().unwrap_or(node.byte))) {
+        let known = walker.known(node.byte);
+        if known == DEAD && !ends.iter().any(|&k| follows(path.get(k as usize).copied().unwrap_or(node.byte))) {
             i = node.end as usize;
             continue;
         }
@@ -299,7 +300,7 @@ fn analyze(
             i = node.end as usize;
             continue;
         }
-        match walker.push(node.byte) {
+        match walker.push_known(node.byte, known) {
             Ok(true) => {
                 depth += 1;
                 path.push(node.byte);
@@ -368,8 +369,10 @@ const OPEN: u32 = 1 << 31;
 #[derive(Debug, Default)]
 struct SetDfa {
     ids: FastMap<Box<[u32]>, u32>,
-    /// Per outer set: its states and whether the outer rule ended there.
-    sets: Vec<(Box<[u32]>, bool)>,
+    /// Per outer set: its states.
+    sets: Vec<Box<[u32]>>,
+    /// Per outer set, then per open set: whether the outer rule ended there.
+    ends: [Vec<bool>; 2],
     /// Per outer set, then per open set: per byte class (every byte of a
     /// class goes the same way), `UNKNOWN`, `DEAD`, `CHART`, an outer set,
     /// or `OPEN | i`; one row of `width` after the other.
@@ -408,9 +411,8 @@ const ASCII_BITS: u128 = !0xFFFF_FFFF;
 /// An open set's items as `(state, origin)` ([`Origin::Below`]: its anchor).
 type OpenItems = Box<[(u32, Origin)]>;
 
-/// An open set: its items, its end flag, and its anchor (`NO_ANCHOR` when
-/// none).
-type OpenSet = (OpenItems, bool, u32);
+/// An open set: its items and its anchor (`NO_ANCHOR` when none).
+type OpenSet = (OpenItems, u32);
 
 const NO_ANCHOR: u32 = u32::MAX;
 
@@ -424,7 +426,8 @@ impl SetDfa {
         self.ids.insert(states.into(), id);
         self.width = g.class_count();
         self.bytes += self.width * 4 + 32 + states.len() * 8 + 64;
-        self.sets.push((states.into(), end));
+        self.sets.push(states.into());
+        self.ends[0].push(end);
         self.add_row(g, id, g.byte_set(states.iter().copied()));
         id
     }
@@ -438,7 +441,8 @@ impl SetDfa {
             self.width = g.class_count();
             self.bytes += self.width * 4 + 32 + items.len() * 16 + 64;
             let live = g.byte_set(items.iter().map(|x| x.0));
-            self.open.push((items.into_boxed_slice(), end, anchor));
+            self.open.push((items.into_boxed_slice(), anchor));
+            self.ends[1].push(end);
             self.add_row(g, OPEN | id, live);
         }
         OPEN | id
@@ -580,20 +584,20 @@ impl SetDfa {
 
     /// True when the outer rule ended in set `id`.
     fn end(&self, id: u32) -> bool {
-        if id & OPEN == 0 { self.sets[id as usize].1 } else { self.open[(id & !OPEN) as usize].1 }
+        self.ends[(id >> 31) as usize][(id & !OPEN) as usize]
     }
 
     /// Opens set `id` (outer or open) on the chart, on its anchor if it
     /// has one; returns how many sets it opened.
     fn open_on(&self, chart: &mut Chart, id: u32) -> u8 {
         if id & OPEN == 0 {
-            let (states, end) = &self.sets[id as usize];
-            chart.push_relative(states.iter().map(|&s| (s, Origin::Outer)), *end);
+            let states = &self.sets[id as usize];
+            chart.push_relative(states.iter().map(|&s| (s, Origin::Outer)), self.end(id));
             return 1;
         }
-        let (items, end, anchor) = &self.open[(id & !OPEN) as usize];
+        let (items, anchor) = &self.open[(id & !OPEN) as usize];
         let below = if *anchor == NO_ANCHOR { 0 } else { self.open_on(chart, *anchor) };
-        chart.push_relative(items.iter().copied(), *end);
+        chart.push_relative(items.iter().copied(), self.end(id));
         below + 1
     }
 
@@ -601,7 +605,7 @@ impl SetDfa {
     /// take as its anchor: `from` itself, or its anchor.
     fn anchor_of(&self, from: u32) -> u32 {
         match self.open.get((from & !OPEN) as usize) {
-            Some(&(_, _, anchor)) if from & OPEN != 0 && anchor != NO_ANCHOR => anchor,
+            Some(&(_, anchor)) if from & OPEN != 0 && anchor != NO_ANCHOR => anchor,
             _ if from & OPEN != 0 => from,
             _ => NO_ANCHOR,
         }
@@ -623,7 +627,7 @@ impl SetDfa {
     #[inline(never)]
     fn compute(&mut self, w: &mut ChartWalker, from: u32, byte: u8) -> Result<u32, MatchError> {
         let mut states = std::mem::take(&mut self.scratch);
-        let scanned = from & OPEN == 0 && w.g.scan_outer(&self.sets[from as usize].0, byte, &mut states);
+        let scanned = from & OPEN == 0 && w.g.scan_outer(&self.sets[from as usize], byte, &mut states);
         let to = match scanned {
             true if states.is_empty() => DEAD,
             true => {
@@ -635,7 +639,7 @@ impl SetDfa {
         self.scratch = states;
         // Every class of the bytes the set's states take alike goes the same way.
         let alike = match from & OPEN {
-            0 => w.g.alike(self.sets[from as usize].0.iter().copied(), byte),
+            0 => w.g.alike(self.sets[from as usize].iter().copied(), byte),
             _ => w.g.alike(self.open[(from & !OPEN) as usize].0.iter().map(|x| x.0), byte),
         };
         let row = self.row(from);
@@ -701,10 +705,28 @@ impl SetWalker<'_, '_> {
         }
     }
 
-    /// True when the newest set is a DFA set that dies on `byte`.
+    /// The newest set's known transition on `byte` (`DEAD` where it surely
+    /// dies); `UNKNOWN` where it is not yet computed or the set is no DFA set.
     #[inline]
-    fn surely_dies(&self, byte: u8) -> bool {
-        matches!(self.frames.last(), Some(&(id, _)) if id != UNKNOWN && self.dfa.known(id, self.inner.g.class(byte)) == DEAD)
+    fn known(&self, byte: u8) -> u32 {
+        match self.frames.last() {
+            Some(&(id, _)) if id != UNKNOWN => self.dfa.known(id, self.inner.g.class(byte)),
+            _ => UNKNOWN,
+        }
+    }
+
+    /// [`Walker::push`] given [`SetWalker::known`] for `byte`: a known
+    /// step to a DFA set is taken at once.
+    #[inline]
+    fn push_known(&mut self, byte: u8, known: u32) -> Result<bool, MatchError> {
+        match known {
+            DEAD => Ok(false),
+            UNKNOWN | CHART => self.push(byte),
+            to => {
+                self.frames.push((to, 0));
+                Ok(true)
+            }
+        }
     }
 
     /// True when the outer rule ended in the newest set.
