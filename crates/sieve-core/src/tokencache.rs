@@ -37,7 +37,11 @@
 //! that surely live are allowed by whole subtrees of the trie. Where a
 //! walk of the whole trie reaches a set that some characters lead back to
 //! (a key past the declared names, a pattern's `[^-]*`), the subtrees of
-//! tokens whose rest is made of them are allowed whole too.
+//! tokens whose rest is made of them are allowed whole too. Where a walk of
+//! the slice's other tokens reaches, past whole characters, a set that every
+//! character leads back to (a key past the declared names, once off their
+//! prefixes), the tokens below go where their tails do from that set: its
+//! own analysis, a walk of the shared trie of tails, decides them.
 //!
 //! A token that dies after its rule could have ended is kept for the
 //! mask-time walk only when the byte after that end may follow the rule
@@ -48,7 +52,7 @@ use crate::error::MatchError;
 use crate::grammar::{Chart, ChartWalker, FollowSets, Grammar, Origin};
 use crate::trie::{Slice, TokenTrie, Walker};
 use crate::vocab::Vocabulary;
-use crate::hash::FastMap;
+use crate::hash::{FastMap, FastSet};
 use std::sync::Arc;
 
 /// What a group of states decides on its own.
@@ -109,39 +113,7 @@ impl TokenCache {
             let j = i + items[i..].iter().take_while(|x| x.0 == rule && x.1 == origin).count();
             let states: Vec<u32> = items[i..j].iter().map(|x| x.2).collect();
             i = j;
-            let a = match self.groups.get(states.as_slice()) {
-                Some(a) => a.clone(),
-                None => {
-                    let follow = self.follow.get_or_insert_with(|| g.follow_sets()).of(g, rule);
-                    if self.slice_seqs.is_empty() {
-                        self.slice_seqs = byte_sequences(g, vocab.string_slice().class);
-                    }
-                    let shape = g.shape(&states, &mut self.shape_index).map(|mut shape| {
-                        shape.extend(follow.iter().flat_map(|w| [*w as u32, (w >> 32) as u32]));
-                        shape.into_boxed_slice()
-                    });
-                    let a = match shape.as_ref().and_then(|k| self.shapes.get(k)) {
-                        Some(a) => a.clone(),
-                        None => {
-                            let local = self.local.get_or_insert_with(Chart::local);
-                            let a = analyze(g, vocab, &mut self.dfa, local, &self.slice_seqs, &states, &follow, fuel, limit);
-                            // A failed walk may leave sets open.
-                            if local.bytes() != 0 {
-                                self.local = None;
-                            }
-                            let a = Arc::new(a?);
-                            self.bytes += a.allowed.len() * 4 + a.suffixes.nodes.len() * 20 + a.suffixes.tokens.len() * 4 + 64;
-                            if let Some(k) = shape {
-                                self.bytes += k.len() * 4;
-                                self.shapes.insert(k, a.clone());
-                            }
-                            a
-                        }
-                    };
-                    self.groups.insert(states.into_boxed_slice(), a.clone());
-                    a
-                }
-            };
+            let a = self.analysis(g, vocab, rule, states, fuel, limit)?;
             for (m, &w) in mask.iter_mut().zip(a.allowed.iter()) {
                 *m |= w;
             }
@@ -155,6 +127,95 @@ impl TokenCache {
         }
         Ok(())
     }
+
+    /// The analysis of the group of `states` of `rule`: cached, shared with
+    /// a group of the same shape, or made.
+    fn analysis(&mut self, g: &Grammar, vocab: &Vocabulary, rule: u32, states: Vec<u32>, fuel: &mut usize, limit: usize) -> Result<Arc<Analysis>, MatchError> {
+        if let Some(a) = self.groups.get(states.as_slice()) {
+            return Ok(a.clone());
+        }
+        let follow = self.follow.get_or_insert_with(|| g.follow_sets()).of(g, rule);
+        if self.slice_seqs.is_empty() {
+            self.slice_seqs = byte_sequences(g, vocab.string_slice().class);
+        }
+        let shape = g.shape(&states, &mut self.shape_index).map(|mut shape| {
+            shape.extend(follow.iter().flat_map(|w| [*w as u32, (w >> 32) as u32]));
+            shape.into_boxed_slice()
+        });
+        let a = match shape.as_ref().and_then(|k| self.shapes.get(k)) {
+            Some(a) => a.clone(),
+            None => {
+                let local = self.local.get_or_insert_with(Chart::local);
+                let walked = analyze(g, vocab, &mut self.dfa, local, &self.slice_seqs, &states, &follow, fuel, limit);
+                // A failed walk may leave sets open.
+                if local.bytes() != 0 {
+                    self.local = None;
+                }
+                let Walked { mut allowed, mut pending, mut cuts } = walked?;
+                // Each cut subtree's tokens go where their tails do from its
+                // set: that set's analysis (of the tails) says.
+                cuts.sort_unstable_by_key(|c| c.1);
+                let rest = &vocab.string_slice().rest;
+                let mut below = if cuts.is_empty() { Vec::new() } else { vec![0u32; allowed.len()] };
+                for run in cuts.chunk_by(|a, b| a.1 == b.1) {
+                    let states = self.dfa.sets[run[0].1 as usize].to_vec();
+                    let tails = self.analysis(g, vocab, rule, states, fuel, limit)?;
+                    below.fill(0);
+                    for &t in run.iter().flat_map(|c| rest.subtree_tokens(c.0 as usize)) {
+                        let (w, bit) = ((t / 32) as usize, 1 << (t % 32));
+                        below[w] |= bit;
+                        allowed[w] |= tails.allowed[w] & bit;
+                    }
+                    let has = |t: u32| below[(t / 32) as usize] >> (t % 32) & 1 == 1;
+                    pending.extend(tails.suffix_ends(vocab).filter(|&(t, _)| has(t)));
+                }
+                let a = Arc::new(Analysis::new(vocab, allowed, &pending));
+                self.bytes += a.allowed.len() * 4 + a.suffixes.nodes.len() * 20 + a.suffixes.tokens.len() * 4 + 64;
+                if let Some(k) = shape {
+                    self.bytes += k.len() * 4;
+                    self.shapes.insert(k, a.clone());
+                }
+                a
+            }
+        };
+        self.groups.insert(states.into_boxed_slice(), a.clone());
+        Ok(a)
+    }
+}
+
+impl Analysis {
+    /// The analysis of the tokens `allowed` and of those that die after
+    /// their rule could end, as `(token, depth of the end)`.
+    fn new(vocab: &Vocabulary, allowed: Box<[u32]>, pending: &[(u32, u32)]) -> Analysis {
+        let mut sorted: Vec<(&[u8], u32)> = pending
+            .iter()
+            .filter_map(|&(t, k)| vocab.token_bytes(t).and_then(|b| b.get(k as usize..)).map(|s| (s, t)))
+            .filter(|(s, _)| !s.is_empty())
+            .collect();
+        sorted.sort_unstable();
+        sorted.dedup();
+        let suffixes = TokenTrie::from_sorted(sorted.into_iter().map(|(s, t)| (t, s)));
+        Analysis { allowed, suffixes }
+    }
+
+    /// The `(token, depth of the end)` pairs of [`Analysis::suffixes`].
+    fn suffix_ends<'a>(&'a self, vocab: &'a Vocabulary) -> impl Iterator<Item = (u32, u32)> + 'a {
+        let nodes = self.suffixes.nodes.iter();
+        nodes.flat_map(move |n| {
+            let tokens = &self.suffixes.tokens[n.tok_start as usize..n.tok_end as usize];
+            tokens.iter().map(move |&t| (t, (vocab.token_bytes(t).map_or(0, |b| b.len()) as u32).saturating_sub(n.depth)))
+        })
+    }
+}
+
+/// What [`analyze`] finds: the tokens allowed, those that die after the
+/// rule could end at some depth (`(token, depth)`), and the subtrees of
+/// the string slice's `rest` it left to the analysis of a set that every
+/// character of the slice leads back to (`(node, set)`).
+struct Walked {
+    allowed: Box<[u32]>,
+    pending: Vec<(u32, u32)>,
+    cuts: Vec<(u32, u32)>,
 }
 
 /// Walks every token from the set of `states` (one rule, caller outside).
@@ -172,7 +233,7 @@ fn analyze(
     follow: &[u64; 4],
     fuel: &mut usize,
     limit: usize,
-) -> Result<Analysis, MatchError> {
+) -> Result<Walked, MatchError> {
     let mut allowed = vec![0u32; vocab.mask_words()].into_boxed_slice();
     let seed = dfa.intern(g, states, false);
     let mut walker = SetWalker {
@@ -199,6 +260,11 @@ fn analyze(
     // (see [`Slice::tails`]), the rest's tails are walked instead: the
     // tokens' splits, added to depths on the tails' trie.
     let mut split: Option<&[u8]> = None;
+    // Elsewhere, where the rest is walked, below a node whose path is
+    // whole characters of the slice ([`Slice::whole`]) and whose set they
+    // all lead back to, its subtree is cut: `(node, set)`, for that set's
+    // analysis (of the tails) to decide.
+    let mut cuts: Option<Vec<(u32, u32)>> = None;
     let trie = match walker.alive_depth(seed, slice_seqs, slice.max_chars) {
         Ok((d, _)) if d >= slice.max_chars => {
             allowed.iter_mut().zip(slice.mask.iter()).for_each(|(a, &m)| *a = m);
@@ -206,6 +272,7 @@ fn analyze(
                 split = Some(&slice.split);
                 &slice.tails
             } else {
+                cuts = Some(Vec::new());
                 &slice.rest
             }
         }
@@ -302,6 +369,21 @@ fn analyze(
         }
         match walker.push_known(node.byte, known) {
             Ok(true) => {
+                if let Some(cuts) = cuts.as_mut()
+                    && slice.whole[i]
+                    && ends.is_empty()
+                {
+                    match walker.loop_set(slice_seqs) {
+                        Ok(Some(set)) => {
+                            cuts.push((i as u32, set));
+                            walker.pop();
+                            i = node.end as usize;
+                            continue;
+                        }
+                        Ok(None) => {}
+                        Err(e) => break Err(e),
+                    }
+                }
                 depth += 1;
                 path.push(node.byte);
                 for &t in &trie.tokens[node.tok_start as usize..node.tok_end as usize] {
@@ -340,15 +422,7 @@ fn analyze(
     };
     *fuel = walker.inner.fuel;
     result?;
-    let mut sorted: Vec<(&[u8], u32)> = pending
-        .iter()
-        .filter_map(|&(t, k)| vocab.token_bytes(t).and_then(|b| b.get(k as usize..)).map(|s| (s, t)))
-        .filter(|(s, _)| !s.is_empty())
-        .collect();
-    sorted.sort_unstable();
-    sorted.dedup();
-    let suffixes = TokenTrie::from_sorted(sorted.into_iter().map(|(s, t)| (t, s)));
-    Ok(Analysis { allowed, suffixes })
+    Ok(Walked { allowed, pending, cuts: cuts.unwrap_or_default() })
 }
 
 /// Fewest nodes below a node of the vocabulary's trie for which an
@@ -392,6 +466,8 @@ struct SetDfa {
     /// leads to one same set, ending no rule on the way: that set (a chain
     /// link of [`SetWalker::alive_depth`], which takes it in one lookup).
     links: FastMap<u32, u32>,
+    /// Outer sets checked by [`SetWalker::loop_set`].
+    looped: FastSet<u32>,
     /// Per outer set and per open set: its [`SetDfa::strays`] for the
     /// string slice, once computed.
     strays: [Vec<Option<u128>>; 2],
@@ -713,6 +789,49 @@ impl SetWalker<'_, '_> {
             Some(&(id, _)) if id != UNKNOWN => self.dfa.known(id, self.inner.g.class(byte)),
             _ => UNKNOWN,
         }
+    }
+
+    /// The newest set when it is an outer set that every character of the
+    /// slice (`seqs`) leads back to through DFA sets, ending no rule: then
+    /// it is its own link ([`SetDfa::links`]). Checked once per set.
+    fn loop_set(&mut self, seqs: &[ByteSequence]) -> Result<Option<u32>, MatchError> {
+        let Some(&(id, _)) = self.frames.last() else { return Ok(None) };
+        if id == UNKNOWN || id & OPEN != 0 || self.dfa.end(id) {
+            return Ok(None);
+        }
+        if let Some(&to) = self.dfa.links.get(&id) {
+            return Ok((to == id).then_some(id));
+        }
+        if !self.dfa.looped.insert(id) {
+            return Ok(None);
+        }
+        self.dfa.bytes += 8;
+        let (mut at, mut next) = (Vec::new(), Vec::new());
+        for seq in seqs {
+            at.clear();
+            at.push(id);
+            for bytes in &seq.bytes {
+                next.clear();
+                for &s in &at {
+                    for &b in bytes {
+                        let to = self.dfa.next(&mut self.inner, s, b)?;
+                        if to == DEAD || to == CHART || self.dfa.end(to) {
+                            return Ok(None);
+                        }
+                        if !next.contains(&to) {
+                            next.push(to);
+                        }
+                    }
+                }
+                std::mem::swap(&mut at, &mut next);
+            }
+            if at != [id] {
+                return Ok(None);
+            }
+        }
+        self.dfa.bytes += 16;
+        self.dfa.links.insert(id, id);
+        Ok(Some(id))
     }
 
     /// [`Walker::push`] given [`SetWalker::known`] for `byte`: a known
@@ -1202,6 +1321,26 @@ mod tests {
             "root ::= \"[\" k (\",\" k)* \"]\"\nk ::= \"\\\"\" [a-c] [^\"\\\\]* \"\\\"\"\n",
         ];
         grammars_match_the_parser(&tokens, &grammars, 150, 13);
+    }
+
+    /// Masks inside keys past declared names (any key but `ab` or `abc`,
+    /// then a member's value; a called rule, recursive so not inlined), on
+    /// tokens whose characters lead into the key's loop and whose tails
+    /// close the key and go on past its rule through the chart,
+    /// equal taking each token on the parser: the walk leaves such subtrees
+    /// to the analysis of the loop's set.
+    #[test]
+    fn keys_past_declared_names_match_the_parser() {
+        let tokens = [
+            &b"{"[..], b"}", b",", b"\"", b":", b"1", b"x", b"a", b"b", b"ab", b"xy", b"\"x", b"x\"", b"xy\":", b"xy\":1",
+            b"xy\":1,", b"x\":1}", b"a\":", b"ab\":", b"abc\":1", b"abd\":1,", b"b\":1,\"", "\u{e9}\":".as_bytes(),
+            "x\u{e9}\":1}".as_bytes(), b"x\\n\":", b"\\n", b"xy\"", b"\":1", b"\":1,\"", b"\xe4", b"\xb8\xad\":", b"<", b">",
+            b"<\"", b"x\">", b"x\">:1",
+        ];
+        let key = "k ::= \"\\\"\" (\"a\" (\"b\" (\"c\" c+ | [^\"\\\\\\x00-\\x1Fc] c*) | [^\"\\\\\\x00-\\x1Fb] c* | \"\") | [^\"\\\\\\x00-\\x1Fa] c*)? \"\\\"\" | \"<\" k \">\"\nc ::= [^\"\\\\\\x00-\\x1F] | \"\\\\n\"\n";
+        let grammars = [format!("root ::= \"{{\" (m (\",\" m)*)? \"}}\"\nm ::= k \":\" \"1\"\n{key}")];
+        let grammars: Vec<&str> = grammars.iter().map(String::as_str).collect();
+        grammars_match_the_parser(&tokens, &grammars, 120, 21);
     }
 
     /// Masks where a number that may end inside a token is followed by a

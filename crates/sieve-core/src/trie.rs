@@ -52,6 +52,11 @@ pub(crate) struct Slice {
     /// Per token of `rest`: the length of that prefix (0 past 255 bytes
     /// or when it is the whole token).
     pub split: Box<[u8]>,
+    /// Per node of `rest`: whether its path is a prefix of whole characters
+    /// of the class of every token below (of at most `split` bytes). Below
+    /// such a node whose set every character of the class leads back to,
+    /// each token goes where its tail does from that set.
+    pub whole: Box<[bool]>,
     /// The tokens of `rest` and those of `mask` with more than `SHORT` bytes.
     pub long_rest: TokenTrie,
     /// Per node of the vocabulary's trie: the most characters of a token
@@ -201,8 +206,11 @@ impl Slice {
             reach[i] = r;
         }
         let (rest, long_rest, tails) = (build(rest), build(long_rest), build(tails));
+        let whole = (0..rest.nodes.len())
+            .map(|i| rest.subtree_tokens(i).iter().all(|&t| split[t as usize] as u32 >= rest.nodes[i].depth))
+            .collect();
         let class_bits = (b' '..0x80).filter(|&b| in_class(&[b])).chain(0xC2..=0xF4).fold(0, |m, b| m | byte_bit(b));
-        Slice { class: CLASS, mask, max_chars, short: short.into(), long: long.into(), rest, tails, split, long_rest, reach, bytes, class_from, class_bits }
+        Slice { class: CLASS, mask, max_chars, short: short.into(), long: long.into(), rest, tails, split, whole, long_rest, reach, bytes, class_from, class_bits }
     }
 }
 
