@@ -14,10 +14,15 @@ Everything runs single-threaded on the CPU.
 
 Each engine writes <out-dir>/<engine>.jsonl (one line per file, the same shape
 as `sieve maskbench --out`), and the script prints the summary tables side by side.
+The Python engines run in a worker process: a file that takes more than
+--timeout-s seconds (an engine's compile can run for minutes) is recorded as
+failed with `"timeout": true`, counted among the compile errors, and its time
+so far counts as its compile time.
 """
 
 import argparse
 import json
+import multiprocessing
 import os
 import subprocess
 import sys
@@ -38,37 +43,82 @@ def files_of(paths):
     return out
 
 
-def run_protocol(name, files, tokenize, compile_fn, out_path):
-    """compile_fn(schema) -> (matcher_factory, warnings); a matcher has
-    mask_allows(tok) (computes the full mask), commit(tok) -> bool, accepting()."""
+def run_file(path, tokenize, compile_fn):
+    """The record of one file. compile_fn(schema) -> matcher factory; a
+    matcher has mask_allows(tok) (computes the full mask), commit(tok) -> bool,
+    accepting()."""
+    with open(path) as f:
+        doc = json.load(f)
+    rec = {"id": os.path.basename(path), "mask_us": [], "tests": [], "warnings": []}
+    t0 = time.perf_counter()
+    try:
+        factory = compile_fn(doc["schema"])
+    except Exception as e:  # an engine's compile error fails this schema only
+        rec["ttfm_us"] = int((time.perf_counter() - t0) * 1e6)
+        rec["compile_error"] = str(e)[:500]
+        return rec
+    rec["ttfm_us"] = int((time.perf_counter() - t0) * 1e6)
+    for t in doc.get("tests", []):
+        ids = tokenize(spaced(t["data"]))
+        m = factory()
+        rejected_at = None
+        for i, tok in enumerate(ids):
+            s = time.perf_counter()
+            ok = m.mask_allows(tok) and m.commit(tok)
+            rec["mask_us"].append(int((time.perf_counter() - s) * 1e6))
+            if not ok:
+                rejected_at = i
+                break
+        accepted = rejected_at is None and m.accepting()
+        rec["tests"].append({"valid": t["valid"], "accepted": accepted, "rejected_at": rejected_at})
+    return rec
+
+
+def worker(engine, tokenizer_path, conn):
+    """Sets up `engine` once, then answers each path sent with its record."""
+    compile_fn = ENGINES[engine](tokenizer_path)
+    from tokenizers import Tokenizer
+
+    tk = Tokenizer.from_file(tokenizer_path)
+    tokenize = lambda s: tk.encode(s, add_special_tokens=False).ids
+    conn.send("ready")
+    while (path := conn.recv()) is not None:
+        conn.send(run_file(path, tokenize, compile_fn))
+
+
+def run_engine(engine, tokenizer_path, files, out_path, timeout_s):
+    """Runs the protocol with a Python engine over `files`, one worker
+    process at a time, replaced when a file runs past `timeout_s`."""
+    ctx = multiprocessing.get_context("fork")
+    proc = conn = None
     with open(out_path, "w") as out:
         for path in files:
-            with open(path) as f:
-                doc = json.load(f)
-            rec = {"id": os.path.basename(path), "mask_us": [], "tests": [], "warnings": []}
+            if proc is None:
+                conn, child = ctx.Pipe()
+                proc = ctx.Process(target=worker, args=(engine, tokenizer_path, child), daemon=True)
+                proc.start()
+                if not conn.poll(600) or conn.recv() != "ready":
+                    raise RuntimeError(f"{engine}: the worker did not start")
             t0 = time.perf_counter()
+            conn.send(path)
+            failed = {"id": os.path.basename(path), "mask_us": [], "tests": [], "warnings": []}
             try:
-                factory = compile_fn(doc["schema"])
-            except Exception as e:  # an engine's compile error fails this schema only
-                rec["ttfm_us"] = int((time.perf_counter() - t0) * 1e6)
-                rec["compile_error"] = str(e)[:500]
-                out.write(json.dumps(rec) + "\n")
-                continue
-            rec["ttfm_us"] = int((time.perf_counter() - t0) * 1e6)
-            for t in doc.get("tests", []):
-                ids = tokenize(spaced(t["data"]))
-                m = factory()
-                rejected_at = None
-                for i, tok in enumerate(ids):
-                    s = time.perf_counter()
-                    ok = m.mask_allows(tok) and m.commit(tok)
-                    rec["mask_us"].append(int((time.perf_counter() - s) * 1e6))
-                    if not ok:
-                        rejected_at = i
-                        break
-                accepted = rejected_at is None and m.accepting()
-                rec["tests"].append({"valid": t["valid"], "accepted": accepted, "rejected_at": rejected_at})
+                if not conn.poll(timeout_s):
+                    failed.update(ttfm_us=int((time.perf_counter() - t0) * 1e6), timeout=True,
+                                  compile_error=f"no result within {timeout_s} s")
+                    raise TimeoutError
+                rec = conn.recv()
+            except (TimeoutError, EOFError):  # past the time limit, or the engine took the worker down
+                proc.kill()
+                proc.join()
+                failed.setdefault("ttfm_us", int((time.perf_counter() - t0) * 1e6))
+                failed.setdefault("compile_error", f"the worker exited ({proc.exitcode})")
+                rec, proc = failed, None
             out.write(json.dumps(rec) + "\n")
+            out.flush()
+    if proc is not None:
+        conn.send(None)
+        proc.join()
 
 
 def llguidance_engine(tokenizer_path):
@@ -143,6 +193,9 @@ def xgrammar_engine(tokenizer_path):
     return compile_fn
 
 
+ENGINES = {"llguidance": llguidance_engine, "xgrammar": xgrammar_engine}
+
+
 def pct(v, q):
     if not v:
         return 0
@@ -153,7 +206,7 @@ def pct(v, q):
 def summary(path):
     rows = [json.loads(line) for line in open(path)]
     masks = [x for r in rows for x in r["mask_us"]]
-    compiles = [r["ttfm_us"] for r in rows if "compile_error" not in r]
+    compiles = [r["ttfm_us"] for r in rows if "compile_error" not in r or r.get("timeout")]
     tests = sum(len(r["tests"]) for r in rows)
     vr = sum(1 for r in rows for t in r["tests"] if t["valid"] and not t["accepted"])
     ia = sum(1 for r in rows for t in r["tests"] if not t["valid"] and t["accepted"])
@@ -162,6 +215,7 @@ def summary(path):
         "schemas": len(rows),
         "passing": f"{passing} ({100 * passing / max(1, len(rows)):.1f}%)",
         "compile errors": sum(1 for r in rows if "compile_error" in r),
+        "timeouts": sum(1 for r in rows if r.get("timeout")),
         "valid rejected": f"{vr} ({100 * vr / max(1, tests):.2f}%)",
         "invalid accepted": ia,
         "mask p50 us": pct(masks, 0.5),
@@ -183,6 +237,7 @@ def main():
     ap.add_argument("--sieve", default="target/release/sieve", help="the sieve binary")
     ap.add_argument("--engines", default="sieve,llguidance,xgrammar")
     ap.add_argument("--out-dir", required=True)
+    ap.add_argument("--timeout-s", type=float, default=120, help="most seconds per file for a Python engine")
     ap.add_argument("paths", nargs="+")
     a = ap.parse_args()
     os.makedirs(a.out_dir, exist_ok=True)
@@ -196,13 +251,11 @@ def main():
                            check=True, stdout=subprocess.DEVNULL)
         else:
             try:
-                compile_fn = {"llguidance": llguidance_engine, "xgrammar": xgrammar_engine}[e](a.tokenizer)
+                __import__(e)
             except ImportError as err:
                 print(f"{e}: not installed ({err}); skipped", file=sys.stderr)
                 continue
-            from tokenizers import Tokenizer
-            tk = Tokenizer.from_file(a.tokenizer)
-            run_protocol(e, files, lambda s: tk.encode(s, add_special_tokens=False).ids, compile_fn, out)
+            run_engine(e, a.tokenizer, files, out, a.timeout_s)
         done.append((e, summary(out)))
     keys = list(done[0][1].keys()) if done else []
     print(f"{'':<20}" + "".join(f"{e:>20}" for e, _ in done))
