@@ -97,8 +97,12 @@ def run_engine(engine, tokenizer_path, files, out_path, timeout_s):
                 conn, child = ctx.Pipe()
                 proc = ctx.Process(target=worker, args=(engine, tokenizer_path, child), daemon=True)
                 proc.start()
-                if not conn.poll(600) or conn.recv() != "ready":
-                    raise RuntimeError(f"{engine}: the worker did not start")
+                try:
+                    ready = conn.poll(600) and conn.recv() == "ready"
+                except EOFError:  # it failed while setting the engine up
+                    ready = False
+                if not ready:
+                    raise RuntimeError(f"{engine}: the worker did not start (exit code {proc.exitcode})")
             t0 = time.perf_counter()
             conn.send(path)
             failed = {"id": os.path.basename(path), "mask_us": [], "tests": [], "warnings": []}
