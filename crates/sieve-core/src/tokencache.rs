@@ -427,8 +427,10 @@ fn analyze(
 
 /// Fewest nodes below a node of the vocabulary's trie for which an
 /// analysis's walk looks for characters that lead its set back to itself
-/// (every node in tests, whose vocabularies are small).
-const FREE_MIN_NODES: usize = if cfg!(test) { 0 } else { 256 };
+/// (every node in tests, whose vocabularies are small). Looking costs a
+/// transition per byte class of every set the closure meets, more than
+/// a subtree of a few hundred nodes takes to walk.
+const FREE_MIN_NODES: usize = if cfg!(test) { 0 } else { 1024 };
 
 /// No DFA set (in a walker frame) or not yet computed (in a transition).
 const UNKNOWN: u32 = u32::MAX;
