@@ -585,7 +585,7 @@ impl SetDfa {
                         if !*kept {
                             continue;
                         }
-                        let lives = self.after_char(w, sets[k], b, &seq.bytes[1..], &mut after)?;
+                        let lives = self.after_char(w, sets[k], b, &seq.bytes[1..], &mut after)?.is_some();
                         let inside = lives && after.iter().all(|&to| {
                             let known = sets.contains(&to);
                             if !known && sets.len() < max_sets {
@@ -620,13 +620,15 @@ impl SetDfa {
 
     /// The sets that the characters of a sequence starting with byte
     /// `first` (then `rest`, as [`ByteSequence::bytes`]) lead set `from` to,
-    /// in `after`; false when one of them dies or leaves the DFA on the way.
-    fn after_char(&mut self, w: &mut ChartWalker, from: u32, first: u8, rest: &[Vec<u8>], after: &mut Vec<u32>) -> Result<bool, MatchError> {
+    /// in `after`, and whether the outer rule ends in a set on the way
+    /// (theirs included); `None` when one of them dies or leaves the DFA.
+    fn after_char(&mut self, w: &mut ChartWalker, from: u32, first: u8, rest: &[Vec<u8>], after: &mut Vec<u32>) -> Result<Option<bool>, MatchError> {
         after.clear();
         let to = self.next(w, from, first)?;
         if to == DEAD || to == CHART {
-            return Ok(false);
+            return Ok(None);
         }
+        let mut ended = self.end(to);
         after.push(to);
         let mut next = Vec::new();
         for bytes in rest {
@@ -635,8 +637,9 @@ impl SetDfa {
                 for &b in bytes {
                     let to = self.next(w, s, b)?;
                     if to == DEAD || to == CHART {
-                        return Ok(false);
+                        return Ok(None);
                     }
+                    ended |= self.end(to);
                     if !next.contains(&to) {
                         next.push(to);
                     }
@@ -644,7 +647,7 @@ impl SetDfa {
             }
             std::mem::swap(after, &mut next);
         }
-        Ok(true)
+        Ok(Some(ended))
     }
 
     /// The transitions of set `id` (outer or open).
@@ -808,27 +811,12 @@ impl SetWalker<'_, '_> {
             return Ok(None);
         }
         self.dfa.bytes += 8;
-        let (mut at, mut next) = (Vec::new(), Vec::new());
+        let mut after = Vec::new();
         for seq in seqs {
-            at.clear();
-            at.push(id);
-            for bytes in &seq.bytes {
-                next.clear();
-                for &s in &at {
-                    for &b in bytes {
-                        let to = self.dfa.next(&mut self.inner, s, b)?;
-                        if to == DEAD || to == CHART || self.dfa.end(to) {
-                            return Ok(None);
-                        }
-                        if !next.contains(&to) {
-                            next.push(to);
-                        }
-                    }
+            for &b in &seq.bytes[0] {
+                if self.dfa.after_char(&mut self.inner, id, b, &seq.bytes[1..], &mut after)? != Some(false) || after != [id] {
+                    return Ok(None);
                 }
-                std::mem::swap(&mut at, &mut next);
-            }
-            if at != [id] {
-                return Ok(None);
             }
         }
         self.dfa.bytes += 16;
@@ -1000,9 +988,9 @@ impl SetWalker<'_, '_> {
                             continue;
                         }
                         match self.dfa.after_char(&mut self.inner, from, b, &seq.bytes[1..], &mut after)? {
-                            true => lead.extend(after.iter().map(|&to| (k, j, to))),
-                            false if from == id => died.push((k, j)),
-                            false => {
+                            Some(_) => lead.extend(after.iter().map(|&to| (k, j, to))),
+                            None if from == id => died.push((k, j)),
+                            None => {
                                 died.push((k, j));
                                 break 'check;
                             }
