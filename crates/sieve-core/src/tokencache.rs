@@ -327,8 +327,20 @@ fn analyze(
             }
         }
     }
+    // The root's children whose byte the seed set may take: no end is on
+    // the path yet, so the others die before anything could be kept.
+    let roots: Vec<usize> = trie.roots.iter().filter(|&&(b, _)| walker.known(b) != DEAD).map(|&(_, r)| r as usize).collect();
+    let mut roots = roots.into_iter();
+    let mut root_end = 0;
     let result = loop {
+        if i >= root_end {
+            let Some(r) = roots.next() else { break Ok(()) };
+            i = r;
+        }
         let Some(node) = trie.nodes.get(i) else { break Ok(()) };
+        if node.depth == 1 {
+            root_end = node.end as usize;
+        }
         while free.last().is_some_and(|&(f, _)| node.depth <= f) {
             free.pop();
         }

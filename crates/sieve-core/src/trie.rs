@@ -18,6 +18,10 @@ pub(crate) struct Node {
 pub(crate) struct TokenTrie {
     pub nodes: Vec<Node>,
     pub tokens: Vec<u32>,
+    /// The root's children (the nodes of depth 1) in order, with their
+    /// bytes: a walk that knows which first bytes die goes from one live
+    /// child to the next without reading the others.
+    pub roots: Vec<(u8, u32)>,
 }
 
 /// A block of tokens decided together (llguidance's slices): the tokens
@@ -267,6 +271,11 @@ impl TokenTrie {
         for open in path {
             trie.nodes[open].end = trie.nodes.len() as u32;
         }
+        let mut i = 0;
+        while let Some(node) = trie.nodes.get(i) {
+            trie.roots.push((node.byte, i as u32));
+            i = node.end as usize;
+        }
         trie
     }
 
@@ -336,6 +345,7 @@ mod tests {
             t.nodes.iter().map(|n| (n.byte, n.depth, n.end, (n.tok_end - n.tok_start) as usize)).collect();
         assert_eq!(shape, vec![(b'a', 1, 3, 1), (b'b', 2, 3, 2), (b'c', 3, 3, 1), (b'b', 1, 4, 1)]);
         assert_eq!(t.tokens, vec![1, 0, 4, 3, 2]);
+        assert_eq!(t.roots, vec![(b'a', 0), (b'b', 3)]);
         let longest = |text: &[u8]| t.longest_prefix(text);
         assert_eq!(longest(b"abd"), Some(0));
         assert_eq!(longest(b"abcx"), Some(3));
