@@ -1049,7 +1049,8 @@ impl FollowSets {
         if let Some(Some(f)) = self.follow.get(rule as usize) {
             return *f;
         }
-        let (mut set, mut met, mut todo) = ([0u64; 4], vec![rule], vec![rule]);
+        let (mut set, mut todo) = ([0u64; 4], vec![rule]);
+        let mut met: FastSet<u32> = FastSet::from_iter([rule]);
         while let Some(r) = todo.pop() {
             // A known FOLLOW set already holds the direct sets of the rules
             // that may end its rule, and so on.
@@ -1060,8 +1061,7 @@ impl FollowSets {
             let (after, enders) = self.direct(g, r);
             or(&mut set, &after);
             for c in enders {
-                if !met.contains(&c) {
-                    met.push(c);
+                if met.insert(c) {
                     todo.push(c);
                 }
             }
@@ -1089,10 +1089,12 @@ impl FollowSets {
                 or(&mut set, &f);
             }
             calls = firsts;
-            if end && !enders.contains(&c.rule) {
+            if end {
                 enders.push(c.rule);
             }
         }
+        enders.sort_unstable();
+        enders.dedup();
         let d = (set, enders.into_boxed_slice());
         self.direct[rule as usize] = Some(d.clone());
         d
@@ -1104,7 +1106,8 @@ impl FollowSets {
         if let Some(f) = self.first[rule as usize] {
             return f;
         }
-        let (mut set, mut met, mut todo, mut calls) = ([0u64; 4], vec![rule], vec![rule], Vec::new());
+        let (mut set, mut todo, mut calls) = ([0u64; 4], vec![rule], Vec::new());
+        let mut met: FastSet<u32> = FastSet::from_iter([rule]);
         while let Some(r) = todo.pop() {
             calls.clear();
             let (own, _) = self.first_of(g, g.rules[r as usize].start, &mut calls);
@@ -1112,10 +1115,7 @@ impl FollowSets {
             for &k in &calls {
                 match self.first[k as usize] {
                     Some(f) => or(&mut set, &f),
-                    None if !met.contains(&k) => {
-                        met.push(k);
-                        todo.push(k);
-                    }
+                    None if met.insert(k) => todo.push(k),
                     None => {}
                 }
             }
