@@ -1009,8 +1009,13 @@ impl Grammar {
 
 /// Adds bytes `lo..=hi` to a 256-bit set.
 fn mark(set: &mut [u64; 4], lo: u8, hi: u8) {
-    for b in lo..=hi {
-        set[(b / 64) as usize] |= 1 << (b % 64);
+    // A word at a time: the part of each word's 64 bytes in the range.
+    for (w, word) in set.iter_mut().enumerate() {
+        let first = w as u32 * 64;
+        let (a, b) = (u32::from(lo).max(first), u32::from(hi).min(first + 63));
+        if a <= b {
+            *word |= (u64::MAX >> (63 - (b - a))) << (a - first);
+        }
     }
 }
 
@@ -1540,6 +1545,16 @@ mod tests {
         assert!(Grammar::new("root ::= [^\\u0000-\\U0010FFFF] [b]", 100).unwrap().is_empty());
         let g = Grammar::new("root ::= [^\\u0000-\\U0010FFFF] \"a\" | [b]", 100).unwrap();
         assert!(chart_accepts(&g, b"b") && !chart_accepts(&g, b"a"));
+    }
+
+    #[test]
+    fn mark_sets_the_bytes_of_a_range() {
+        for (lo, hi) in [(0u8, 0u8), (0, 255), (63, 64), (5, 200), (128, 191), (255, 255), (64, 127)] {
+            let mut set = [0u64; 4];
+            mark(&mut set, lo, hi);
+            let bytes: Vec<u8> = (0..=255u8).filter(|&b| set[(b / 64) as usize] >> (b % 64) & 1 == 1).collect();
+            assert_eq!(bytes, (lo..=hi).collect::<Vec<u8>>(), "{lo}..={hi}");
+        }
     }
 
     #[test]
