@@ -41,7 +41,9 @@
 //! the slice's other tokens reaches, past whole characters, a set that every
 //! character leads back to (a key past the declared names, once off their
 //! prefixes), the tokens below go where their tails do from that set: its
-//! own analysis, a walk of the shared trie of tails, decides them.
+//! own analysis, a walk of the shared trie of tails, decides them. Below a
+//! set that every whitespace byte leads back to (between JSON tokens), the
+//! subtrees of whitespace runs are allowed whole.
 //!
 //! A token that dies after its rule could have ended is kept for the
 //! mask-time walk only when the byte after that end may follow the rule
@@ -50,7 +52,7 @@
 
 use crate::error::MatchError;
 use crate::grammar::{Chart, ChartWalker, FollowSets, Grammar, Origin};
-use crate::trie::{Slice, TokenTrie, Walker};
+use crate::trie::{Slice, TokenTrie, Walker, BLANKS};
 use crate::vocab::Vocabulary;
 use crate::hash::{FastMap, FastSet};
 use std::sync::Arc;
@@ -393,6 +395,21 @@ fn analyze(
                             continue;
                         }
                         Ok(None) => {}
+                        Err(e) => break Err(e),
+                    }
+                }
+                // Below a set that whitespace keeps as it is, runs of it live.
+                if full && slice.blank_below[i] && node.end as usize - i > 1 {
+                    match walker.blank_loop() {
+                        Ok(true) => {
+                            for &t in trie.subtree_tokens(i) {
+                                allowed[(t / 32) as usize] |= 1 << (t % 32);
+                            }
+                            walker.pop();
+                            i = node.end as usize;
+                            continue;
+                        }
+                        Ok(false) => {}
                         Err(e) => break Err(e),
                     }
                 }
@@ -834,6 +851,21 @@ impl SetWalker<'_, '_> {
         self.dfa.bytes += 16;
         self.dfa.links.insert(id, id);
         Ok(Some(id))
+    }
+
+    /// True when the newest set is a DFA set that every JSON whitespace
+    /// byte leads back to.
+    fn blank_loop(&mut self) -> Result<bool, MatchError> {
+        let Some(&(id, _)) = self.frames.last() else { return Ok(false) };
+        if id == UNKNOWN {
+            return Ok(false);
+        }
+        for b in BLANKS {
+            if self.dfa.next(&mut self.inner, id, b)? != id {
+                return Ok(false);
+            }
+        }
+        Ok(true)
     }
 
     /// [`Walker::push`] given [`SetWalker::known`] for `byte`: a known
@@ -1323,6 +1355,25 @@ mod tests {
             "root ::= \"[\" k (\",\" k)* \"]\"\nk ::= \"\\\"\" [a-c] [^\"\\\\]* \"\\\"\"\n",
         ];
         grammars_match_the_parser(&tokens, &grammars, 150, 13);
+    }
+
+    /// Masks where whitespace may run on (unbounded, bounded, spaces only,
+    /// inside a string), on tokens of whitespace runs and of runs followed
+    /// by more, equal taking each token on the parser: the walk allows the
+    /// subtrees of runs whole only below a set that whitespace keeps.
+    #[test]
+    fn blank_runs_match_the_parser() {
+        let tokens = [
+            &b" "[..], b"  ", b"   ", b"\t", b"\t\t", b"\t\t\t", b"\n", b"\n ", b"\n  ", b"\n\t", b"\n\n", b"\r\n", b"\r\n\t",
+            b" \t\n\r", b" x", b"\n:", b"\n\t\"", b"  \"", b":", b": ", b"\"", b"\"a", b"a", b"x", b"{", b"}", b",", b", ", b"{\n",
+            b"\" ", b"a ",
+        ];
+        let grammars = [
+            "root ::= \"{\" ws (k ws \":\" ws k ws (\",\" ws k ws \":\" ws k ws)*)? \"}\"\nk ::= \"\\\"\" [a x]* \"\\\"\"\nws ::= [ \\t\\n\\r]*\n",
+            "root ::= \"{\" ws (k ws \":\" ws k ws)? \"}\"\nk ::= \"\\\"\" [a x]* \"\\\"\"\nws ::= [ \\t\\n\\r]{0,2}\n",
+            "root ::= \"{\" \" \"* (k \" \"* \":\" \" \"* k)? \" \"* \"}\"\nk ::= \"\\\"\" [a x ]* \"\\\"\"\n",
+        ];
+        grammars_match_the_parser(&tokens, &grammars, 120, 29);
     }
 
     /// Masks inside keys past declared names (any key but `ab` or `abc`,

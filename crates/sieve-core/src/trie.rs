@@ -81,7 +81,15 @@ pub(crate) struct Slice {
     pub class_from: Box<[u8]>,
     /// The bits of the class's bytes as [`Slice::bytes`] marks them.
     pub class_bits: u128,
+    /// Per node of the vocabulary's trie: whether every byte below it is
+    /// JSON whitespace. Below a node whose set every whitespace byte leads
+    /// back to, its subtree's tokens are allowed whole (the many runs of
+    /// spaces, tabs and newlines a vocabulary holds).
+    pub blank_below: Box<[bool]>,
 }
+
+/// The bytes of JSON whitespace.
+pub(crate) const BLANKS: [u8; 4] = [b' ', b'\t', b'\n', b'\r'];
 
 /// The bit of byte `b` in [`Slice::bytes`]: bit `b` for ASCII; for the
 /// first byte of a longer character, one of bits 0 to 31 per pair of first
@@ -184,6 +192,7 @@ impl Slice {
         let mut reach = vec![0u8; trie.nodes.len()].into_boxed_slice();
         let mut bytes = vec![0u128; trie.nodes.len()].into_boxed_slice();
         let mut class_from = vec![0u8; trie.nodes.len()].into_boxed_slice();
+        let mut blank_below = vec![true; trie.nodes.len()].into_boxed_slice();
         let mut path: Vec<u8> = Vec::new();
         for (i, node) in trie.nodes.iter().enumerate() {
             path.truncate(node.depth as usize - 1);
@@ -205,6 +214,7 @@ impl Slice {
                 r = r.max(reach[child]);
                 bytes[i] |= bytes[child];
                 class_from[i] = class_from[i].max(class_from[child]);
+                blank_below[i] &= blank_below[child] && BLANKS.contains(&trie.nodes[child].byte);
                 child = trie.nodes[child].end as usize;
             }
             reach[i] = r;
@@ -214,7 +224,7 @@ impl Slice {
             .map(|i| rest.subtree_tokens(i).iter().all(|&t| split[t as usize] as u32 >= rest.nodes[i].depth))
             .collect();
         let class_bits = (b' '..0x80).filter(|&b| in_class(&[b])).chain(0xC2..=0xF4).fold(0, |m, b| m | byte_bit(b));
-        Slice { class: CLASS, mask, max_chars, short: short.into(), long: long.into(), rest, tails, split, whole, long_rest, reach, bytes, class_from, class_bits }
+        Slice { class: CLASS, mask, max_chars, short: short.into(), long: long.into(), rest, tails, split, whole, long_rest, reach, bytes, class_from, class_bits, blank_below }
     }
 }
 
