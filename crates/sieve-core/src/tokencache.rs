@@ -172,7 +172,7 @@ impl TokenCache {
                     pending.extend(tails.suffix_ends(vocab).filter(|&(t, _)| has(t)));
                 }
                 let a = Arc::new(Analysis::new(vocab, allowed, &pending));
-                self.bytes += a.allowed.len() * 4 + a.suffixes.nodes.len() * 20 + a.suffixes.tokens.len() * 4 + 64;
+                self.bytes += a.allowed.len() * 4 + a.suffixes.nodes.len() * 20 + a.suffixes.roots.len() * 8 + a.suffixes.tokens.len() * 4 + 64;
                 if let Some(k) = shape {
                     self.bytes += k.len() * 4;
                     self.shapes.insert(k, a.clone());
