@@ -26,7 +26,13 @@ pub struct TooLarge;
 /// `i`-th input expression) that accept there.
 pub struct Dfa {
     classes: Vec<CharSet>,
-    trans: Vec<Vec<u32>>,
+    /// Each state's moves as runs of consecutive classes with one target
+    /// (`DEAD` included): `(first class, target)`, in class order from
+    /// class 0, each run ending where the next starts; state `s`'s are
+    /// `runs[at[s]..at[s + 1]]`. A name trie's node has a few children and
+    /// one target for every other character: its row is as short.
+    runs: Vec<(u32, u32)>,
+    at: Vec<u32>,
     tags: Vec<u64>,
 }
 
@@ -216,35 +222,84 @@ impl Dfa {
             sets.push(CharSet::any());
         }
         let classes = partition(&sets);
-        let mut trans = vec![vec![DEAD; classes.len()]];
+        // Each node's children: `(class, node)`.
+        let mut kids: Vec<Vec<(u32, u32)>> = vec![Vec::new()];
         let mut tags = vec![any];
         for (word, tag) in &words {
             let mut s = 0;
             for &c in word {
-                let ci = classes.partition_point(|k| k.0[0].0 <= c) - 1;
-                if trans[s][ci] == DEAD {
-                    if trans.len() >= max_states {
-                        return Some(Err(TooLarge));
+                let ci = (classes.partition_point(|k| k.0[0].0 <= c) - 1) as u32;
+                s = match kids[s].iter().find(|k| k.0 == ci) {
+                    Some(k) => k.1 as usize,
+                    None => {
+                        if kids.len() >= max_states {
+                            return Some(Err(TooLarge));
+                        }
+                        let t = kids.len();
+                        kids[s].push((ci, t as u32));
+                        kids.push(Vec::new());
+                        tags.push(any);
+                        t
                     }
-                    trans[s][ci] = trans.len() as u32;
-                    trans.push(vec![DEAD; classes.len()]);
-                    tags.push(any);
-                }
-                s = trans[s][ci] as usize;
+                };
             }
             tags[s] |= tag;
         }
         // "Any string" goes on, past every name, to a state of its own.
-        if any != 0 && trans.iter().flatten().any(|&t| t == DEAD) {
-            if trans.len() >= max_states {
+        let n = classes.len() as u32;
+        let mut other = DEAD;
+        if any != 0 && kids.iter().any(|k| k.len() < classes.len()) {
+            if kids.len() >= max_states {
                 return Some(Err(TooLarge));
             }
-            let sink = trans.len() as u32;
-            trans.iter_mut().flatten().filter(|t| **t == DEAD).for_each(|t| *t = sink);
-            trans.push(vec![sink; classes.len()]);
+            other = kids.len() as u32;
+            kids.push(Vec::new());
             tags.push(any);
         }
-        Some(Ok(Dfa { classes, trans, tags }))
+        let mut dfa = Dfa { classes, runs: Vec::new(), at: vec![0], tags };
+        for k in &mut kids {
+            k.sort_unstable();
+            let mut from = 0;
+            for &(ci, t) in k.iter() {
+                if ci > from {
+                    dfa.runs.push((from, other));
+                }
+                dfa.runs.push((ci, t));
+                from = ci + 1;
+            }
+            if from < n {
+                dfa.runs.push((from, other));
+            }
+            dfa.at.push(dfa.runs.len() as u32);
+        }
+        Some(Ok(dfa))
+    }
+
+    /// State `s`'s moves: `(first class, end class, target)` (see [`Dfa::runs`]).
+    fn moves(&self, s: usize) -> impl Iterator<Item = (usize, usize, u32)> + '_ {
+        let row = &self.runs[self.at[s] as usize..self.at[s + 1] as usize];
+        row.iter().enumerate().map(move |(i, &(from, t))| {
+            let end = row.get(i + 1).map_or(self.classes.len(), |r| r.0 as usize);
+            (from as usize, end, t)
+        })
+    }
+
+    /// The characters of classes `from..end`: classes are consecutive
+    /// ranges (but for the surrogates, which none holds), so they are
+    /// those from the first one's to the last one's.
+    fn span(&self, from: usize, end: usize) -> CharSet {
+        let last = &self.classes[end - 1].0;
+        CharSet::from_ranges(vec![(self.classes[from].0[0].0, last[last.len() - 1].1)])
+    }
+
+    /// Adds a state's moves from one target per class.
+    fn push_row(&mut self, row: &[u32]) {
+        for (ci, &t) in row.iter().enumerate() {
+            if ci == 0 || row[ci - 1] != t {
+                self.runs.push((ci as u32, t));
+            }
+        }
+        self.at.push(self.runs.len() as u32);
     }
 
     /// [`Dfa::tagged`] by the subset construction over a Thompson automaton.
@@ -288,12 +343,11 @@ impl Dfa {
         closure(&eps, &mut first);
         ids.insert(first.clone(), 0);
         order.push(first);
-        let mut trans = Vec::new();
-        let mut tags = Vec::new();
+        let mut dfa = Dfa { classes: Vec::new(), runs: Vec::new(), at: vec![0], tags: Vec::new() };
         let mut i = 0;
         while i < order.len() {
             let cur = std::mem::take(&mut order[i]);
-            tags.push(cur.iter().filter_map(|&s| nfa.tag[s]).fold(0u64, |acc, t| acc | 1 << t));
+            dfa.tags.push(cur.iter().filter_map(|&s| nfa.tag[s]).fold(0u64, |acc, t| acc | 1 << t));
             // Classes split by the states they lead to before closure: one
             // group per distinct move (refined edge by edge), not one walk per class.
             let mut groups: Vec<(Vec<u64>, Vec<usize>)> = vec![(all.clone(), Vec::new())];
@@ -343,10 +397,11 @@ impl Dfa {
                     }
                 }
             }
-            trans.push(row);
+            dfa.push_row(&row);
             i += 1;
         }
-        Ok(Dfa { classes, trans, tags })
+        dfa.classes = classes;
+        Ok(dfa)
     }
 
     /// Distinct tag sets of reachable states.
@@ -371,7 +426,7 @@ impl Dfa {
         // Product with a counter: count capped at `max` (or at `min` when unbounded).
         let cap = max.unwrap_or(min);
         let width = cap as usize + 1;
-        let n = self.trans.len();
+        let n = self.tags.len();
         if n.saturating_mul(width) > max_states {
             return Err(TooLarge);
         }
@@ -387,8 +442,8 @@ impl Dfa {
         // Live states: those that reach an accepting one (searched backwards
         // from the accepting ones).
         let mut preds: Vec<Vec<usize>> = vec![Vec::new(); n];
-        for (s, row) in self.trans.iter().enumerate() {
-            for &t in row {
+        for s in 0..n {
+            for (_, _, t) in self.moves(s) {
                 if t != DEAD && preds[t as usize].last() != Some(&s) {
                     preds[t as usize].push(s);
                 }
@@ -418,11 +473,14 @@ impl Dfa {
         if !live[idx(0, 0)] {
             return Ok(None);
         }
-        // A product state's live target on a character class.
-        let next = |v: usize, ci: usize| -> Option<usize> {
-            let k2 = step((v % width) as u64)?;
-            let t = self.trans[v / width][ci];
-            (t != DEAD && live[idx(t as usize, k2)]).then(|| idx(t as usize, k2))
+        // A product state's live targets: `(first class, end class, target)`.
+        let live = &live;
+        let next = |v: usize| {
+            let k2 = step((v % width) as u64);
+            self.moves(v / width).map(move |(from, end, t)| {
+                let to = k2.and_then(|k2| (t != DEAD && live[idx(t as usize, k2)]).then(|| idx(t as usize, k2)));
+                (from, end, to)
+            })
         };
         // Each product state stands for itself until `minimize` merges the
         // equivalent ones.
@@ -435,7 +493,7 @@ impl Dfa {
             let Some(k2) = step((v % width) as u64) else { return groups };
             // Runs of classes share a target: the last one's group is tried first.
             let mut last = 0;
-            for (ci, &t) in self.trans[v / width].iter().enumerate() {
+            for (from, end, t) in self.moves(v / width) {
                 if t == DEAD || !live[idx(t as usize, k2)] {
                     continue;
                 }
@@ -447,7 +505,7 @@ impl Dfa {
                     });
                 }
                 let ranges = &mut groups[last].1;
-                for &(a, b) in &self.classes[ci].0 {
+                for (a, b) in self.span(from, end).0 {
                     match ranges.last_mut() {
                         Some(l) if l.1 + 1 == a => l.1 = b,
                         _ => ranges.push((a, b)),
@@ -478,7 +536,7 @@ impl Dfa {
         comp.iter().filter(|&&c| c != usize::MAX).for_each(|&c| sizes[c] += 1);
         if sizes.iter().any(|&n| n > 1) {
             let accepts = |v: usize| (v % width) as u64 >= min && accept(self.tags[v / width]);
-            rep = minimize(root, self.classes.len(), &next, &accepts, total);
+            rep = minimize(root, &next, &accepts, total);
             (comp, ncomp) = graph(&rep, &mut succ);
         }
         // When each state is first reached, breadth first from the root.
@@ -542,14 +600,14 @@ impl Dfa {
     }
 }
 
-/// For each state reachable from `root` (by `next(state, class)`), the
-/// first reached of the states equivalent to it: alike in `accepts`, and
-/// moving to equivalent states (or to none) on each of `classes` character
-/// classes (Moore's refinement).
-fn minimize(
+/// For each state reachable from `root` (by its moves `next(state)`:
+/// `(first class, end class, target)` in class order, covering them all),
+/// the first reached of the states equivalent to it: alike in `accepts`,
+/// and moving to equivalent states (or to none) on each character class
+/// (Moore's refinement).
+fn minimize<I: Iterator<Item = (usize, usize, Option<usize>)>>(
     root: usize,
-    classes: usize,
-    next: &dyn Fn(usize, usize) -> Option<usize>,
+    next: &dyn Fn(usize) -> I,
     accepts: &dyn Fn(usize) -> bool,
     total: usize,
 ) -> Vec<usize> {
@@ -563,8 +621,8 @@ fn minimize(
     while runs.len() < order.len() {
         let v = order[runs.len()];
         let mut row: Vec<(u32, u32)> = Vec::new();
-        for ci in 0..classes {
-            let t = match next(v, ci) {
+        for (ci, _, t) in next(v) {
+            let t = match t {
                 Some(t) => {
                     if pos[t] == NONE {
                         pos[t] = order.len() as u32;
