@@ -40,10 +40,10 @@ impl ConstraintArgs {
             return Ok(ConstraintSource::Choices(c.clone()));
         }
         if let Some(path) = &self.json_schema {
-            let schema: serde_json::Value = serde_json::from_str(&read(path)?)
-                .map_err(|e| CliError::new(format!("{}: {e}", path.display())))?;
-            let g = sieve_core::json_schema::to_gbnf(&schema, &sieve_core::json_schema::JsonSchemaOptions::default())?;
-            return Ok(ConstraintSource::Gbnf(g.gbnf));
+            let text = read(path)?;
+            // A file that is not JSON says so with its name.
+            serde_json::from_str::<serde_json::Value>(&text).map_err(|e| CliError::new(format!("{}: {e}", path.display())))?;
+            return Ok(ConstraintSource::JsonSchema(text, sieve_core::json_schema::JsonSchemaOptions::default()));
         }
         Ok(ConstraintSource::AnyJson)
     }

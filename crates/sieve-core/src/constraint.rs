@@ -1,6 +1,8 @@
 //! Compiled constraints, their limits and the compile cache.
 
-use crate::error::{CompileError, MatchError};
+use crate::error::{CompileError, CompileErrorKind, MatchError};
+use crate::gbnf::Rules;
+use crate::json_schema::{JsonSchemaOptions, Warning};
 use crate::grammar::{Chart, Grammar};
 use crate::json::ANY_JSON_GBNF;
 use crate::regex::{DEAD, LazyDfa, RegexProgram, START};
@@ -63,6 +65,10 @@ pub enum ConstraintSource {
     Choices(Vec<String>),
     /// Any JSON value.
     AnyJson,
+    /// A JSON Schema as JSON text, translated with these options (see
+    /// [`crate::json_schema`]); lenient-mode warnings go with the
+    /// constraint ([`Constraint::warnings`]).
+    JsonSchema(String, JsonSchemaOptions),
 }
 
 #[derive(Debug)]
@@ -80,9 +86,12 @@ pub(crate) enum Runtime {
 
 #[derive(Debug)]
 struct Inner {
-    source: ConstraintSource,
+    /// `None` for a constraint built from a parsed JSON Schema.
+    source: Option<ConstraintSource>,
     program: Program,
     limits: Limits,
+    /// Keywords a JSON Schema translated in lenient mode left out.
+    warnings: Vec<Warning>,
     /// Caches per vocabulary; entries of dropped vocabularies are pruned.
     runtimes: Mutex<Vec<(Weak<Vocabulary>, Arc<Runtime>)>>,
 }
@@ -106,6 +115,7 @@ impl Constraint {
 
     /// [`Constraint::compile`] keeping `source` (a grammar's text is not copied).
     pub(crate) fn compile_owned(source: ConstraintSource, limits: &Limits) -> Result<Constraint, CompileError> {
+        let mut warnings = Vec::new();
         let program = match &source {
             ConstraintSource::Regex(r) => Program::Regex(RegexProgram::new(r, limits.max_regex_bytes)?),
             ConstraintSource::Choices(c) => {
@@ -115,14 +125,32 @@ impl Constraint {
             }
             ConstraintSource::Gbnf(g) => Program::Grammar(Grammar::new(g, limits.max_grammar_states)?),
             ConstraintSource::AnyJson => Program::Grammar(Grammar::new(ANY_JSON_GBNF, limits.max_grammar_states)?),
+            ConstraintSource::JsonSchema(text, options) => {
+                let schema: serde_json::Value = serde_json::from_str(text)
+                    .map_err(|e| CompileError::new(CompileErrorKind::Schema, format!("the schema is not JSON: {e}")))?;
+                let g = crate::json_schema::to_grammar(&schema, options).map_err(CompileError::from)?;
+                warnings = g.warnings.clone();
+                let (rules, root) = g.rules();
+                Program::Grammar(Grammar::from_rules(rules, root, limits.max_grammar_states)?)
+            }
         };
+        Self::with_program(Some(source), program, warnings, limits)
+    }
+
+    /// A constraint from compiled rules (a translated JSON Schema's).
+    pub(crate) fn from_rules(rules: &Rules, root: u32, warnings: Vec<Warning>, limits: &Limits) -> Result<Constraint, CompileError> {
+        let program = Program::Grammar(Grammar::from_rules(rules, root, limits.max_grammar_states)?);
+        Self::with_program(None, program, warnings, limits)
+    }
+
+    fn with_program(source: Option<ConstraintSource>, program: Program, warnings: Vec<Warning>, limits: &Limits) -> Result<Constraint, CompileError> {
         if let Program::Grammar(g) = &program
             && g.is_empty()
         {
-            return Err(CompileError::new(crate::CompileErrorKind::Empty, "the grammar matches no string"));
+            return Err(CompileError::new(CompileErrorKind::Empty, "the grammar matches no string"));
         }
         Ok(Constraint {
-            inner: Arc::new(Inner { source, program, limits: *limits, runtimes: Mutex::new(Vec::new()) }),
+            inner: Arc::new(Inner { source, program, limits: *limits, warnings, runtimes: Mutex::new(Vec::new()) }),
         })
     }
 
@@ -156,9 +184,15 @@ impl Constraint {
             .unwrap_or_else(|_| unreachable!("the built-in constraints compile"))
     }
 
-    /// The source this constraint was compiled from.
-    pub fn source(&self) -> &ConstraintSource {
-        &self.inner.source
+    /// The source this constraint was compiled from (`None` when built
+    /// from a parsed JSON Schema with [`Constraint::json_schema`]).
+    pub fn source(&self) -> Option<&ConstraintSource> {
+        self.inner.source.as_ref()
+    }
+
+    /// The keywords a JSON Schema translated in lenient mode left out.
+    pub fn warnings(&self) -> &[Warning] {
+        &self.inner.warnings
     }
 
     /// The limits it was compiled under (they also bound matching).
@@ -247,10 +281,22 @@ impl ConstraintCache {
 
     /// The compiled constraint for `source`, compiling it on first use.
     pub fn get(&self, source: &ConstraintSource) -> Result<Constraint, CompileError> {
+        self.get_with(source, |limits| Constraint::compile(source, limits))
+    }
+
+    /// The compiled constraint for `source`, made by `compile` (under the
+    /// cache's limits) on first use: for a source already translated, such
+    /// as a JSON Schema checked before its compile (see
+    /// [`Constraint::from_grammar`]).
+    pub fn get_with(
+        &self,
+        source: &ConstraintSource,
+        compile: impl FnOnce(&Limits) -> Result<Constraint, CompileError>,
+    ) -> Result<Constraint, CompileError> {
         if let Some(c) = self.cached(source) {
             return Ok(c);
         }
-        let c = Constraint::compile(source, &self.limits)?;
+        let c = compile(&self.limits)?;
         let mut e = lock(&self.entries);
         if e.1.len() >= self.capacity {
             let old = e.1.remove(0);

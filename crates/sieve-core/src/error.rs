@@ -58,6 +58,9 @@ pub enum CompileErrorKind {
     Limit,
     /// A feature that cannot be enforced exactly.
     Unsupported,
+    /// The JSON Schema is malformed (not JSON, a keyword of the wrong type,
+    /// a reference that does not resolve).
+    Schema,
 }
 
 /// A constraint that failed to compile: what, where (byte offset into the

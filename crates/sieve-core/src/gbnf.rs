@@ -1,17 +1,22 @@
-//! GBNF (llama.cpp's grammar format) parsed into expression trees, stored
-//! flat: nodes, children, literal bytes and class ranges each in one array.
+//! A grammar's rules as expression trees, stored flat (nodes, children,
+//! literal bytes and class ranges each in one array), and GBNF (llama.cpp's
+//! grammar format) read into them and written from them. The JSON Schema
+//! translator builds the trees directly; the grammar compiler takes them
+//! either way.
 //!
-//! Supported: `name ::= body` rules (names of letters, digits, `-`, `_`),
-//! `|`, `( )`, `*` `+` `?` `{m}` `{m,}` `{m,n}`, string literals and
+//! Supported GBNF: `name ::= body` rules (names of letters, digits, `-`,
+//! `_`), `|`, `( )`, `*` `+` `?` `{m}` `{m,}` `{m,n}`, string literals and
 //! character classes with the escapes `\n \r \t \\ \" \' \[ \] \- \xHH \uHHHH
 //! \UHHHHHHHH`, negated classes `[^...]`, `.` (any character), `#` comments,
 //! and newlines anywhere inside parentheses or after `|`. Characters are
 //! Unicode scalar values; the engine matches them as UTF-8 bytes.
 
 use crate::error::{CompileError, CompileErrorKind};
-use crate::hash::TextMap;
+use crate::hash::{FastMap, TextMap};
+use std::fmt::Write;
+use std::hash::{BuildHasher, Hash, Hasher};
 
-/// A grammar expression; what it holds lives in the [`Parsed`] arrays its
+/// A grammar expression; what it holds lives in the [`Rules`] arrays its
 /// ranges index.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) enum Expr {
@@ -23,8 +28,8 @@ pub(crate) enum Expr {
     Repeat { expr: u32, min: u32, max: Option<u32> },
     /// A literal string, the UTF-8 bytes `text[first..end]`.
     Literal { first: u32, end: u32 },
-    /// The Unicode scalar ranges `ranges[first..end]` (already negated if
-    /// written `[^...]`).
+    /// The Unicode scalar ranges `ranges[first..end]`, sorted and apart
+    /// (already negated if written `[^...]`).
     Class { first: u32, end: u32 },
     /// A reference to the `rule`-th rule.
     Ref { rule: u32 },
@@ -37,18 +42,26 @@ pub(crate) struct Rule {
     pub body: u32,
 }
 
-/// Parsed rules with their expressions in flat arrays (an allocation per
-/// array, not per node).
+/// The body of a rule named but not defined yet.
+pub(crate) const UNDEFINED: u32 = u32::MAX;
+
+/// Rules with their expressions in flat arrays (an allocation per array, not
+/// per node). Expressions are hash-consed: building one equal to an
+/// existing one gives the existing one's index, so equal expressions (and
+/// rule bodies) compare equal by index.
 #[derive(Debug, Default)]
-pub(crate) struct Parsed {
+pub(crate) struct Rules {
     pub rules: Vec<Rule>,
     exprs: Vec<Expr>,
     kids: Vec<u32>,
     text: Vec<u8>,
     ranges: Vec<(u32, u32)>,
+    /// Expressions by a keyed hash of what they hold.
+    interned: FastMap<u64, u32>,
+    hasher: foldhash::fast::RandomState,
 }
 
-impl Parsed {
+impl Rules {
     /// Expression `e`.
     pub fn expr(&self, e: u32) -> Expr {
         self.exprs[e as usize]
@@ -69,10 +82,273 @@ impl Parsed {
         &self.ranges[first as usize..end as usize]
     }
 
-    fn push(&mut self, e: Expr) -> u32 {
-        self.exprs.push(e);
-        self.exprs.len() as u32 - 1
+    /// The largest repetition bound of any expression (0 when none).
+    pub fn max_repeat(&self) -> u32 {
+        self.exprs
+            .iter()
+            .map(|e| match *e {
+                Expr::Repeat { min, max, .. } => min.max(max.unwrap_or(0)),
+                _ => 0,
+            })
+            .max()
+            .unwrap_or(0)
     }
+
+    /// Roughly the bytes of GBNF text the expressions built so far take,
+    /// each written once (a measure of the grammar's size).
+    pub fn size(&self) -> usize {
+        2 * self.exprs.len() + 3 * self.kids.len() + self.text.len() + 8 * self.ranges.len() + 8 * self.rules.len()
+    }
+
+    /// The expression `e` holding what `held` describes: an existing equal
+    /// one, or `e` pushed. `e`'s arrays' contents were just added at their
+    /// ends, and are taken back off when an equal expression exists.
+    fn intern(&mut self, e: Expr) -> u32 {
+        let mut h = self.hasher.build_hasher();
+        std::mem::discriminant(&e).hash(&mut h);
+        match e {
+            Expr::Seq { first, end } | Expr::Alt { first, end } => self.kids(first, end).hash(&mut h),
+            Expr::Literal { first, end } => self.text(first, end).hash(&mut h),
+            Expr::Class { first, end } => self.ranges(first, end).hash(&mut h),
+            Expr::Repeat { expr, min, max } => (expr, min, max).hash(&mut h),
+            Expr::Ref { rule } => rule.hash(&mut h),
+        }
+        let key = h.finish();
+        if let Some(&old) = self.interned.get(&key)
+            && self.same(self.exprs[old as usize], e)
+        {
+            // Take back what `e` added (it was added last).
+            match e {
+                Expr::Seq { first, .. } | Expr::Alt { first, .. } => self.kids.truncate(first as usize),
+                Expr::Literal { first, .. } => self.text.truncate(first as usize),
+                Expr::Class { first, .. } => self.ranges.truncate(first as usize),
+                Expr::Repeat { .. } | Expr::Ref { .. } => {}
+            }
+            return old;
+        }
+        self.exprs.push(e);
+        let id = self.exprs.len() as u32 - 1;
+        // On a hash collision with a different expression, the first keeps the key.
+        self.interned.entry(key).or_insert(id);
+        id
+    }
+
+    /// Whether two expressions hold the same.
+    fn same(&self, a: Expr, b: Expr) -> bool {
+        match (a, b) {
+            (Expr::Seq { first: f1, end: e1 }, Expr::Seq { first: f2, end: e2 })
+            | (Expr::Alt { first: f1, end: e1 }, Expr::Alt { first: f2, end: e2 }) => self.kids(f1, e1) == self.kids(f2, e2),
+            (Expr::Literal { first: f1, end: e1 }, Expr::Literal { first: f2, end: e2 }) => self.text(f1, e1) == self.text(f2, e2),
+            (Expr::Class { first: f1, end: e1 }, Expr::Class { first: f2, end: e2 }) => self.ranges(f1, e1) == self.ranges(f2, e2),
+            (a, b) => a == b,
+        }
+    }
+
+    /// The literal string `bytes` (empty: the empty string).
+    pub fn literal(&mut self, bytes: &[u8]) -> u32 {
+        let first = self.text.len() as u32;
+        self.text.extend_from_slice(bytes);
+        self.intern(Expr::Literal { first, end: self.text.len() as u32 })
+    }
+
+    /// The empty string.
+    pub fn empty(&mut self) -> u32 {
+        self.literal(b"")
+    }
+
+    /// One character of the scalar ranges `ranges`, sorted and apart.
+    pub fn class(&mut self, ranges: &[(u32, u32)]) -> u32 {
+        let first = self.ranges.len() as u32;
+        self.ranges.extend_from_slice(ranges);
+        self.intern(Expr::Class { first, end: self.ranges.len() as u32 })
+    }
+
+    /// `items` one after another: an item that is itself a sequence adds
+    /// its own items, and a single item stands for itself.
+    pub fn seq(&mut self, items: &[u32]) -> u32 {
+        self.group(items, true)
+    }
+
+    /// Any one of `items`: an item that is itself an alternation adds its
+    /// own, and a single item stands for itself.
+    pub fn alt(&mut self, items: &[u32]) -> u32 {
+        self.group(items, false)
+    }
+
+    fn group(&mut self, items: &[u32], seq: bool) -> u32 {
+        if let [one] = items {
+            return *one;
+        }
+        let first = self.kids.len() as u32;
+        for &it in items {
+            match self.exprs[it as usize] {
+                Expr::Seq { first: a, end: b } if seq => self.kids.extend_from_within(a as usize..b as usize),
+                Expr::Alt { first: a, end: b } if !seq => self.kids.extend_from_within(a as usize..b as usize),
+                _ => self.kids.push(it),
+            }
+        }
+        let end = self.kids.len() as u32;
+        if end - first == 1 {
+            let one = self.kids[first as usize];
+            self.kids.truncate(first as usize);
+            return one;
+        }
+        self.intern(if seq { Expr::Seq { first, end } } else { Expr::Alt { first, end } })
+    }
+
+    /// `e` from `min` to `max` times (`None`: unbounded).
+    pub fn repeat(&mut self, e: u32, min: u32, max: Option<u32>) -> u32 {
+        self.intern(Expr::Repeat { expr: e, min, max })
+    }
+
+    /// A reference to rule `rule`.
+    pub fn reference(&mut self, rule: u32) -> u32 {
+        self.intern(Expr::Ref { rule })
+    }
+
+    /// A new rule named `name` whose body comes later ([`UNDEFINED`] until then).
+    pub fn add_rule(&mut self, name: String) -> u32 {
+        self.rules.push(Rule { name, body: UNDEFINED });
+        self.rules.len() as u32 - 1
+    }
+
+    /// The rules as GBNF text, rule `first` first and then the others in order.
+    pub fn write(&self, first: u32) -> String {
+        let mut out = String::new();
+        let order = std::iter::once(first as usize).chain((0..self.rules.len()).filter(|&r| r != first as usize));
+        for r in order {
+            let rule = &self.rules[r];
+            out.push_str(&rule.name);
+            out.push_str(" ::= ");
+            if rule.body == UNDEFINED {
+                out.push_str(NEVER_TEXT);
+            } else {
+                self.write_expr(&mut out, rule.body, 0);
+            }
+            out.push('\n');
+        }
+        out
+    }
+
+    /// Writes `e` where an expression binding at least as tightly as
+    /// `level` is needed (0: an alternation, 1: a sequence, 2: an atom).
+    fn write_expr(&self, out: &mut String, e: u32, level: u8) {
+        let own = match self.expr(e) {
+            Expr::Alt { .. } => 0,
+            Expr::Seq { first, end } if end - first > 1 => 1,
+            _ => 2,
+        };
+        if own < level {
+            out.push('(');
+            self.write_expr(out, e, 0);
+            out.push(')');
+            return;
+        }
+        match self.expr(e) {
+            Expr::Seq { first, end } if first == end => out.push_str("\"\""),
+            Expr::Alt { first, end } if first == end => out.push_str(NEVER_TEXT),
+            Expr::Seq { first, end } | Expr::Alt { first, end } => {
+                let sep = if matches!(self.expr(e), Expr::Seq { .. }) { " " } else { " | " };
+                for (i, &k) in self.kids(first, end).iter().enumerate() {
+                    if i > 0 {
+                        out.push_str(sep);
+                    }
+                    self.write_expr(out, k, own + 1);
+                }
+            }
+            Expr::Repeat { expr, min, max } => {
+                // A repetition of a repetition is grouped.
+                if matches!(self.expr(expr), Expr::Repeat { .. }) {
+                    out.push('(');
+                    self.write_expr(out, expr, 0);
+                    out.push(')');
+                } else {
+                    self.write_expr(out, expr, 2);
+                }
+                let _ = match (min, max) {
+                    (0, None) => write!(out, "*"),
+                    (1, None) => write!(out, "+"),
+                    (0, Some(1)) => write!(out, "?"),
+                    (m, None) => write!(out, "{{{m},}}"),
+                    (m, Some(n)) if m == n => write!(out, "{{{m}}}"),
+                    (m, Some(n)) => write!(out, "{{{m},{n}}}"),
+                };
+            }
+            Expr::Literal { first, end } => write_literal(out, self.text(first, end)),
+            Expr::Class { first, end } => write_class(out, self.ranges(first, end)),
+            Expr::Ref { rule } => out.push_str(&self.rules[rule as usize].name),
+        }
+    }
+}
+
+/// A class that matches no character, as text.
+const NEVER_TEXT: &str = "[^\\u0000-\\U0010FFFF]";
+
+/// Writes a GBNF string literal for the UTF-8 `bytes`.
+fn write_literal(out: &mut String, bytes: &[u8]) {
+    out.push('"');
+    for c in String::from_utf8_lossy(bytes).chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if (c as u32) < 0x20 || c as u32 == 0x7F => {
+                let _ = write!(out, "\\u{:04X}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+/// Writes one character of a class: as itself where that reads plainly,
+/// else escaped.
+fn write_class_char(out: &mut String, c: u32) {
+    match char::from_u32(c) {
+        Some('\\' | ']' | '[' | '-' | '^' | '"') => {
+            let _ = write!(out, "\\u{c:04X}");
+        }
+        Some(ch) if c >= 0x20 && c != 0x7F && !(0x80..0xA0).contains(&c) && c < 0xFFF0 => out.push(ch),
+        Some(ch) if c > 0xFFFF => out.push(ch),
+        _ if c > 0xFFFF => {
+            let _ = write!(out, "\\U{c:08X}");
+        }
+        _ => {
+            let _ = write!(out, "\\u{c:04X}");
+        }
+    }
+}
+
+/// Writes a GBNF character class for the scalar ranges `ranges`, negated
+/// when that is shorter. Surrogates (never a character) are left out of
+/// the written ends.
+fn write_class(out: &mut String, ranges: &[(u32, u32)]) {
+    let scalar: Vec<(u32, u32)> = ranges
+        .iter()
+        .map(|&(a, b)| (if (0xD800..0xE000).contains(&a) { 0xE000 } else { a }, if (0xD800..0xE000).contains(&b) { 0xD7FF } else { b }))
+        .filter(|&(a, b)| a <= b)
+        .collect();
+    if scalar.is_empty() {
+        out.push_str(NEVER_TEXT);
+        return;
+    }
+    let others = complement(&scalar);
+    let others: Vec<(u32, u32)> = others
+        .into_iter()
+        .map(|(a, b)| (if (0xD800..0xE000).contains(&a) { 0xE000 } else { a }, if (0xD800..0xE000).contains(&b) { 0xD7FF } else { b }))
+        .filter(|&(a, b)| a <= b)
+        .collect();
+    let (list, negated) = if !others.is_empty() && others.len() < scalar.len() { (&others, true) } else { (&scalar, false) };
+    out.push_str(if negated { "[^" } else { "[" });
+    for &(a, b) in list {
+        write_class_char(out, a);
+        if b > a {
+            if b > a + 1 {
+                out.push('-');
+            }
+            write_class_char(out, b);
+        }
+    }
+    out.push(']');
 }
 
 /// Largest `{m,n}` bound accepted (repetition is expanded).
@@ -81,30 +357,28 @@ pub(crate) const MAX_REPEAT: u32 = 1000;
 /// Parses GBNF text into rules, numbered in order of their name's first
 /// mention (a reference or a definition), so a reference holds its rule's
 /// index as soon as it is read.
-pub(crate) fn parse(src: &str) -> Result<Parsed, CompileError> {
-    let mut p = Parser { src, pos: 0, depth: 0, ids: TextMap::default(), names: Vec::new(), out: Parsed::default(), stack: Vec::new() };
-    let mut bodies: Vec<Option<u32>> = Vec::new();
+pub(crate) fn parse(src: &str) -> Result<Rules, CompileError> {
+    let mut p = Parser {
+        src,
+        pos: 0,
+        depth: 0,
+        ids: TextMap::default(),
+        first: Vec::new(),
+        out: Rules::default(),
+        stack: Vec::new(),
+        bytes: Vec::new(),
+    };
     p.space(true);
     while p.pos < src.len() {
         let (id, body) = p.rule()?;
-        if bodies.len() <= id {
-            bodies.resize_with(id + 1, || None);
-        }
-        bodies[id] = Some(body);
+        p.out.rules[id].body = body;
         p.space(true);
     }
-    bodies.resize_with(p.names.len(), || None);
-    let rules = p
-        .names
-        .iter()
-        .zip(bodies)
-        .map(|(&(name, _, first), body)| match body {
-            Some(body) => Ok(Rule { name: name.to_string(), body }),
-            // In order of first mention, so the first undefined name is the first written.
-            None => Err(CompileError::at(CompileErrorKind::UndefinedRule, format!("rule {name:?} is not defined"), src, first)),
-        })
-        .collect::<Result<_, _>>()?;
-    Ok(Parsed { rules, ..p.out })
+    // In order of first mention, so the first undefined name is the first written.
+    if let Some((rule, &at)) = p.out.rules.iter().zip(&p.first).find(|(r, _)| r.body == UNDEFINED) {
+        return Err(CompileError::at(CompileErrorKind::UndefinedRule, format!("rule {:?} is not defined", rule.name), src, at));
+    }
+    Ok(p.out)
 }
 
 struct Parser<'a> {
@@ -113,13 +387,14 @@ struct Parser<'a> {
     depth: usize,
     /// Id of each rule name met so far, defined or referenced.
     ids: TextMap<&'a str, u32>,
-    /// Per name id: the name, whether a rule defines it yet, and the offset
-    /// where it is first written.
-    names: Vec<(&'a str, bool, usize)>,
-    out: Parsed,
+    /// Per name id: the offset where it is first written.
+    first: Vec<usize>,
+    out: Rules,
     /// Expressions of the sequences and alternations being read, innermost
     /// last (each takes its own off when it ends).
     stack: Vec<u32>,
+    /// The bytes of the literal being read.
+    bytes: Vec<u8>,
 }
 
 const MAX_NESTING: usize = 200;
@@ -173,10 +448,11 @@ impl<'a> Parser<'a> {
 
     /// The id of rule name `name`, first written at `offset`.
     fn id(&mut self, name: &'a str, offset: usize) -> u32 {
-        let next = self.names.len() as u32;
+        let next = self.out.rules.len() as u32;
         let id = *self.ids.entry(name).or_insert(next);
         if id == next {
-            self.names.push((name, false, offset));
+            self.out.add_rule(name.to_string());
+            self.first.push(offset);
         }
         id
     }
@@ -186,7 +462,7 @@ impl<'a> Parser<'a> {
         let offset = self.pos;
         let name = self.name()?;
         let id = self.id(name, offset) as usize;
-        if self.names[id].1 {
+        if self.out.rules[id].body != UNDEFINED {
             return Err(CompileError::at(
                 CompileErrorKind::DuplicateRule,
                 format!("rule {name:?} is defined twice"),
@@ -194,7 +470,6 @@ impl<'a> Parser<'a> {
                 offset,
             ));
         }
-        self.names[id].1 = true;
         self.space(false);
         if !self.src[self.pos..].starts_with("::=") {
             return self.err(format!("expected '::=' after rule name {name:?}"));
@@ -211,13 +486,11 @@ impl<'a> Parser<'a> {
     /// `seq ('|' seq)*`; inside parentheses newlines are blanks.
     /// The expressions on the stack from `base` as one: itself when alone,
     /// else `make(first, end)` over them.
-    fn group(&mut self, base: usize, make: fn(u32, u32) -> Expr) -> u32 {
-        if self.stack.len() == base + 1 {
-            return self.stack.pop().unwrap_or_default();
-        }
-        let first = self.out.kids.len() as u32;
-        self.out.kids.extend(self.stack.drain(base..));
-        self.out.push(make(first, self.out.kids.len() as u32))
+    fn group(&mut self, base: usize, seq: bool) -> u32 {
+        let items = &self.stack[base..];
+        let e = if seq { self.out.seq(items) } else { self.out.alt(items) };
+        self.stack.truncate(base);
+        e
     }
 
     fn alternates(&mut self, nested: bool) -> Result<u32, CompileError> {
@@ -243,7 +516,7 @@ impl<'a> Parser<'a> {
             }
         }
         self.depth -= 1;
-        Ok(self.group(base, |first, end| Expr::Alt { first, end }))
+        Ok(self.group(base, false))
     }
 
     fn sequence(&mut self, nested: bool) -> Result<u32, CompileError> {
@@ -253,12 +526,12 @@ impl<'a> Parser<'a> {
             let item = match self.peek() {
                 Some('"') => {
                     self.pos += 1;
-                    let first = self.out.text.len() as u32;
+                    self.bytes.clear();
                     loop {
                         // Plain characters up to the next quote, escape or line end at once.
                         let rest = &self.src.as_bytes()[self.pos..];
                         let plain = rest.iter().position(|b| matches!(b, b'"' | b'\\' | b'\n' | b'\r')).unwrap_or(rest.len());
-                        self.out.text.extend_from_slice(&rest[..plain]);
+                        self.bytes.extend_from_slice(&rest[..plain]);
                         self.pos += plain;
                         match self.peek() {
                             None | Some('\n' | '\r') => return self.err("unterminated string literal"),
@@ -268,18 +541,19 @@ impl<'a> Parser<'a> {
                             }
                             _ => {
                                 let c = self.char_in_literal()?;
-                                self.out.text.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes());
+                                self.bytes.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes());
                             }
                         }
                     }
-                    self.out.push(Expr::Literal { first, end: self.out.text.len() as u32 })
+                    let bytes = std::mem::take(&mut self.bytes);
+                    let e = self.out.literal(&bytes);
+                    self.bytes = bytes;
+                    e
                 }
                 Some('[') => self.class()?,
                 Some('.') => {
                     self.pos += 1;
-                    let first = self.out.ranges.len() as u32;
-                    self.out.ranges.push((0, 0x10FFFF));
-                    self.out.push(Expr::Class { first, end: first + 1 })
+                    self.out.class(&[(0, 0x10FFFF)])
                 }
                 Some('(') => {
                     self.pos += 1;
@@ -302,7 +576,7 @@ impl<'a> Parser<'a> {
                         break;
                     }
                     let rule = self.id(name, start);
-                    self.out.push(Expr::Ref { rule })
+                    self.out.reference(rule)
                 }
                 _ => break,
             };
@@ -312,10 +586,9 @@ impl<'a> Parser<'a> {
         }
         if self.stack.len() == base {
             // Nothing: the empty string.
-            let end = self.out.kids.len() as u32;
-            return Ok(self.out.push(Expr::Seq { first: end, end }));
+            return Ok(self.out.seq(&[]));
         }
-        Ok(self.group(base, |first, end| Expr::Seq { first, end }))
+        Ok(self.group(base, true))
     }
 
     fn postfix(&mut self, mut item: u32, nested: bool) -> Result<u32, CompileError> {
@@ -357,7 +630,7 @@ impl<'a> Parser<'a> {
             };
             self.pos += 1;
             self.space(nested);
-            item = self.out.push(Expr::Repeat { expr: item, min, max });
+            item = self.out.repeat(item, min, max);
         }
     }
 
@@ -398,9 +671,7 @@ impl<'a> Parser<'a> {
             ranges.push((lo, hi));
         }
         let ranges = normalize(ranges);
-        let first = self.out.ranges.len() as u32;
-        self.out.ranges.extend(if negated { complement(&ranges) } else { ranges });
-        Ok(self.out.push(Expr::Class { first, end: self.out.ranges.len() as u32 }))
+        Ok(self.out.class(&if negated { complement(&ranges) } else { ranges }))
     }
 
     fn char_in_class(&mut self) -> Result<char, CompileError> {
@@ -469,7 +740,7 @@ fn normalize(mut r: Vec<(u32, u32)>) -> Vec<(u32, u32)> {
 }
 
 /// All scalar values (0..=0x10FFFF) not in the normalized `ranges`.
-fn complement(ranges: &[(u32, u32)]) -> Vec<(u32, u32)> {
+pub(crate) fn complement(ranges: &[(u32, u32)]) -> Vec<(u32, u32)> {
     let mut out = Vec::new();
     let mut next = 0u32;
     for &(lo, hi) in ranges {
@@ -495,6 +766,69 @@ mod tests {
         assert_eq!(p.rules.len(), 2);
         assert_eq!(p.rules[1].name, "b");
         assert!(matches!(p.expr(p.rules[1].body), Expr::Alt { first, end } if end - first == 2));
+    }
+
+    /// Equal expressions are one expression, built or read.
+    #[test]
+    fn expressions_are_shared() {
+        let mut r = Rules::default();
+        let (a, b) = (r.literal(b"ab"), r.literal(b"ab"));
+        assert_eq!(a, b);
+        let x = r.class(&[(0x61, 0x7A)]);
+        let s1 = r.seq(&[a, x]);
+        let s2 = r.seq(&[a, x]);
+        assert_eq!(s1, s2);
+        assert_ne!(r.alt(&[a, x]), s1);
+        // A sequence of sequences is one sequence.
+        let nested = r.seq(&[s1, a]);
+        let flat = r.seq(&[a, x, a]);
+        assert_eq!(nested, flat);
+        let p = parse("root ::= \"ab\" [a-z] | (\"ab\" [a-z])").unwrap();
+        assert!(matches!(p.expr(p.rules[0].body), Expr::Alt { first, end } if p.kids(first, end)[0] == p.kids(first, end)[1]));
+    }
+
+    proptest::proptest! {
+        /// Rules written as GBNF read back as the same rules, written the
+        /// same again: literals and classes with any characters (escapes,
+        /// controls, surrogate ends), nested groups and every repetition.
+        #[test]
+        fn written_rules_read_back(
+            items in proptest::collection::vec((0u8..6, proptest::collection::vec(proptest::char::any(), 0..4), 0u32..4, proptest::option::of(0u32..4)), 1..24),
+        ) {
+            let mut r = Rules::default();
+            let rules = [r.add_rule("root".into()), r.add_rule("x-1".into())];
+            let mut built: Vec<u32> = Vec::new();
+            for (kind, chars, a, b) in items {
+                let bytes = chars.iter().collect::<String>().into_bytes();
+                let pick = |i: u32| built.get(i as usize % built.len().max(1)).copied();
+                let e = match (kind, pick(a), pick(b.unwrap_or(0))) {
+                    (0, _, _) => r.literal(&bytes),
+                    (1, _, _) => {
+                        let mut ranges: Vec<(u32, u32)> = chars.iter().map(|&c| (c as u32, (c as u32).saturating_add(a).min(0x10FFFF))).collect();
+                        ranges.sort_unstable();
+                        let mut apart: Vec<(u32, u32)> = Vec::new();
+                        for (lo, hi) in ranges {
+                            match apart.last_mut() {
+                                Some(l) if lo <= l.1 + 1 => l.1 = l.1.max(hi),
+                                _ => apart.push((lo, hi)),
+                            }
+                        }
+                        r.class(&apart)
+                    }
+                    (2, Some(x), Some(y)) => r.seq(&[x, y]),
+                    (3, Some(x), Some(y)) => r.alt(&[x, y]),
+                    (4, Some(x), _) => r.repeat(x, a, b.map(|b| a + b)),
+                    _ => r.reference(rules[a as usize % 2]),
+                };
+                built.push(e);
+            }
+            let root = *built.last().unwrap();
+            r.rules[0].body = root;
+            r.rules[1].body = built[0];
+            let text = r.write(0);
+            let back = parse(&text).unwrap_or_else(|e| panic!("{text}: {e}"));
+            proptest::prop_assert_eq!(back.write(0), text);
+        }
     }
 
     #[test]

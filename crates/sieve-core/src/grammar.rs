@@ -95,7 +95,7 @@ enum N {
 }
 
 struct Builder<'a> {
-    p: &'a gbnf::Parsed,
+    p: &'a gbnf::Rules,
     /// Per source rule: references to it are compiled inline (see [`plan`]).
     inline: Vec<bool>,
     n: Vec<N>,
@@ -421,7 +421,7 @@ const INLINE_MAX_AUTOMATON: usize = 4000;
 /// Estimated automaton states of `e` (as [`Builder::expr`] compiles it),
 /// with `r(rule, tail)` the cost of a reference; `tail` is true when the
 /// reference continues where `e` does (it ends its rule's body).
-fn cost(p: &gbnf::Parsed, e: u32, tail: bool, r: &mut dyn FnMut(u32, bool) -> usize) -> usize {
+fn cost(p: &gbnf::Rules, e: u32, tail: bool, r: &mut dyn FnMut(u32, bool) -> usize) -> usize {
     match p.expr(e) {
         Expr::Seq { first, end } => {
             let last = (end - first).saturating_sub(1) as usize;
@@ -448,7 +448,7 @@ fn cost(p: &gbnf::Parsed, e: u32, tail: bool, r: &mut dyn FnMut(u32, bool) -> us
 
 /// Calls `f(rule, n)` for each reference in `e`, compiled `n` times when
 /// `e` is compiled `times` times.
-fn copies(p: &gbnf::Parsed, e: u32, times: usize, f: &mut dyn FnMut(u32, usize)) {
+fn copies(p: &gbnf::Rules, e: u32, times: usize, f: &mut dyn FnMut(u32, usize)) {
     match p.expr(e) {
         Expr::Seq { first, end } | Expr::Alt { first, end } => p.kids(first, end).iter().for_each(|&e| copies(p, e, times, f)),
         Expr::Repeat { expr, min, max } => {
@@ -469,7 +469,7 @@ struct Calls {
 }
 
 impl Calls {
-    fn new(p: &gbnf::Parsed) -> Calls {
+    fn new(p: &gbnf::Rules) -> Calls {
         let mut c = Calls { at: vec![0], list: Vec::new() };
         for r in &p.rules {
             copies(p, r.body, 1, &mut |t, n| c.list.push((t, n)));
@@ -496,7 +496,7 @@ type Held = (Vec<(u32, usize)>, Option<usize>);
 /// copies nothing). A copy holds, once each, the
 /// rules reached through tail references (they share one continuation) and
 /// a copy of each rule referenced elsewhere.
-fn plan(p: &gbnf::Parsed, calls: &Calls) -> Vec<bool> {
+fn plan(p: &gbnf::Rules, calls: &Calls) -> Vec<bool> {
     let rules = &p.rules;
     // Components of the call graph, callees first.
     let (comp, ncomp) = components(rules.len(), 0..rules.len(), |q, i| calls.of(q).get(i).map(|c| c.0 as usize));
@@ -595,17 +595,26 @@ impl Grammar {
     /// Compiles GBNF text whose start rule is `root`.
     pub fn new(src: &str, max_states: usize) -> Result<Grammar, CompileError> {
         let parsed = gbnf::parse(src)?;
-        let rules = &parsed.rules;
-        let root = rules
+        let root = parsed
+            .rules
             .iter()
             .position(|r| r.name == "root")
             .ok_or(CompileError::new(CompileErrorKind::NoRoot, "the grammar has no rule named \"root\""))?
             as u32;
-        let inline = plan(&parsed, &Calls::new(&parsed));
+        Self::from_rules(&parsed, root, max_states)
+    }
+
+    /// Compiles rules whose start rule is `root` (every rule defined).
+    pub fn from_rules(parsed: &gbnf::Rules, root: u32, max_states: usize) -> Result<Grammar, CompileError> {
+        if parsed.max_repeat() > gbnf::MAX_REPEAT {
+            return Err(CompileError::new(CompileErrorKind::Limit, format!("repetition bound over {}", gbnf::MAX_REPEAT)));
+        }
+        let rules = &parsed.rules;
+        let inline = plan(parsed, &Calls::new(parsed));
         let mut called = vec![u32::MAX; rules.len()];
         called[root as usize] = 0;
         let mut b = Builder {
-            p: &parsed,
+            p: parsed,
             inline,
             n: Vec::new(),
             targets: Vec::new(),

@@ -16,14 +16,17 @@
 //!   skips a whole subtree at the first rejected byte.
 //! - [`Constraint`] (`constraint.rs`): a compiled, immutable, shareable
 //!   constraint (an `Arc` inside) from a [`ConstraintSource`]: a regex, GBNF,
-//!   choices or "any JSON value". [`ConstraintCache`] keys them by source;
+//!   choices, a JSON Schema ([`json_schema`]) or "any JSON value".
+//!   [`ConstraintCache`] keys them by source;
 //!   [`Limits`] bounds their work; [`Constraint::matches`] checks a whole
 //!   byte string without any vocabulary.
 //!   - Regexes (`regex.rs`): regex-syntax + regex-automata's Thompson NFA,
 //!     walked by our own lazy DFA (states built on demand, never evicted),
 //!     with one cached mask per DFA state.
-//!   - GBNF (`gbnf.rs` parses llama.cpp's format, `grammar.rs` compiles
-//!     it): per-rule byte automata with call edges, small rules inlined
+//!   - Grammars (`gbnf.rs` holds rules as expression trees and reads and
+//!     writes llama.cpp's GBNF; `grammar.rs` compiles them; the JSON Schema
+//!     translator builds the trees directly): per-rule byte automata with
+//!     call edges, small rules inlined
 //!     (right-linear recursion, such as an automaton written as rules,
 //!     becomes loops), parsed by a byte-level Earley parser (left recursion,
 //!     ambiguity and empty rules work).
@@ -49,8 +52,9 @@
 //!
 //! # GBNF
 //!
-//! The grammar interface of the other front ends (the JSON Schema compiler
-//! emits GBNF). Rules `name ::= ...` (start rule `root`), `|`, `( )`,
+//! The grammar format (the JSON Schema translator's grammars can be written
+//! in it: [`json_schema::SchemaGrammar::gbnf`]). Rules `name ::= ...` (start
+//! rule `root`), `|`, `( )`,
 //! `*` `+` `?` `{m}` `{m,}` `{m,n}`, string literals and character classes
 //! (ranges, `[^...]`) with the escapes `\n \r \t \\ \" \xHH \uHHHH
 //! \UHHHHHHHH`, `.`, `#` comments, newlines inside parentheses and after

@@ -4,8 +4,10 @@
 //! For every schema that compiles in strict mode, each instance is written
 //! as compact JSON and in the `", "`/`": "` spelling. Accepting an invalid
 //! instance fails the test; valid instances rejected (spellings the grammar
-//! leaves out) are counted against a baseline that may only go down. Run with
-//! `--nocapture` for the per-keyword table of schemas that compile.
+//! leaves out) are counted against a baseline that may only go down. The
+//! grammar written as GBNF text and compiled again must accept exactly the
+//! same. Run with `--nocapture` for the per-keyword table of schemas that
+//! compile.
 
 // The same tests run compiled to wasm32 in headless Chromium (wasm-pack test, scripts/test.sh).
 #[cfg(target_family = "wasm")]
@@ -15,7 +17,7 @@ wasm_bindgen_test::wasm_bindgen_test_configure!(run_in_browser);
 
 use serde_json::Value;
 use sieve_core::Constraint;
-use sieve_core::json_schema::{JsonSchemaOptions, PropertyOrder, to_gbnf, to_spaced_json};
+use sieve_core::json_schema::{JsonSchemaOptions, PropertyOrder, to_grammar, to_spaced_json};
 use include_dir::{Dir, include_dir};
 use std::collections::BTreeMap;
 
@@ -59,11 +61,12 @@ fn run_dir(
             }
             let t = tally.entry(label.clone()).or_default();
             t.schemas += 1;
-            let Ok(g) = to_gbnf(&schema, options) else { continue };
-            let c = match Constraint::gbnf(&g.gbnf) {
-                Ok(c) => c,
-                Err(e) => {
-                    failures.push(format!("{label}: {}: generated GBNF does not compile: {e}", group["description"]));
+            let Ok(g) = to_grammar(&schema, options) else { continue };
+            let (c, written) = match (Constraint::from_grammar(&g, &Default::default()), Constraint::gbnf(&g.gbnf())) {
+                (Ok(c), Ok(written)) => (c, written),
+                (c, text) => {
+                    let e = c.err().or(text.err());
+                    failures.push(format!("{label}: {}: the grammar or its GBNF text does not compile: {e:?}", group["description"]));
                     continue;
                 }
             };
@@ -74,6 +77,9 @@ fn run_dir(
                     t.cases += 1;
                     let accepted = c.matches(text.as_bytes()).unwrap_or(false);
                     let what = format!("{label}: {} / {}: {text}", group["description"], case["description"]);
+                    if written.matches(text.as_bytes()).unwrap_or(false) != accepted {
+                        failures.push(format!("{what}: its GBNF text decides otherwise"));
+                    }
                     if accepted && !valid {
                         failures.push(what);
                     } else if !accepted && valid {

@@ -255,13 +255,27 @@ fn cache_shares_compiled_constraints() {
     assert!(cache.cached(&regex).is_none());
     let a = cache.get(&regex).unwrap();
     let b = cache.get(&regex).unwrap();
-    assert!(std::ptr::eq(a.source(), b.source()));
-    assert!(std::ptr::eq(a.source(), cache.cached(&regex).unwrap().source()));
+    assert!(std::ptr::eq(a.source().unwrap(), b.source().unwrap()));
+    assert!(std::ptr::eq(a.source().unwrap(), cache.cached(&regex).unwrap().source().unwrap()));
     cache.get(&ConstraintSource::AnyJson).unwrap();
     cache.get(&ConstraintSource::Choices(vec!["x".into()])).unwrap();
     assert_eq!(cache.len(), 2);
     // The oldest went first.
     assert!(cache.cached(&regex).is_none());
+}
+
+#[test]
+fn json_schema_sources_compile_with_their_warnings() {
+    use sieve_core::json_schema::{JsonSchemaOptions, Mode};
+    let schema = r#"{"type": "array", "items": {"type": "integer"}, "uniqueItems": true}"#;
+    let lenient = JsonSchemaOptions { mode: Mode::Lenient, ..Default::default() };
+    let c = Constraint::compile(&ConstraintSource::JsonSchema(schema.into(), lenient), &Limits::default()).unwrap();
+    assert_eq!(c.warnings().iter().map(|w| w.keyword.as_str()).collect::<Vec<_>>(), ["uniqueItems"]);
+    assert!(c.matches(b"[1, 2]").unwrap() && !c.matches(b"[1, \"a\"]").unwrap());
+    let strict = ConstraintSource::JsonSchema(schema.into(), JsonSchemaOptions::default());
+    assert_eq!(Constraint::compile(&strict, &Limits::default()).unwrap_err().kind, CompileErrorKind::Unsupported);
+    let not_json = ConstraintSource::JsonSchema("{".into(), JsonSchemaOptions::default());
+    assert_eq!(Constraint::compile(&not_json, &Limits::default()).unwrap_err().kind, CompileErrorKind::Schema);
 }
 
 #[test]

@@ -5,7 +5,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use serde_json::json;
-use sieve_core::{ConstraintCache, Limits, Matcher};
+use sieve_core::{Constraint, ConstraintCache, Limits, Matcher};
 use sieve_model::decode::{Deferred, Delta, GenerateConfig, Picker, StopReason, TokenConstraint, Unconstrained, generate_streaming};
 use sieve_model::sampling::Sampling;
 use sieve_model::tokenizer::chat_prompt;
@@ -116,9 +116,13 @@ async fn run(loaded: &Loaded, request: &Request, on_delta: Option<&js_sys::Funct
     let mut constraint: Box<dyn TokenConstraint> = match planned.output {
         Output::Text => Box::new(Unconstrained::new(loaded.model.config().vocab)),
         Output::Ready(c) => Box::new(Matcher::new(&c, &loaded.vocab)),
-        Output::Compile(source) => Box::new(Deferred::new(Box::new(move || {
+        Output::Compile(source, grammar) => Box::new(Deferred::new(Box::new(move || {
             let t0 = now_ms();
-            let c = loaded.constraints.get(&source).map_err(|e| ModelError::Constraint(format!("response_format: {e}")))?;
+            let compiled = match &grammar {
+                Some(g) => loaded.constraints.get_with(&source, |limits| Constraint::from_grammar(g, limits)),
+                None => loaded.constraints.get(&source),
+            };
+            let c = compiled.map_err(|e| ModelError::Constraint(format!("response_format: {e}")))?;
             compile_ms.set(compile_ms.get() + now_ms() - t0);
             Ok(Box::new(Matcher::new(&c, &loaded.vocab)) as Box<dyn TokenConstraint>)
         }))),

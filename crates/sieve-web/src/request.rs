@@ -3,7 +3,7 @@
 
 use serde::Deserialize;
 use serde_json::Value;
-use sieve_core::json_schema::{JsonSchemaOptions, Mode, Whitespace};
+use sieve_core::json_schema::{JsonSchemaOptions, Mode, SchemaGrammar, Whitespace};
 use sieve_core::{Constraint, ConstraintCache, ConstraintSource};
 
 /// One chat message.
@@ -63,8 +63,9 @@ pub enum Output {
     Text,
     /// Compiled by an earlier request.
     Ready(Constraint),
-    /// New: compiled while the prompt prefills.
-    Compile(ConstraintSource),
+    /// New: compiled while the prompt prefills (a JSON Schema from its
+    /// translation, made while planning).
+    Compile(ConstraintSource, Option<SchemaGrammar>),
 }
 
 /// The output constraint and the keywords it leaves out (lenient schemas only).
@@ -74,32 +75,36 @@ pub struct Planned {
 }
 
 impl Request {
-    /// Translates `response_format` into a constraint source and looks it up in `cache`. Schemas
-    /// are translated here, so a bad one fails before any GPU work; they become compact JSON (no
-    /// whitespace between tokens), which a small model cannot pad with endless spaces.
+    /// Translates `response_format` into a constraint source and looks it up in `cache`. A new
+    /// schema is translated here, so a bad one fails before any GPU work; schemas become compact
+    /// JSON (no whitespace between tokens), which a small model cannot pad with endless spaces.
     pub fn plan(&self, cache: &ConstraintCache) -> Result<Planned, String> {
-        let mut warnings = Vec::new();
-        let source = match &self.response_format {
-            None | Some(ResponseFormat::Text) => return Ok(Planned { output: Output::Text, warnings }),
-            Some(ResponseFormat::JsonObject) => ConstraintSource::AnyJson,
-            Some(ResponseFormat::Regex { pattern }) => ConstraintSource::Regex(pattern.clone()),
-            Some(ResponseFormat::Grammar { grammar }) => ConstraintSource::Gbnf(grammar.clone()),
+        let (source, options) = match &self.response_format {
+            None | Some(ResponseFormat::Text) => return Ok(Planned { output: Output::Text, warnings: Vec::new() }),
+            Some(ResponseFormat::JsonObject) => (ConstraintSource::AnyJson, None),
+            Some(ResponseFormat::Regex { pattern }) => (ConstraintSource::Regex(pattern.clone()), None),
+            Some(ResponseFormat::Grammar { grammar }) => (ConstraintSource::Gbnf(grammar.clone()), None),
             Some(ResponseFormat::JsonSchema { json_schema }) => {
                 let options = JsonSchemaOptions {
                     whitespace: Whitespace::Compact,
                     mode: if json_schema.strict == Some(false) { Mode::Lenient } else { Mode::Strict },
                     ..JsonSchemaOptions::default()
                 };
-                let g = sieve_core::json_schema::to_gbnf(&json_schema.schema, &options)
-                    .map_err(|e| format!("response_format.json_schema: {e}"))?;
-                warnings = g.warnings.iter().map(ToString::to_string).collect();
-                ConstraintSource::Gbnf(g.gbnf)
+                (ConstraintSource::JsonSchema(json_schema.schema.to_string(), options), Some(options))
             }
         };
-        let output = match cache.cached(&source) {
-            Some(constraint) => Output::Ready(constraint),
-            None => Output::Compile(source),
+        if let Some(constraint) = cache.cached(&source) {
+            let warnings = constraint.warnings().iter().map(ToString::to_string).collect();
+            return Ok(Planned { output: Output::Ready(constraint), warnings });
+        }
+        let grammar = match (&self.response_format, options) {
+            (Some(ResponseFormat::JsonSchema { json_schema }), Some(options)) => Some(
+                sieve_core::json_schema::to_grammar(&json_schema.schema, &options)
+                    .map_err(|e| format!("response_format.json_schema: {e}"))?,
+            ),
+            _ => None,
         };
-        Ok(Planned { output, warnings })
+        let warnings = grammar.iter().flat_map(|g| g.warnings.iter().map(ToString::to_string)).collect();
+        Ok(Planned { output: Output::Compile(source, grammar), warnings })
     }
 }

@@ -2,7 +2,7 @@
 //! fragment per JSON type.
 
 use super::format;
-use super::gbnf::{self, Encoding, Rules};
+use super::gbnf::{self, Encoding, Ex, Writer};
 use super::number::{self, Bound, Dec};
 use super::dfa::{Dfa, TooLarge};
 use super::regex::{self, Re};
@@ -14,11 +14,8 @@ use crate::hash::{FastMap, TextMap};
 use std::rc::Rc;
 
 type Res<T> = Result<T, SchemaError>;
-/// A GBNF expression, `None` when no value matches.
-type Expr = Option<String>;
-
-/// A GBNF expression that matches nothing.
-const NEVER: &str = "[^\\u0000-\\U0010FFFF]";
+/// A grammar expression, `None` when no value matches.
+type Expr = Option<Ex>;
 /// Internal keyword: strings a `not` excluded (checked like `enum`'s complement).
 const NOT_STRINGS: &str = "x-sieve-not-strings";
 /// Internal keyword: patterns a string must not match (from `not`).
@@ -68,29 +65,29 @@ fn child(ptr: &str, key: &str) -> String {
 pub struct Compiler<'a> {
     root: &'a Value,
     opts: &'a JsonSchemaOptions,
-    rules: Rules,
+    rules: Writer,
     warnings: Vec<Warning>,
     refs: TextMap<String, Expr>,
     legacy: bool,
     /// Draft 4 or older: `id` (not `$id`) names subschemas.
     draft04: bool,
     depth: usize,
-    ws: String,
-    chr: String,
+    ws: Ex,
+    chr: Ex,
     /// Two hex digits, the end of every `\u` escape.
-    hex2: String,
+    hex2: Ex,
     /// [`Compiler::chr`] with its `\u` escapes called rather than inlined,
     /// for blocks of a long string (see [`Compiler::repeat`]); made when
     /// first needed.
-    lean_chr: Option<String>,
-    any: Option<String>,
+    lean_chr: Option<Ex>,
+    any: Option<Ex>,
     negations: usize,
-    opaque_of: TextMap<String, String>,
+    opaque_of: FastMap<Ex, Ex>,
     order_states: usize,
     /// The member sets written in any order, by the object's members,
     /// extras and counts: an identical object (a definition met again)
     /// reuses them.
-    member_sets: TextMap<MemberKey, Option<String>>,
+    member_sets: TextMap<MemberKey, Option<Ex>>,
     /// Translated maps by [`leaf_key`] (see [`Compiler::once`]).
     leaves: TextMap<String, Expr>,
     /// [`Compiler::number`]'s expressions by their bounds.
@@ -106,22 +103,40 @@ impl<'a> Compiler<'a> {
         let dialect = root.get("$schema").and_then(Value::as_str).unwrap_or("");
         let draft04 = ["draft-03", "draft-04"].iter().any(|d| dialect.contains(d));
         let legacy = draft04 || ["draft-06", "draft-07"].iter().any(|d| dialect.contains(d));
+        // Whitespace, and the pieces of every string character.
+        let mut rules = Writer::default();
+        let blank = rules.ranges(&[(0x09, 0x0A), (0x0D, 0x0D), (0x20, 0x20)]);
+        let ws_body = match opts.whitespace {
+            Whitespace::Any => rules.repeat(blank, 0, None),
+            Whitespace::Compact => rules.empty(),
+            Whitespace::Bounded(n) => rules.repeat(blank, 0, Some(n)),
+        };
+        let ws = rules.add("ws", ws_body);
+        let hex = rules.ranges(gbnf::HEX);
+        let hex2 = rules.repeat(hex, 2, Some(2));
+        let hex2 = rules.add("hex", hex2);
+        let unicode_escape = gbnf::json_unicode_escape(&mut rules, hex2);
+        let chr = gbnf::json_char_any(&mut rules, unicode_escape);
+        let chr = rules.add("char", chr);
+        let esc = gbnf::json_escape(&mut rules);
+        let esc = rules.add("escape", esc);
+        rules.set_escape(esc);
         Compiler {
             root,
             opts,
-            rules: Rules::default(),
+            rules,
             warnings: Vec::new(),
             refs: TextMap::default(),
             legacy,
             draft04,
             depth: 0,
-            ws: String::new(),
-            chr: String::new(),
-            hex2: String::new(),
+            ws,
+            chr,
+            hex2,
             lean_chr: None,
             any: None,
             negations: 0,
-            opaque_of: TextMap::default(),
+            opaque_of: FastMap::default(),
             order_states: 0,
             member_sets: TextMap::default(),
             leaves: TextMap::default(),
@@ -132,20 +147,10 @@ impl<'a> Compiler<'a> {
 
     /// Translate the whole schema.
     pub fn run(mut self) -> Res<SchemaGrammar> {
-        let ws_body = match self.opts.whitespace {
-            Whitespace::Any => "[ \\t\\n\\r]*".to_string(),
-            Whitespace::Compact => "\"\"".to_string(),
-            Whitespace::Bounded(n) => format!("[ \\t\\n\\r]{{0,{n}}}"),
-        };
-        self.ws = self.rules.add("ws", ws_body);
-        self.hex2 = self.rules.add("hex", "[0-9a-fA-F]{2}".to_string());
-        let unicode_escape = format!("({})", gbnf::json_unicode_escape_body(&self.hex2));
-        self.chr = self.rules.add("char", gbnf::json_char_body(&unicode_escape));
-        let esc = self.rules.add("escape", r#""\\" (["\\/bfnrt] | "u00" [01] [0-9a-fA-F])"#.to_string());
-        self.rules.set_escape(esc);
         let root = self.schema(self.root, "")?.ok_or_else(|| err("", "", SchemaErrorKind::Unsatisfiable))?;
-        let root = format!("{ws} {root} {ws}", ws = self.ws);
-        Ok(SchemaGrammar { gbnf: self.rules.finish(&root), warnings: self.warnings })
+        let root = self.rules.seq(&[self.ws, root, self.ws]);
+        let (rules, root) = self.rules.finish(root);
+        Ok(SchemaGrammar { rules, root, warnings: self.warnings })
     }
 
     /// `regex::parse_pattern`, once per pattern text.
@@ -189,32 +194,39 @@ impl<'a> Compiler<'a> {
         }
     }
 
-    fn add(&mut self, hint: &str, body: String) -> Res<String> {
+    /// Fails once the grammar outgrows [`super::Limits::max_grammar_bytes`].
+    fn check_size(&self) -> Res<()> {
         if self.rules.size() > self.opts.limits.max_grammar_bytes {
             return Err(err("", "", SchemaErrorKind::Limit("max_grammar_bytes")));
         }
+        Ok(())
+    }
+
+    fn add(&mut self, hint: &str, body: Ex) -> Res<Ex> {
+        self.check_size()?;
         Ok(self.rules.add(hint, body))
     }
 
     /// A rule the grammar compiler keeps out of line: a dead left-recursive
     /// alternative makes it recursive, so it is called rather than copied
     /// into every caller (the alternative itself matches nothing).
-    fn opaque(&mut self, hint: &str, body: String) -> Res<String> {
-        if self.rules.size() > self.opts.limits.max_grammar_bytes {
-            return Err(err("", "", SchemaErrorKind::Limit("max_grammar_bytes")));
-        }
+    fn opaque(&mut self, hint: &str, body: Ex) -> Res<Ex> {
+        self.check_size()?;
         let name = self.rules.reserve(hint);
-        self.rules.define(&name, format!("{body} | {name} {NEVER}"));
+        let never = self.rules.never();
+        let dead = self.rules.seq(&[name, never]);
+        let body = self.rules.alt(&[body, dead]);
+        self.rules.define(name, body);
         Ok(name)
     }
 
     /// [`Compiler::opaque`] for a rule reference, once per referenced rule.
-    fn opaque_once(&mut self, rule: &str) -> Res<String> {
-        if let Some(n) = self.opaque_of.get(rule) {
-            return Ok(n.clone());
+    fn opaque_once(&mut self, rule: Ex) -> Res<Ex> {
+        if let Some(&n) = self.opaque_of.get(&rule) {
+            return Ok(n);
         }
-        let n = self.opaque("tail", rule.to_string())?;
-        self.opaque_of.insert(rule.to_string(), n.clone());
+        let n = self.opaque("tail", rule)?;
+        self.opaque_of.insert(rule, n);
         Ok(n)
     }
 
@@ -249,19 +261,20 @@ impl<'a> Compiler<'a> {
         {
             let key = format!("not {r}");
             if let Some(name) = self.refs.get(&key) {
-                return Ok(name.clone());
+                return Ok(*name);
             }
             let name = self.rules.reserve(&format!("not-{}", r.rsplit('/').next().unwrap_or("ref")));
-            self.refs.insert(key.clone(), Some(name.clone()));
+            self.refs.insert(key.clone(), Some(name));
             let mut only = Map::new();
             only.insert("not".into(), Value::Object(n.clone()));
             return Ok(match self.compile_map(only, ptr)? {
                 Some(body) => {
-                    self.rules.define(&name, body);
+                    self.rules.define(name, body);
                     Some(name)
                 }
                 None => {
-                    self.rules.define(&name, NEVER.to_string());
+                    let never = self.rules.never();
+                    self.rules.define(name, never);
                     self.refs.insert(key, None);
                     None
                 }
@@ -286,21 +299,22 @@ impl<'a> Compiler<'a> {
     /// A rule for a referenced schema (recursion becomes a recursive rule).
     fn ref_rule(&mut self, r: &str, ptr: &str) -> Res<Expr> {
         if let Some(name) = self.refs.get(r) {
-            return Ok(name.clone());
+            return Ok(*name);
         }
         let target = self.resolve(r, ptr)?;
         let name = self.rules.reserve(r.rsplit('/').next().unwrap_or("ref"));
-        self.refs.insert(r.to_string(), Some(name.clone()));
+        self.refs.insert(r.to_string(), Some(name));
         let target_ptr = r.trim_start_matches('#').to_string();
         match self.schema(target, &target_ptr)? {
             Some(body) => {
-                self.rules.define(&name, body);
+                self.rules.define(name, body);
                 Ok(Some(name))
             }
             None => {
                 // No value matches: later references say so; the reserved
-                // rule (named by recursive ones) must still parse.
-                self.rules.define(&name, NEVER.to_string());
+                // rule (named by recursive ones) matches nothing.
+                let never = self.rules.never();
+                self.rules.define(name, never);
                 self.refs.insert(r.to_string(), None);
                 Ok(None)
             }
@@ -615,7 +629,7 @@ impl<'a> Compiler<'a> {
     /// [`leaf_key`] before.
     fn once(&mut self, key: Option<String>, translate: impl FnOnce(&mut Self) -> Res<Expr>) -> Res<Expr> {
         if let Some(e) = key.as_ref().and_then(|k| self.leaves.get(k)) {
-            return Ok(e.clone());
+            return Ok(*e);
         }
         let warned = self.warnings.len();
         let e = translate(self)?;
@@ -624,7 +638,7 @@ impl<'a> Compiler<'a> {
         if let Some(k) = key
             && self.warnings.len() == warned
         {
-            self.leaves.insert(k, e.clone());
+            self.leaves.insert(k, e);
         }
         Ok(e)
     }
@@ -648,7 +662,12 @@ impl<'a> Compiler<'a> {
                 }
             }
         }
-        Ok(if alts.is_empty() { None } else { Some(self.add("enum", alts.join(" | "))?) })
+        Ok(if alts.is_empty() {
+            None
+        } else {
+            let body = self.rules.alt(&alts);
+            Some(self.add("enum", body)?)
+        })
     }
 
     /// Errors (strict) or warns (lenient) on the keywords not translated.
@@ -672,8 +691,11 @@ impl<'a> Compiler<'a> {
         let has_number = types.iter().any(|t| t == "number");
         for t in &types {
             let e = match t.as_str() {
-                "null" => Some("\"null\"".to_string()),
-                "boolean" => Some("(\"true\" | \"false\")".to_string()),
+                "null" => Some(self.rules.lit("null")),
+                "boolean" => {
+                    let b = [self.rules.lit("true"), self.rules.lit("false")];
+                    Some(self.rules.alt(&b))
+                }
                 "number" => self.number(m, false, ptr)?,
                 "integer" if !has_number => self.number(m, true, ptr)?,
                 "integer" => None,
@@ -688,8 +710,10 @@ impl<'a> Compiler<'a> {
         }
         Ok(match alts.len() {
             0 => None,
-            1 => Some(self.add("v", alts.remove(0))?),
-            _ => Some(self.add("v", alts.join(" | "))?),
+            _ => {
+                let body = self.rules.alt(&alts);
+                Some(self.add("v", body)?)
+            }
         })
     }
 
@@ -782,7 +806,12 @@ impl<'a> Compiler<'a> {
                     alts.push(e);
                 }
         }
-        Ok(if alts.is_empty() { None } else { Some(self.add(kw, alts.join(" | "))?) })
+        Ok(if alts.is_empty() {
+            None
+        } else {
+            let body = self.rules.alt(&alts);
+            Some(self.add(kw, body)?)
+        })
     }
 
     /// Whether `branch` lists values (`enum`/`const`, with nothing but
@@ -900,57 +929,97 @@ impl<'a> Compiler<'a> {
     }
 
     /// Any JSON value.
-    fn any_value(&mut self) -> Res<String> {
-        if let Some(a) = &self.any {
-            return Ok(a.clone());
+    fn any_value(&mut self) -> Res<Ex> {
+        if let Some(a) = self.any {
+            return Ok(a);
         }
         let name = self.rules.reserve("value");
-        self.any = Some(name.clone());
-        let ws = self.ws.clone();
-        let string = self.add("string", format!("\"\\\"\" {}* \"\\\"\"", self.chr))?;
+        self.any = Some(name);
+        let (ws, r) = (self.ws, &mut self.rules);
+        let quote = r.lit("\"");
+        let chars = r.repeat(self.chr, 0, None);
+        let string = r.seq(&[quote, chars, quote]);
+        let string = self.add("string", string)?;
         let num = self.number_re(&number::range(None, None, false))?;
-        let array = self.add("array", format!("\"[\" {ws} ({name} ({ws} \",\" {ws} {name})*)? {ws} \"]\""))?;
-        let member = format!("{string} {ws} \":\" {ws} {name}");
-        let object = self.add("object", format!("\"{{\" {ws} ({member} ({ws} \",\" {ws} {member})*)? {ws} \"}}\""))?;
-        self.rules.define(
-            &name,
-            format!("{object} | {array} | {string} | {num} | \"true\" | \"false\" | \"null\""),
-        );
+        let array = self.list("[", name, "]");
+        let array = self.add("array", array)?;
+        let r = &mut self.rules;
+        let colon = r.lit(":");
+        let member = r.seq(&[string, ws, colon, ws, name]);
+        let object = self.list("{", member, "}");
+        let object = self.add("object", object)?;
+        let r = &mut self.rules;
+        let mut alts = vec![object, array, string];
+        alts.extend(num);
+        alts.extend(["true", "false", "null"].map(|l| r.lit(l)));
+        let body = r.alt(&alts);
+        r.define(name, body);
         Ok(name)
     }
 
-    fn number_re(&mut self, re: &Option<Re>) -> Res<String> {
-        match re.as_ref().and_then(|r| gbnf::emit(r, Encoding::Raw, &mut self.rules, "")) {
-            Some(e) => self.add("number", e),
-            None => Ok(String::new()),
+    /// `open` and `close` around any number of `item`s separated by commas.
+    fn list(&mut self, open: &str, item: Ex, close: &str) -> Ex {
+        let (ws, r) = (self.ws, &mut self.rules);
+        let sep = [ws, r.lit(","), ws];
+        let sep = r.seq(&sep);
+        let more = r.seq(&[sep, item]);
+        let more = r.repeat(more, 0, None);
+        let items = r.seq(&[item, more]);
+        let items = r.opt(items);
+        let ends = [r.lit(open), r.lit(close)];
+        r.seq(&[ends[0], ws, items, ws, ends[1]])
+    }
+
+    fn number_re(&mut self, re: &Option<Re>) -> Res<Option<Ex>> {
+        let any = self.chr;
+        match re.as_ref().and_then(|r| gbnf::emit(r, Encoding::Raw, &mut self.rules, any)) {
+            Some(e) => Ok(Some(self.add("number", e)?)),
+            None => Ok(None),
         }
     }
 
-    fn literal_value(&self, v: &Value) -> String {
-        let ws = &self.ws;
+    /// The JSON value `v` in every spelling of it.
+    fn literal_value(&mut self, v: &Value) -> Ex {
+        let ws = self.ws;
         match v {
             Value::Array(items) => {
-                let inner: Vec<String> = items.iter().map(|x| self.literal_value(x)).collect();
-                if inner.is_empty() {
-                    format!("\"[\" {ws} \"]\"")
-                } else {
-                    format!("\"[\" {ws} {} {ws} \"]\"", inner.join(&format!(" {ws} \",\" {ws} ")))
-                }
+                let inner: Vec<Ex> = items.iter().map(|x| self.literal_value(x)).collect();
+                self.literal_list("[", &inner, "]")
             }
             Value::Object(o) => {
-                let inner: Vec<String> = o
+                let inner: Vec<Ex> = o
                     .iter()
-                    .map(|(k, x)| format!("{} {ws} \":\" {ws} {}", gbnf::literal(&json_text(&Value::String(k.clone()))), self.literal_value(x)))
+                    .map(|(k, x)| {
+                        let key = self.rules.lit(&json_text(&Value::String(k.clone())));
+                        let value = self.literal_value(x);
+                        let colon = self.rules.lit(":");
+                        self.rules.seq(&[key, ws, colon, ws, value])
+                    })
                     .collect();
-                if inner.is_empty() {
-                    format!("\"{{\" {ws} \"}}\"")
-                } else {
-                    format!("\"{{\" {ws} {} {ws} \"}}\"", inner.join(&format!(" {ws} \",\" {ws} ")))
-                }
+                self.literal_list("{", &inner, "}")
             }
-            Value::Number(n) => number_literal(n),
-            other => gbnf::literal(&json_text(other)),
+            Value::Number(n) => number_literal(&mut self.rules, n),
+            other => self.rules.lit(&json_text(other)),
         }
+    }
+
+    /// `open` and `close` around `items` separated by commas.
+    fn literal_list(&mut self, open: &str, items: &[Ex], close: &str) -> Ex {
+        let (ws, r) = (self.ws, &mut self.rules);
+        let (open, close) = (r.lit(open), r.lit(close));
+        let mut parts = vec![open, ws];
+        if !items.is_empty() {
+            let comma = r.lit(",");
+            for (i, &it) in items.iter().enumerate() {
+                if i > 0 {
+                    parts.extend([ws, comma, ws]);
+                }
+                parts.push(it);
+            }
+            parts.push(ws);
+        }
+        parts.push(close);
+        r.seq(&parts)
     }
 
     fn number(&mut self, m: &Map<String, Value>, integer: bool, ptr: &str) -> Res<Expr> {
@@ -1009,8 +1078,15 @@ impl<'a> Compiler<'a> {
                     integer = true;
                 }
             } else if !integer && mo.int == "0" && mo.frac.trim_end_matches('1').chars().all(|c| c == '0') && mo.frac.ends_with('1') && lo.is_none() && hi.is_none() {
-                let places = mo.frac.len();
-                let body = format!("\"-\"? (\"0\" | [1-9] [0-9]*) (\".\" [0-9]{{1,{places}}} \"0\"*)?");
+                let places = u32::try_from(mo.frac.len()).unwrap_or(u32::MAX);
+                let r = &mut self.rules;
+                let (digit, zero, point) = (r.ranges(&[(0x30, 0x39)]), r.lit("0"), r.lit("."));
+                let places = r.repeat(digit, 1, Some(places));
+                let zeros = r.repeat(zero, 0, None);
+                let frac = r.seq(&[point, places, zeros]);
+                let frac = r.opt(frac);
+                let body = [self.sign(), self.natural(), frac];
+                let body = self.rules.seq(&body);
                 return Ok(Some(self.add("number", body)?));
             } else if !integer {
                 self.unsupported("multipleOf", ptr, "a fractional multipleOf other than a power of ten without bounds")?;
@@ -1019,42 +1095,68 @@ impl<'a> Compiler<'a> {
         // Many maps share bounds (none, most often): build each range once.
         let key = format!("{lo:?} {hi:?} {integer}");
         if let Some(e) = self.ranges.get(&key) {
-            return Ok(e.clone());
+            return Ok(*e);
         }
         let e = match number::range(lo.as_ref(), hi.as_ref(), integer) {
             None => None,
-            Some(r) => Some(self.number_re(&Some(r))?).filter(|s| !s.is_empty()),
+            Some(r) => self.number_re(&Some(r))?,
         };
-        self.ranges.insert(key, e.clone());
+        self.ranges.insert(key, e);
         Ok(e)
     }
 
-    fn multiple_of(&mut self, k: u64) -> Res<String> {
-        let names: Vec<String> = (0..k).map(|_| self.rules.reserve("mod")).collect();
+    fn multiple_of(&mut self, k: u64) -> Res<Ex> {
+        let names: Vec<Ex> = (0..k).map(|_| self.rules.reserve("mod")).collect();
         for r in 0..k {
             let mut alts = Vec::new();
             if r == 0 {
-                alts.push("\"\"".to_string());
+                alts.push(self.rules.empty());
             }
-            let mut by_target: Vec<(u64, Vec<u8>)> = Vec::new();
-            for d in 0..10u8 {
+            let mut by_target: Vec<(u64, Vec<(u32, u32)>)> = Vec::new();
+            for d in 0..10u32 {
                 let t = (r * 10 + u64::from(d)) % k;
+                let c = 0x30 + d;
                 match by_target.iter_mut().find(|x| x.0 == t) {
-                    Some(x) => x.1.push(d),
-                    None => by_target.push((t, vec![d])),
+                    Some(x) => x.1.push((c, c)),
+                    None => by_target.push((t, vec![(c, c)])),
                 }
             }
             for (t, ds) in by_target {
-                let cls: String = ds.iter().map(|d| char::from(b'0' + d)).collect();
-                alts.push(format!("[{cls}] {}", names[t as usize]));
+                let digits = self.rules.ranges(&regex::CharSet::from_ranges(ds).0);
+                alts.push(self.rules.seq(&[digits, names[t as usize]]));
             }
-            self.rules.define(&names[r as usize], alts.join(" | "));
+            let body = self.rules.alt(&alts);
+            self.rules.define(names[r as usize], body);
         }
-        let mut firsts = Vec::new();
+        let mut firsts = vec![self.rules.lit("0")];
         for d in 1..10u8 {
-            firsts.push(format!("\"{d}\" {}", names[(u64::from(d) % k) as usize]));
+            let digit = self.rules.lit(&d.to_string());
+            firsts.push(self.rules.seq(&[digit, names[(u64::from(d) % k) as usize]]));
         }
-        self.add("multiple", format!("\"-\"? (\"0\" | {}) (\".\" \"0\"+)?", firsts.join(" | ")))
+        let r = &mut self.rules;
+        let int = r.alt(&firsts);
+        let (point, zero) = (r.lit("."), r.lit("0"));
+        let zeros = r.repeat(zero, 1, None);
+        let frac = r.seq(&[point, zeros]);
+        let frac = r.opt(frac);
+        let body = [self.sign(), int, frac];
+        let body = self.rules.seq(&body);
+        self.add("multiple", body)
+    }
+
+    /// An optional minus sign.
+    fn sign(&mut self) -> Ex {
+        let minus = self.rules.lit("-");
+        self.rules.opt(minus)
+    }
+
+    /// The digits of a natural number: `0`, or no leading zero.
+    fn natural(&mut self) -> Ex {
+        let r = &mut self.rules;
+        let (zero, lead, digit) = (r.lit("0"), r.ranges(&[(0x31, 0x39)]), r.ranges(&[(0x30, 0x39)]));
+        let digits = r.repeat(digit, 0, None);
+        let more = r.seq(&[lead, digits]);
+        r.alt(&[zero, more])
     }
 
     fn string(&mut self, m: &Map<String, Value>, ptr: &str) -> Res<Expr> {
@@ -1098,9 +1200,9 @@ impl<'a> Compiler<'a> {
             banned.push(Re::Alt(excluded.iter().map(|x| literal_re(x)).collect()));
         }
         if res.is_empty() && banned.is_empty() {
-            let chr = self.chr.clone();
-            let body = self.repeat(&chr, min_len, max_len)?;
-            return Ok(Some(self.add("string", format!("\"\\\"\" {body} \"\\\"\""))?));
+            let body = self.repeat(self.chr, min_len, max_len)?;
+            let body = self.quoted(body);
+            return Ok(Some(self.add("string", body)?));
         }
         if res.len() == 1 && banned.is_empty()
             && let Some(re) = with_length(res[0].0.clone(), min_len, max_len) {
@@ -1126,7 +1228,10 @@ impl<'a> Compiler<'a> {
         let built = Dfa::tagged(&exprs, max_states)
             .and_then(|d| d.emit(&|t| t & all == all && t & forbid == 0, min_len, max_len, &mut self.rules, max_states));
         match built {
-            Ok(Some(body)) => Ok(Some(self.add("string", format!("\"\\\"\" {body} \"\\\"\""))?)),
+            Ok(Some(body)) => {
+                let body = self.quoted(body);
+                Ok(Some(self.add("string", body)?))
+            }
             Ok(None) => Ok(None),
             Err(TooLarge) => {
                 let kw = res.first().map_or("not", |r| r.1);
@@ -1139,9 +1244,15 @@ impl<'a> Compiler<'a> {
         }
     }
 
-    /// `unit{min,max}` for an atom `unit`; bounds above the engine's 1000 are
-    /// split into blocks of 1000 (each count has one split).
-    fn repeat(&mut self, unit: &str, min: u64, max: Option<u64>) -> Res<String> {
+    /// `body` between the quotes of a JSON string.
+    fn quoted(&mut self, body: Ex) -> Ex {
+        let quote = self.rules.lit("\"");
+        self.rules.seq(&[quote, body, quote])
+    }
+
+    /// `unit{min,max}`; bounds above the grammar compiler's 1000 are split
+    /// into blocks of 1000 (each count has one split).
+    fn repeat(&mut self, unit: Ex, min: u64, max: Option<u64>) -> Res<Ex> {
         const B: u64 = 1000;
         let blocks = min > B || max.is_some_and(|m| m > B);
         // Blocks copy their unit thousands of times, at every count they may
@@ -1149,65 +1260,62 @@ impl<'a> Compiler<'a> {
         // dozen states each copy) in one rule called from every copy. Short
         // escapes (`\n`, `\"`) stay inline, where the masks after their
         // backslash are cheap.
-        let lean;
-        let unit = if blocks && unit == self.chr {
-            lean = self.lean_chr()?;
-            &lean
-        } else {
-            unit
-        };
-        let small = |lo: u64, hi: Option<u64>| match (lo, hi) {
-            (_, Some(0)) => "\"\"".to_string(),
-            (0, None) => format!("{unit}*"),
-            (1, None) => format!("{unit}+"),
-            (0, Some(1)) => format!("{unit}?"),
-            (l, None) => format!("{unit}{{{l},}}"),
-            (l, Some(h)) if l == h => format!("{unit}{{{l}}}"),
-            (l, Some(h)) => format!("{unit}{{{l},{h}}}"),
+        let unit = if blocks && unit == self.chr { self.lean_chr()? } else { unit };
+        // Counts below a block fit a u32.
+        let small = |r: &mut Writer, lo: u64, hi: Option<u64>| match hi {
+            Some(0) => r.empty(),
+            _ => r.repeat(unit, lo as u32, hi.map(|h| h as u32)),
         };
         if !blocks {
-            return Ok(small(min, max));
+            return Ok(small(&mut self.rules, min, max));
         }
-        let block = self.add("block", format!("{unit}{{{B}}}"))?;
-        let head = if min == 0 {
-            String::new()
-        } else {
-            let q = self.repeat(&block, min / B, Some(min / B))?;
-            format!("{q} {}", small(min % B, Some(min % B)))
-        };
-        let tail = match max {
-            None => format!("{unit}*"),
+        let block = self.rules.repeat(unit, B as u32, Some(B as u32));
+        let block = self.add("block", block)?;
+        let mut parts = Vec::new();
+        if min > 0 {
+            parts.push(self.repeat(block, min / B, Some(min / B))?);
+            parts.push(small(&mut self.rules, min % B, Some(min % B)));
+        }
+        match max {
+            None => parts.push(self.rules.repeat(unit, 0, None)),
             Some(m) => {
                 let n = m - min;
                 let (q, r) = (n / B, n % B);
                 if q == 0 {
-                    small(0, Some(r))
+                    parts.push(small(&mut self.rules, 0, Some(r)));
                 } else {
-                    let fewer = self.repeat(&block, 0, Some(q - 1))?;
-                    let full = self.repeat(&block, q, Some(q))?;
-                    format!("({fewer} {} | {full} {})", small(0, Some(B - 1)), small(0, Some(r)))
+                    let fewer = self.repeat(block, 0, Some(q - 1))?;
+                    let full = self.repeat(block, q, Some(q))?;
+                    let fewer = [fewer, small(&mut self.rules, 0, Some(B - 1))];
+                    let full = [full, small(&mut self.rules, 0, Some(r))];
+                    let (fewer, full) = (self.rules.seq(&fewer), self.rules.seq(&full));
+                    parts.push(self.rules.alt(&[fewer, full]));
                 }
             }
-        };
-        Ok(format!("{head} {tail}"))
+        }
+        Ok(self.rules.seq(&parts))
     }
 
     /// See [`Compiler::lean_chr`].
-    fn lean_chr(&mut self) -> Res<String> {
-        if let Some(c) = &self.lean_chr {
-            return Ok(c.clone());
+    fn lean_chr(&mut self) -> Res<Ex> {
+        if let Some(c) = self.lean_chr {
+            return Ok(c);
         }
-        let unicode_escape = self.opaque("unicode", gbnf::json_unicode_escape_body(&self.hex2))?;
-        let c = self.add("char", gbnf::json_char_body(&unicode_escape))?;
-        self.lean_chr = Some(c.clone());
+        let unicode_escape = gbnf::json_unicode_escape(&mut self.rules, self.hex2);
+        let unicode_escape = self.opaque("unicode", unicode_escape)?;
+        let c = gbnf::json_char_any(&mut self.rules, unicode_escape);
+        let c = self.add("char", c)?;
+        self.lean_chr = Some(c);
         Ok(c)
     }
 
     fn string_re(&mut self, re: &Re) -> Res<Expr> {
-        let chr = self.chr.clone();
-        match gbnf::emit(re, Encoding::JsonString, &mut self.rules, &chr) {
-            // Grouped: a top-level alternation stays between the quotes.
-            Some(e) => Ok(Some(self.add("string", format!("\"\\\"\" ({e}) \"\\\"\""))?)),
+        let chr = self.chr;
+        match gbnf::emit(re, Encoding::JsonString, &mut self.rules, chr) {
+            Some(e) => {
+                let body = self.quoted(e);
+                Ok(Some(self.add("string", body)?))
+            }
             None => Ok(None),
         }
     }
@@ -1233,8 +1341,8 @@ impl<'a> Compiler<'a> {
             }
             self.unsupported("uniqueItems", ptr, "uniqueItems on arrays that may hold two or more items of a schema with more than 10 values")?;
         }
-        let ws = self.ws.clone();
-        let sep = format!("{ws} \",\" {ws}");
+        let ws = self.ws;
+        let sep = self.sep();
         let mut pre: Vec<Expr> = Vec::new();
         for (i, p) in prefix.iter().enumerate() {
             if max.is_some_and(|x| i as u64 >= x) {
@@ -1243,6 +1351,7 @@ impl<'a> Compiler<'a> {
             pre.push(self.schema(p, &child(&child(ptr, prefix_kw), &i.to_string()))?);
         }
         let rest_e = self.schema(&rest, &child(ptr, rest_kw))?;
+        let (open, close) = (self.rules.lit("["), self.rules.lit("]"));
         // contains: at least n items matching both the item schema and `contains`.
         if let Some(c) = m.get("contains") {
             let n = count(m, "minContains", ptr)?.unwrap_or(1);
@@ -1251,27 +1360,36 @@ impl<'a> Compiler<'a> {
             } else if n > 0 {
                 let both = keyword("allOf", Value::Array(vec![rest.clone(), c.clone()]));
                 let Some(ce) = self.schema(&both, &child(ptr, "contains"))? else { return Ok(None) };
-                let r = match &rest_e {
-                    Some(r) => r.clone(),
+                let r = match rest_e {
+                    Some(r) => r,
                     None => {
                         if n > 1 {
                             return Ok(None);
                         }
-                        return Ok(Some(self.add("array", format!("\"[\" {ws} {ce} {ws} \"]\""))?));
+                        let body = self.rules.seq(&[open, ws, ce, ws, close]);
+                        return Ok(Some(self.add("array", body)?));
                     }
                 };
-                let more = if n > 1 { format!(" (({sep} {r})* {sep} {ce}){{{}}}", n - 1) } else { String::new() };
-                let body = format!("\"[\" {ws} ({r} {sep})* {ce}{more} ({sep} {r})* {ws} \"]\"");
+                let rules = &mut self.rules;
+                let (item_sep, sep_item) = (rules.seq(&[r, sep]), rules.seq(&[sep, r]));
+                let (before, after) = (rules.repeat(item_sep, 0, None), rules.repeat(sep_item, 0, None));
+                let mut body = vec![open, ws, before, ce];
+                if n > 1 {
+                    let more = rules.seq(&[after, sep, ce]);
+                    let times = u32::try_from(n - 1).unwrap_or(u32::MAX);
+                    body.push(rules.repeat(more, times, Some(times)));
+                }
+                body.extend([after, ws, close]);
+                let body = rules.seq(&body);
                 return Ok(Some(self.add("array", body)?));
             }
         }
         // Elements: prefix positions, then the rest; counts between min and max.
         let k = pre.len() as u64;
-        let mut tail = String::new();
         let rest_min = min.saturating_sub(k);
         let rest_max = max.map(|x| x.saturating_sub(k));
-        let rest_part = match &rest_e {
-            Some(r) if rest_max != Some(0) => Some((r.clone(), rest_min, rest_max)),
+        let rest_part = match rest_e {
+            Some(r) if rest_max != Some(0) => Some((r, rest_min, rest_max)),
             _ => None,
         };
         if (rest_e.is_none() || rest_max == Some(0))
@@ -1279,46 +1397,51 @@ impl<'a> Compiler<'a> {
                 return Ok(None);
             }
         // Build from the end: after position i (0-based count emitted so far).
-        let rep = |lo: u64, hi: Option<u64>| match (lo, hi) {
-            (0, None) => "*".to_string(),
-            (1, None) => "+".to_string(),
-            (0, Some(1)) => "?".to_string(),
-            (l, None) => format!("{{{l},}}"),
-            (l, Some(h)) if l == h => format!("{{{l}}}"),
-            (l, Some(h)) => format!("{{{l},{h}}}"),
-        };
-        if let Some((r, lo, hi)) = &rest_part {
+        let count32 = |x: u64| u32::try_from(x).unwrap_or(u32::MAX);
+        let mut body: Option<Ex> = None;
+        if let Some((r, lo, hi)) = rest_part {
+            let rules = &mut self.rules;
             if k == 0 {
-                // first element has no separator
-                if *hi == Some(0) {
-                } else {
-                    let inner_hi = hi.map(|h| h - 1);
-                    let inner = if inner_hi == Some(0) { String::new() } else { format!(" ({sep} {r}){}", rep(lo.saturating_sub(1), inner_hi)) };
-                    tail = format!("{r}{inner}");
-                    if *lo == 0 {
-                        tail = format!("({tail})?");
-                    }
+                // The first element has no separator.
+                let inner_hi = hi.map(|h| h - 1);
+                let mut tail = vec![r];
+                if inner_hi != Some(0) {
+                    let more = rules.seq(&[sep, r]);
+                    tail.push(rules.repeat(more, count32(lo.saturating_sub(1)), inner_hi.map(count32)));
                 }
+                let tail = rules.seq(&tail);
+                body = Some(if lo == 0 { rules.opt(tail) } else { tail });
             } else {
-                tail = format!("({sep} {r}){}", rep(*lo, *hi));
+                let more = rules.seq(&[sep, r]);
+                body = Some(rules.repeat(more, count32(lo), hi.map(count32)));
             }
         }
-        let mut body = tail;
         for i in (0..pre.len()).rev() {
-            let Some(p) = &pre[i] else {
+            let Some(p) = pre[i] else {
                 // This position cannot be filled: the array ends before it.
                 if (i as u64) < min {
                     return Ok(None);
                 }
-                body = String::new();
+                body = None;
                 continue;
             };
-            let lead = if i == 0 { String::new() } else { format!("{sep} ") };
-            let this = if body.is_empty() { format!("{lead}{p}") } else { format!("{lead}{p} {body}") };
-            body = if (i as u64) >= min { format!("({this})?") } else { this };
+            let rules = &mut self.rules;
+            let mut this = if i == 0 { vec![p] } else { vec![sep, p] };
+            this.extend(body);
+            let this = rules.seq(&this);
+            body = Some(if (i as u64) >= min { rules.opt(this) } else { this });
         }
-        let body = if body.is_empty() { format!("\"[\" {ws} \"]\"") } else { format!("\"[\" {ws} {body} {ws} \"]\"") };
+        let body = match body {
+            Some(b) => self.rules.seq(&[open, ws, b, ws, close]),
+            None => self.rules.seq(&[open, ws, close]),
+        };
         Ok(Some(self.add("array", body)?))
+    }
+
+    /// A comma between whitespace.
+    fn sep(&mut self) -> Ex {
+        let comma = self.rules.lit(",");
+        self.rules.seq(&[self.ws, comma, self.ws])
     }
 
     /// The values of a schema that allows at most 10 (enum, const, booleans,
@@ -1357,51 +1480,59 @@ impl<'a> Compiler<'a> {
     /// Arrays of distinct values from `values` in any order, `min..=max` of
     /// them: one rule per set of values already written.
     fn distinct_items(&mut self, values: &[Value], min: u64, max: Option<u64>) -> Res<Expr> {
-        let lits: Vec<String> = values.iter().map(|v| self.literal_value(v)).collect();
         let mut lit_rules = Vec::new();
-        for l in lits {
+        for v in values {
+            let l = self.literal_value(v);
             lit_rules.push(self.opaque("item", l)?);
         }
-        let mut memo: FastMap<u32, Option<String>> = FastMap::default();
+        let mut memo: FastMap<u32, Option<Ex>> = FastMap::default();
         let Some(body) = self.distinct_from(&lit_rules, 0, min, max, &mut memo)? else { return Ok(None) };
-        let ws = self.ws.clone();
-        let body = if body == "\"\"" { format!("\"[\" {ws} \"]\"") } else { format!("\"[\" {ws} {body} {ws} \"]\"") };
+        let (ws, r) = (self.ws, &mut self.rules);
+        let (open, close) = (r.lit("["), r.lit("]"));
+        let body = if r.is_empty(body) { r.seq(&[open, ws, close]) } else { r.seq(&[open, ws, body, ws, close]) };
         Ok(Some(self.add("array", body)?))
     }
 
     fn distinct_from(
         &mut self,
-        items: &[String],
+        items: &[Ex],
         seen: u32,
         min: u64,
         max: Option<u64>,
-        memo: &mut FastMap<u32, Option<String>>,
-    ) -> Res<Option<String>> {
+        memo: &mut FastMap<u32, Option<Ex>>,
+    ) -> Res<Option<Ex>> {
         if let Some(done) = memo.get(&seen) {
-            return Ok(done.clone());
+            return Ok(*done);
         }
         let cnt = u64::from(seen.count_ones());
-        let lead = if seen == 0 { String::new() } else { format!("{ws} \",\" {ws} ", ws = self.ws) };
+        let sep = self.sep();
         let mut alts = Vec::new();
         if cnt >= min {
-            alts.push("\"\"".to_string());
+            alts.push(self.rules.empty());
         }
         if max.is_none_or(|m| cnt < m) {
-            for (i, it) in items.iter().enumerate() {
+            for (i, &it) in items.iter().enumerate() {
                 if seen >> i & 1 == 1 {
                     continue;
                 }
                 if let Some(next) = self.distinct_from(items, seen | 1 << i, min, max, memo)? {
-                    alts.push(if next == "\"\"" { format!("{lead}{it}") } else { format!("{lead}{it} {next}") });
+                    let mut parts = if seen == 0 { vec![it] } else { vec![sep, it] };
+                    if !self.rules.is_empty(next) {
+                        parts.push(next);
+                    }
+                    alts.push(self.rules.seq(&parts));
                 }
             }
         }
-        let name = match alts.len() {
-            0 => None,
-            1 if alts[0] == "\"\"" => Some(alts.remove(0)),
-            _ => Some(self.opaque("distinct", alts.join(" | "))?),
+        let name = match alts[..] {
+            [] => None,
+            [one] if self.rules.is_empty(one) => Some(one),
+            _ => {
+                let body = self.rules.alt(&alts);
+                Some(self.opaque("distinct", body)?)
+            }
         };
-        memo.insert(seen, name.clone());
+        memo.insert(seen, name);
         Ok(name)
     }
 
@@ -1442,7 +1573,7 @@ impl<'a> Compiler<'a> {
         }
         // Members that may appear, and every declared name (undeclared keys
         // avoid them all, those whose value can never be valid included).
-        let mut entries: Vec<(String, String, bool)> = Vec::new();
+        let mut entries: Vec<(String, Ex, bool)> = Vec::new();
         let mut known: Vec<String> = Vec::new();
         for (name, s, nptr) in names {
             let mut parts = vec![s];
@@ -1469,8 +1600,9 @@ impl<'a> Compiler<'a> {
                 return Ok(None);
             }
             if let Some(e) = e {
-                let key = gbnf::literal(&json_text(&Value::String(name.clone())));
-                entries.push((name.clone(), format!("{key} {ws} \":\" {ws} {e}", ws = self.ws), req));
+                let key = self.rules.lit(&json_text(&Value::String(name.clone())));
+                let colon = self.rules.lit(":");
+                entries.push((name.clone(), self.rules.seq(&[key, self.ws, colon, self.ws, e]), req));
             }
             known.push(name);
         }
@@ -1481,23 +1613,25 @@ impl<'a> Compiler<'a> {
             Some(e) => Some(self.add("member", e)?),
             None => None,
         };
-        let body = self.members(&entries, extra.as_deref(), min_p, max_p)?;
-        let ws = &self.ws;
-        let body = match body {
-            Some(b) => format!("\"{{\" {ws} {b} {ws} \"}}\""),
-            None => return Ok(None),
-        };
+        let Some(body) = self.members(&entries, extra, min_p, max_p)? else { return Ok(None) };
+        let (ws, r) = (self.ws, &mut self.rules);
+        let (open, close) = (r.lit("{"), r.lit("}"));
+        let body = r.seq(&[open, ws, body, ws, close]);
         Ok(Some(self.add("object", body)?))
     }
 
     /// Members in declared order then extras, counting members for
     /// minProperties/maxProperties. Each reachable state (position, first,
     /// count) is a rule.
-    fn members(&mut self, entries: &[(String, String, bool)], extra: Option<&str>, min_p: u64, max_p: Option<u64>) -> Res<Option<String>> {
+    fn members(&mut self, entries: &[(String, Ex, bool)], extra: Option<Ex>, min_p: u64, max_p: Option<u64>) -> Res<Option<Ex>> {
         let lead_extras = match extra {
             Some(x) if min_p == 0 && max_p.is_none() => {
-                let sep = format!("{ws} \",\" {ws}", ws = self.ws);
-                Some(self.add("extras", format!("({x} ({sep} {x})* {sep})?"))?)
+                let sep = self.sep();
+                let more = self.rules.seq(&[sep, x]);
+                let more = self.rules.repeat(more, 0, None);
+                let lead = self.rules.seq(&[x, more, sep]);
+                let lead = self.rules.opt(lead);
+                Some(self.add("extras", lead)?)
             }
             _ => None,
         };
@@ -1509,7 +1643,7 @@ impl<'a> Compiler<'a> {
             cap: max_p.map_or(min_p, |m| m + 1),
             lead_extras,
             sep: None,
-            root: String::new(),
+            root: None,
         };
         if let PropertyOrder::AnyUpTo(n) = self.opts.property_order
             && entries.len() <= usize::from(n.min(16)) && entries.len() > 1
@@ -1517,37 +1651,37 @@ impl<'a> Compiler<'a> {
                 // Counted at every object, shared or not, so that the same
                 // objects take any order as when each is written out.
                 self.order_states += 1 << entries.len();
-                let key = (entries.to_vec(), extra.map(String::from), min_p, max_p);
+                let key = (entries.to_vec(), extra, min_p, max_p);
                 if let Some(done) = self.member_sets.get(&key) {
-                    return Ok(done.clone());
+                    return Ok(*done);
                 }
                 // Each member is a rule kept out of line, called from each
                 // set of members written. The set rules form one right-linear
                 // cycle, which the grammar compiler inlines as one automaton
                 // of 2^n states and n * 2^(n-1) calls, not a rule per set.
-                let mut named: Vec<(String, String, bool)> = Vec::new();
-                for (k, kv, req) in entries {
-                    named.push((k.clone(), self.opaque("key", kv.clone())?, *req));
+                let mut named: Vec<(String, Ex, bool)> = Vec::new();
+                for &(ref k, kv, req) in entries {
+                    named.push((k.clone(), self.opaque("key", kv)?, req));
                 }
                 let lead_extras = match shape.lead_extras {
                     Some(x) => Some(self.opaque("extras", x)?),
                     None => None,
                 };
-                let ws = &self.ws;
-                let sep = match &lead_extras {
-                    Some(x) => format!("{ws} \",\" {ws} {x}"),
-                    None => format!("{ws} \",\" {ws}"),
+                let sep = self.sep();
+                let sep = match lead_extras {
+                    Some(x) => self.rules.seq(&[sep, x]),
+                    None => sep,
                 };
                 let sep = Some(self.opaque("sep", sep)?);
-                let root = self.rules.reserve("set");
+                let root = Some(self.rules.reserve("set"));
                 let shape = MemberShape { entries: &named, lead_extras, sep, root, ..shape };
                 let mut memo = vec![None; 1 << named.len()];
                 self.member_set(&shape, 0, &mut memo, &mut FastMap::default())?;
                 let sets = memo[0].take().flatten();
-                self.member_sets.insert(key, sets.clone());
+                self.member_sets.insert(key, sets);
                 return Ok(sets);
             }
-        let mut memo: FastMap<(usize, bool, u64), Option<String>> = FastMap::default();
+        let mut memo: FastMap<(usize, bool, u64), Option<Ex>> = FastMap::default();
         self.member_state(&shape, 0, true, 0, &mut memo)
     }
 
@@ -1559,8 +1693,8 @@ impl<'a> Compiler<'a> {
         &mut self,
         sh: &MemberShape<'_>,
         seen: u32,
-        memo: &mut [Option<Option<String>>],
-        tails: &mut FastMap<(usize, bool, u64), Option<String>>,
+        memo: &mut [Option<Option<Ex>>],
+        tails: &mut FastMap<(usize, bool, u64), Option<Ex>>,
     ) -> Res<()> {
         if memo[seen as usize].is_some() {
             return Ok(());
@@ -1569,96 +1703,85 @@ impl<'a> Compiler<'a> {
         let first = seen == 0;
         // The next declared member, after the separator and extras they all
         // share (written once, so the grammar holds one copy of them).
-        let mut nexts = String::with_capacity(32 * sh.entries.len());
-        let mut count = 0;
+        let mut nexts = Vec::with_capacity(sh.entries.len());
         // Whether this set's rule refers to the rule of a larger set.
         let mut grows = false;
         if sh.max_p.is_none_or(|m| cnt < m) {
-            for (i, (_, kv, _)) in sh.entries.iter().enumerate() {
+            for (i, &(_, kv, _)) in sh.entries.iter().enumerate() {
                 if seen >> i & 1 == 1 {
                     continue;
                 }
                 let larger = (seen | 1 << i) as usize;
                 self.member_set(sh, larger as u32, memo, tails)?;
-                if let Some(Some(next)) = &memo[larger] {
-                    if count > 0 {
-                        nexts.push_str(" | ");
-                    }
-                    count += 1;
-                    nexts.push_str(kv);
-                    if next != "\"\"" {
+                if let Some(Some(next)) = memo[larger] {
+                    if self.rules.is_empty(next) {
+                        nexts.push(kv);
+                    } else {
                         grows = true;
-                        nexts.push(' ');
-                        nexts.push_str(next);
+                        nexts.push(self.rules.seq(&[kv, next]));
                     }
                 }
             }
         }
-        let mut body = String::with_capacity(nexts.len() + 64);
-        if count > 0 {
-            match (first, &sh.lead_extras, &sh.sep) {
-                (true, Some(x), _) => body += &format!("{x} "),
+        let mut alts = Vec::with_capacity(2);
+        if !nexts.is_empty() {
+            let mut parts = Vec::with_capacity(3);
+            match (first, sh.lead_extras, sh.sep) {
+                (true, Some(x), _) => parts.push(x),
                 (true, None, _) => {}
-                (false, _, Some(sep)) => {
-                    body += sep;
-                    body.push(' ');
-                }
-                (false, Some(x), None) => body += &format!("{ws} \",\" {ws} {x} ", ws = self.ws),
-                (false, None, None) => body += &format!("{ws} \",\" {ws} ", ws = self.ws),
+                (false, _, Some(sep)) => parts.push(sep),
+                (false, Some(x), None) => parts.extend([self.sep(), x]),
+                (false, None, None) => parts.push(self.sep()),
             }
-            if count == 1 {
-                body += &nexts;
-            } else {
-                body.push('(');
-                body += &nexts;
-                body.push(')');
-            }
+            parts.push(self.rules.alt(&nexts));
+            alts.push(self.rules.seq(&parts));
         }
         let all_required = sh.entries.iter().enumerate().all(|(i, e)| !e.2 || seen >> i & 1 == 1);
         if all_required {
             // The tail after the declared members: extras, counted.
             if let Some(t) = self.member_state(sh, sh.entries.len(), first, cnt.min(sh.cap), tails)? {
-                let t = if t == "\"\"" { t } else { self.opaque_once(&t)? };
-                if !body.is_empty() {
-                    body += " | ";
-                }
-                body += &t;
+                alts.push(if self.rules.is_empty(t) { t } else { self.opaque_once(t)? });
             }
         }
-        let name = match body.as_str() {
-            "" => None,
-            "\"\"" => Some(body),
+        let name = match alts[..] {
+            [] => None,
+            [one] if self.rules.is_empty(one) => Some(one),
             _ => {
-                if !grows {
+                if !grows && let Some(root) = sh.root {
                     // A dead edge back to the first set closes the set rules
                     // into one right-linear cycle.
-                    body += &format!(" | {} {}", self.never()?, sh.root);
+                    let never = self.never()?;
+                    alts.push(self.rules.seq(&[never, root]));
                 }
-                if first {
-                    self.rules.define(&sh.root, body);
-                    Some(sh.root.clone())
-                } else {
-                    // Every set's body differs: no lookup for a shared one.
-                    if self.rules.size() > self.opts.limits.max_grammar_bytes {
-                        return Err(err("", "", SchemaErrorKind::Limit("max_grammar_bytes")));
+                let body = self.rules.alt(&alts);
+                match sh.root {
+                    Some(root) if first => {
+                        self.rules.define(root, body);
+                        Some(root)
                     }
-                    let name = self.rules.reserve("set");
-                    self.rules.define(&name, body);
-                    Some(name)
+                    _ => {
+                        // Every set's body differs: no lookup for a shared one.
+                        self.check_size()?;
+                        let name = self.rules.reserve("set");
+                        self.rules.define(name, body);
+                        Some(name)
+                    }
                 }
             }
         };
-        if first && name.as_ref() != Some(&sh.root) {
+        if first && let Some(root) = sh.root && name != Some(root) {
             // Nothing refers to the reserved first set; it still needs a body.
-            self.rules.define(&sh.root, NEVER.to_string());
+            let never = self.rules.never();
+            self.rules.define(root, never);
         }
         memo[seen as usize] = Some(name);
         Ok(())
     }
 
     /// A rule that matches nothing.
-    fn never(&mut self) -> Res<String> {
-        self.add("never", NEVER.to_string())
+    fn never(&mut self) -> Res<Ex> {
+        let never = self.rules.never();
+        self.add("never", never)
     }
 
     fn member_state(
@@ -1667,14 +1790,14 @@ impl<'a> Compiler<'a> {
         i: usize,
         first: bool,
         cnt: u64,
-        memo: &mut FastMap<(usize, bool, u64), Option<String>>,
-    ) -> Res<Option<String>> {
+        memo: &mut FastMap<(usize, bool, u64), Option<Ex>>,
+    ) -> Res<Option<Ex>> {
         if let Some(done) = memo.get(&(i, first, cnt)) {
-            return Ok(done.clone());
+            return Ok(*done);
         }
-        let sep = format!("{ws} \",\" {ws}", ws = self.ws);
-        let lead = if first { String::new() } else { format!("{sep} ") };
-        let body: Option<String> = if sh.max_p.is_some_and(|m| cnt > m) {
+        let sep = self.sep();
+        let lead: &[Ex] = if first { &[] } else { &[sep] };
+        let body: Option<Ex> = if sh.max_p.is_some_and(|m| cnt > m) {
             None
         } else if i == sh.entries.len() {
             let need = sh.min_p.saturating_sub(cnt);
@@ -1683,36 +1806,43 @@ impl<'a> Compiler<'a> {
                 Some(x) if room != Some(0) => {
                     let more_hi = room.map(|r| r - 1);
                     let more_lo = need.saturating_sub(1);
-                    let unit = self.add("member", format!("{sep} {x}"))?;
-                    let more = if more_hi == Some(0) { String::new() } else { format!(" {}", self.repeat(&unit, more_lo, more_hi)?) };
-                    let one = format!("{lead}{x}{more}");
-                    Some(if need == 0 { format!("({one})?") } else { one })
+                    let unit = self.rules.seq(&[sep, x]);
+                    let unit = self.add("member", unit)?;
+                    let mut one = lead.to_vec();
+                    one.push(x);
+                    if more_hi != Some(0) {
+                        one.push(self.repeat(unit, more_lo, more_hi)?);
+                    }
+                    let one = self.rules.seq(&one);
+                    Some(if need == 0 { self.rules.opt(one) } else { one })
                 }
-                _ => (need == 0).then(|| "\"\"".to_string()),
+                _ => (need == 0).then(|| self.rules.empty()),
             }
         } else {
-            let (_, kv, req) = &sh.entries[i];
+            let (_, kv, req) = sh.entries[i];
             let next_cnt = (cnt + 1).min(sh.cap);
             let mut alts = Vec::new();
             if let Some(next) = self.member_state(sh, i + 1, false, next_cnt, memo)? {
-                let kv = match &sh.lead_extras {
-                    Some(x) => format!("{x} {kv}"),
-                    None => kv.clone(),
-                };
-                alts.push(if next == "\"\"" { format!("{lead}{kv}") } else { format!("{lead}{kv} {next}") });
+                let mut parts = lead.to_vec();
+                parts.extend(sh.lead_extras);
+                parts.push(kv);
+                if !self.rules.is_empty(next) {
+                    parts.push(next);
+                }
+                alts.push(self.rules.seq(&parts));
             }
             if !req
                 && let Some(skip) = self.member_state(sh, i + 1, first, cnt, memo)? {
                     alts.push(skip);
                 }
-            if alts.is_empty() { None } else { Some(alts.join(" | ")) }
+            if alts.is_empty() { None } else { Some(self.rules.alt(&alts)) }
         };
         let name = match body {
-            Some(b) if b == "\"\"" || gbnf::is_atom(&b) => Some(b),
+            Some(b) if self.rules.is_empty(b) || self.rules.is_atom(b) => Some(b),
             Some(b) => Some(self.add("members", b)?),
             None => None,
         };
-        memo.insert((i, first, cnt), name.clone());
+        memo.insert((i, first, cnt), name);
         Ok(name)
     }
 
@@ -1726,7 +1856,7 @@ impl<'a> Compiler<'a> {
         ap: &Value,
         names_schema: Option<&Value>,
         ptr: &str,
-    ) -> Res<Option<String>> {
+    ) -> Res<Option<Ex>> {
         if patterns.is_empty() && *ap == Value::Bool(false) {
             return Ok(None);
         }
@@ -1764,7 +1894,6 @@ impl<'a> Compiler<'a> {
                 return Ok(None);
             }
         };
-        let ws = self.ws.clone();
         let mut alts = Vec::new();
         for sig in dfa.signatures() {
             if sig & known_mask != 0 || (names_bit != 0 && sig & names_bit == 0) {
@@ -1792,9 +1921,11 @@ impl<'a> Compiler<'a> {
                     continue;
                 }
             };
-            alts.push(format!("\"\\\"\" {key} \"\\\"\" {ws} \":\" {ws} {value}"));
+            let key = self.quoted(key);
+            let colon = self.rules.lit(":");
+            alts.push(self.rules.seq(&[key, self.ws, colon, self.ws, value]));
         }
-        Ok(if alts.is_empty() { None } else { Some(alts.join(" | ")) })
+        Ok(if alts.is_empty() { None } else { Some(self.rules.alt(&alts)) })
     }
 
     /// The language of `propertyNames` when it is a string pattern (or
@@ -2387,26 +2518,26 @@ fn negate(nm: &Map<String, Value>, want: &[&'static str], int_only: bool, legacy
 
 /// What an object's members in any order depend on: its members (name,
 /// expression, required), its extras rule and its member counts.
-type MemberKey = (Vec<(String, String, bool)>, Option<String>, u64, Option<u64>);
+type MemberKey = (Vec<(String, Ex, bool)>, Option<Ex>, u64, Option<u64>);
 
 /// The fixed parts of an object's member sequence.
 struct MemberShape<'e> {
-    entries: &'e [(String, String, bool)],
-    extra: Option<&'e str>,
+    entries: &'e [(String, Ex, bool)],
+    extra: Option<Ex>,
     min_p: u64,
     max_p: Option<u64>,
     cap: u64,
     /// `(extra (, extra)* ,)?`: undeclared members that may come before a
     /// declared one (only when members are not counted).
-    lead_extras: Option<String>,
+    lead_extras: Option<Ex>,
     /// In any order: the separator before a declared member that is not the
     /// first, with `lead_extras`, as one called rule. Every set of members
     /// shares it, so the token cache analyses what follows a member once
     /// per object rather than once per set.
-    sep: Option<String>,
+    sep: Option<Ex>,
     /// In any order: the rule of the empty set, reserved first so that the
     /// other sets' rules can close the cycle through it.
-    root: String,
+    root: Option<Ex>,
 }
 
 /// Fit a string language to length bounds without intersecting automata: a
@@ -2490,19 +2621,25 @@ fn count(m: &Map<String, Value>, k: &str, ptr: &str) -> Res<Option<u64>> {
     }
 }
 
-/// GBNF for a number value: every spelling of it without an exponent.
-fn number_literal(n: &serde_json::Number) -> String {
-    match Dec::parse(&n.to_string()) {
-        Some(d) => {
-            let sign = if d.neg { "\"-\" " } else { "" };
-            if d.frac.is_empty() {
-                format!("({sign}\"{}\" (\".\" \"0\"+)?)", d.int)
-            } else {
-                format!("({sign}\"{}.{}\" \"0\"*)", d.int, d.frac)
-            }
-        }
-        None => gbnf::literal(&n.to_string()),
+/// A number value: every spelling of it without an exponent.
+fn number_literal(w: &mut Writer, n: &serde_json::Number) -> Ex {
+    let Some(d) = Dec::parse(&n.to_string()) else { return w.lit(&n.to_string()) };
+    let mut parts = Vec::with_capacity(3);
+    if d.neg {
+        parts.push(w.lit("-"));
     }
+    let zero = w.lit("0");
+    if d.frac.is_empty() {
+        parts.push(w.lit(&d.int));
+        let point = w.lit(".");
+        let zeros = w.repeat(zero, 1, None);
+        let frac = w.seq(&[point, zeros]);
+        parts.push(w.opt(frac));
+    } else {
+        parts.push(w.lit(&format!("{}.{}", d.int, d.frac)));
+        parts.push(w.repeat(zero, 0, None));
+    }
+    w.seq(&parts)
 }
 
 /// The schema `{k: v}`.

@@ -7,7 +7,7 @@
 //! tails of declared names, in this automaton or an earlier one) share one;
 //! an automaton with a cycle through several states is made minimal first.
 
-use super::gbnf::{Rules, member};
+use super::gbnf::{Ex, Writer};
 use super::regex::{CharSet, MAX_CHAR, Re};
 use crate::graph::components;
 use crate::hash::FastMap;
@@ -420,9 +420,9 @@ impl Dfa {
         accept: &dyn Fn(u64) -> bool,
         min: u64,
         max: Option<u64>,
-        rules: &mut Rules,
+        rules: &mut Writer,
         max_states: usize,
-    ) -> Result<Option<String>, TooLarge> {
+    ) -> Result<Option<Ex>, TooLarge> {
         // Product with a counter: count capped at `max` (or at `min` when unbounded).
         let cap = max.unwrap_or(min);
         let width = cap as usize + 1;
@@ -557,7 +557,7 @@ impl Dfa {
         for (v, &c) in comp.iter().enumerate().filter(|x| *x.1 != usize::MAX) {
             members[c].push(v);
         }
-        let mut names: Vec<Option<String>> = vec![None; total];
+        let mut names: Vec<Option<Ex>> = vec![None; total];
         let mut placed = vec![false; total];
         for component in members {
             match component[..] {
@@ -584,9 +584,9 @@ impl Dfa {
                         i += 1;
                     }
                     for (j, &w) in order.iter().enumerate() {
-                        names[w] = Some(member(j));
+                        names[w] = Some(rules.placeholder(j));
                     }
-                    let templates: Vec<String> = order
+                    let templates: Vec<Ex> = order
                         .iter()
                         .map(|&w| state_body(w, &succ[w], &names, rules, min, accept, &self.tags, width))
                         .collect();
@@ -596,7 +596,7 @@ impl Dfa {
                 }
             }
         }
-        Ok(names[root].clone())
+        Ok(names[root])
     }
 }
 
@@ -686,28 +686,23 @@ fn minimize<I: Iterator<Item = (usize, usize, Option<usize>)>>(
 fn state_body(
     v: usize,
     succ: &[Edge],
-    names: &[Option<String>],
-    rules: &mut Rules,
+    names: &[Option<Ex>],
+    rules: &mut Writer,
     min: u64,
     accept: &dyn Fn(u64) -> bool,
     tags: &[u64],
     width: usize,
-) -> String {
-    let mut body = String::new();
+) -> Ex {
+    let mut alts = Vec::with_capacity(succ.len() + 1);
     if (v % width) as u64 >= min && accept(tags[v / width]) {
-        body.push_str("\"\"");
+        alts.push(rules.empty());
     }
     for (t, ranges) in succ {
-        if let (Some(c), Some(name)) = (rules.json_char(&CharSet(ranges.clone())), &names[*t]) {
-            if !body.is_empty() {
-                body.push_str(" | ");
-            }
-            body.push_str(&c);
-            body.push(' ');
-            body.push_str(name);
+        if let (Some(c), Some(name)) = (rules.json_char(&CharSet(ranges.clone())), names[*t]) {
+            alts.push(rules.seq(&[c, name]));
         }
     }
-    body
+    rules.alt(&alts)
 }
 
 #[cfg(test)]
@@ -730,9 +725,9 @@ mod tests {
     #[test]
     fn written_automata_are_minimal() {
         let d = Dfa::tagged(&[parse_pattern("^((a|b)[ab])*[ab]?$").unwrap()], 100).unwrap();
-        let mut rules = Rules::default();
+        let mut rules = Writer::default();
         let root = d.emit(&|t| t == 1, 0, None, &mut rules, 1000).unwrap().unwrap();
-        let grammar = rules.finish(&format!("\"\\\"\" {root} \"\\\"\""));
+        let grammar = rules.quoted_text(root);
         assert_eq!(grammar.lines().count(), 2, "{grammar}");
         let c = crate::Constraint::gbnf(&grammar).unwrap();
         for s in ["", "a", "ab", "bab", "abba", "ac", "c"] {
@@ -744,13 +739,14 @@ mod tests {
     /// that end in it: `(ab)*` after `x` and after `y`.
     #[test]
     fn written_cycles_are_shared() {
-        let mut rules = Rules::default();
+        let mut rules = Writer::default();
         let mut roots = Vec::new();
         for p in ["^x(ab)*$", "^y(ab)*$"] {
             let d = Dfa::tagged(&[parse_pattern(p).unwrap()], 100).unwrap();
             roots.push(d.emit(&|t| t == 1, 0, None, &mut rules, 1000).unwrap().unwrap());
         }
-        let grammar = rules.finish(&format!("\"\\\"\" ({} | {}) \"\\\"\"", roots[0], roots[1]));
+        let either = rules.alt(&roots);
+        let grammar = rules.quoted_text(either);
         // The root, two starts and the two states of the cycle.
         assert_eq!(grammar.lines().count(), 5, "{grammar}");
         let c = crate::Constraint::gbnf(&grammar).unwrap();
@@ -786,9 +782,9 @@ mod tests {
             proptest::prop_assert_eq!(trie.signatures(), subsets.signatures());
             for sig in subsets.signatures() {
                 let written = [&trie, &subsets].map(|d| {
-                    let mut rules = Rules::default();
+                    let mut rules = Writer::default();
                     let root = d.emit(&|t| t == sig, 0, None, &mut rules, 1000).unwrap();
-                    rules.finish(&root.unwrap_or_default())
+                    root.map(|root| rules.quoted_text(root))
                 });
                 proptest::prop_assert_eq!(&written[0], &written[1]);
             }
@@ -805,12 +801,12 @@ mod tests {
         exprs.extend(names.iter().map(|n| parse_pattern(&format!("^{n}$")).unwrap()));
         let d = Dfa::tagged(&exprs, 100).unwrap();
         let other = |tags: u64| tags == 1;
-        let mut rules = Rules::default();
+        let mut rules = Writer::default();
         let first = d.emit(&other, 0, None, &mut rules, 1000).unwrap().unwrap();
         let size = rules.size();
         let second = d.emit(&other, 0, None, &mut rules, 1000).unwrap().unwrap();
-        assert_eq!((&first, size), (&second, rules.size()));
-        let key = crate::Constraint::gbnf(&rules.finish(&format!("\"\\\"\" {first} \"\\\"\""))).unwrap();
+        assert_eq!((first, size), (second, rules.size()));
+        let key = crate::Constraint::gbnf(&rules.quoted_text(first)).unwrap();
         let mut strings = vec![String::new()];
         for len in 0..4 {
             let longer: Vec<String> = strings.iter().filter(|s| s.len() == len).flat_map(|s| ["a", "b", "c"].map(|c| format!("{s}{c}"))).collect();

@@ -1,12 +1,18 @@
-//! Writing GBNF: a rule table with shared bodies, literals, character classes,
-//! and regular expressions over characters either raw (numbers) or inside a
-//! JSON string (each character in its literal or escaped JSON form).
+//! Building the grammar: a rule table with shared bodies, literals,
+//! character classes, and regular expressions over characters either raw
+//! (numbers) or inside a JSON string (each character in its literal or
+//! escaped JSON form). Expressions are built as trees
+//! ([`crate::gbnf::Rules`]), never as text: the grammar compiler takes them
+//! as they are, and [`Writer::finish`] can write them as GBNF.
 
 use super::regex::{CharSet, Re};
+use crate::gbnf::{Expr, Rules, UNDEFINED};
 use crate::hash::{FastMap, TextMap};
-use std::hash::BuildHasher;
 use std::fmt::Write;
 use std::sync::LazyLock;
+
+/// An expression of the grammar being built (an index into its [`Rules`]).
+pub type Ex = u32;
 
 /// The JSON-string forms a character may take here. Only the escapes JSON
 /// requires (and `\/`) are generated, so every accepted spelling decodes to a
@@ -19,201 +25,232 @@ pub enum Encoding {
     JsonString,
 }
 
-/// Delimits a placeholder in [`Rules::add_cycle`]'s templates (no rule
-/// body holds a NUL: characters are written escaped).
-const PLACEHOLDER: &str = "\0";
-
-/// Stands for the `i`-th rule's name in [`Rules::add_cycle`]'s templates.
-pub fn member(i: usize) -> String {
-    format!("{PLACEHOLDER}{i}{PLACEHOLDER}")
-}
-
-/// Rules under construction. Identical bodies share one rule.
+/// Rules under construction, and the expressions they are built from.
+/// Identical bodies share one rule.
 #[derive(Default)]
-pub struct Rules {
+pub struct Writer {
+    g: Rules,
     /// A rule for every escape JSON requires (and `\/`), once defined
-    /// (see [`Rules::set_escape`]).
-    escape: Option<String>,
-    rules: Vec<(String, String)>,
-    /// Rules added with [`Rules::add`] by a keyed hash of their body (the
-    /// bodies themselves stay in `rules`, not copied).
-    by_body: FastMap<u64, Vec<u32>>,
-    hasher: foldhash::fast::RandomState,
-    /// Rules added with [`Rules::add_cycle`], by their templates.
-    cycles: TextMap<Vec<String>, Vec<String>>,
-    total_len: usize,
+    /// (see [`Writer::set_escape`]).
+    escape: Option<Ex>,
+    /// References to rules added with [`Writer::add`], by their body.
+    by_body: FastMap<Ex, Ex>,
+    /// Rules added with [`Writer::add_cycle`], by their templates.
+    cycles: FastMap<Vec<Ex>, Vec<Ex>>,
     /// [`json_char`] of each set met (with `escape`): automata built for
     /// keys and patterns meet the same sets state after state.
-    chars: TextMap<CharSet, Option<String>>,
+    chars: TextMap<CharSet, Option<Ex>>,
 }
 
-impl Rules {
-    /// Add (or reuse) a rule with this body; returns its name.
-    pub fn add(&mut self, hint: &str, body: String) -> String {
-        let hash = self.hasher.hash_one(&body);
-        let same = self.by_body.entry(hash).or_default();
-        if let Some(&i) = same.iter().find(|&&i| self.rules[i as usize].1 == body) {
-            return self.rules[i as usize].0.clone();
+/// The first rule index [`Writer::placeholder`] stands for: beyond any real one.
+const PLACEHOLDERS: u32 = u32::MAX / 2;
+
+impl Writer {
+    /// Add (or reuse) a rule with this body; returns a reference to it.
+    pub fn add(&mut self, hint: &str, body: Ex) -> Ex {
+        if let Some(&r) = self.by_body.get(&body) {
+            return r;
         }
-        same.push(self.rules.len() as u32);
-        let name = self.fresh(hint);
-        self.total_len += body.len();
-        self.rules.push((name.clone(), body));
-        name
+        let r = self.reserve(hint);
+        self.define(r, body);
+        self.by_body.insert(body, r);
+        r
+    }
+
+    /// Stands for the `i`-th rule in [`Writer::add_cycle`]'s templates.
+    pub fn placeholder(&mut self, i: usize) -> Ex {
+        self.g.reference(PLACEHOLDERS + i as u32)
     }
 
     /// Add (or reuse) rules that refer to each other (or one rule that
     /// refers to itself): `templates[j]` is rule `j`'s body with
-    /// [`member`]`(i)` where rule `i`'s name goes.
-    pub fn add_cycle(&mut self, hint: &str, templates: Vec<String>) -> Vec<String> {
-        if let Some(names) = self.cycles.get(&templates) {
-            return names.clone();
+    /// [`Writer::placeholder`]`(i)` where a reference to rule `i` goes.
+    pub fn add_cycle(&mut self, hint: &str, templates: Vec<Ex>) -> Vec<Ex> {
+        if let Some(refs) = self.cycles.get(&templates) {
+            return refs.clone();
         }
-        let names: Vec<String> = templates.iter().map(|_| self.reserve(hint)).collect();
-        for (name, template) in names.iter().zip(&templates) {
-            let mut body = String::with_capacity(template.len() + 8 * names.len());
-            let mut parts = template.split(PLACEHOLDER);
-            body.push_str(parts.next().unwrap_or_default());
-            while let (Some(i), Some(text)) = (parts.next(), parts.next()) {
-                if let Some(n) = i.parse::<usize>().ok().and_then(|i| names.get(i)) {
-                    body.push_str(n);
+        let refs: Vec<Ex> = templates.iter().map(|_| self.reserve(hint)).collect();
+        let mut done = FastMap::default();
+        for (&r, &t) in refs.iter().zip(&templates) {
+            let body = self.substitute(t, &refs, &mut done);
+            self.define(r, body);
+        }
+        self.cycles.insert(templates, refs.clone());
+        refs
+    }
+
+    /// `e` with each placeholder `i` replaced by `refs[i]` (`done`: the
+    /// expressions already replaced).
+    fn substitute(&mut self, e: Ex, refs: &[Ex], done: &mut FastMap<Ex, Ex>) -> Ex {
+        if let Some(&d) = done.get(&e) {
+            return d;
+        }
+        let out = match self.g.expr(e) {
+            Expr::Ref { rule } if rule >= PLACEHOLDERS => refs[(rule - PLACEHOLDERS) as usize],
+            Expr::Seq { first, end } | Expr::Alt { first, end } => {
+                let kids = self.g.kids(first, end).to_vec();
+                let new: Vec<Ex> = kids.iter().map(|&k| self.substitute(k, refs, done)).collect();
+                if new == kids {
+                    e
+                } else if matches!(self.g.expr(e), Expr::Seq { .. }) {
+                    self.g.seq(&new)
+                } else {
+                    self.g.alt(&new)
                 }
-                body.push_str(text);
             }
-            self.define(name, body);
-        }
-        self.cycles.insert(templates, names.clone());
-        names
+            Expr::Repeat { expr, min, max } => {
+                let inner = self.substitute(expr, refs, done);
+                if inner == expr { e } else { self.g.repeat(inner, min, max) }
+            }
+            Expr::Ref { .. } | Expr::Literal { .. } | Expr::Class { .. } => e,
+        };
+        done.insert(e, out);
+        out
     }
 
-    /// Reserve a name for a rule defined later with [`Rules::define`] (recursion).
-    pub fn reserve(&mut self, hint: &str) -> String {
-        let name = self.fresh(hint);
-        self.rules.push((name.clone(), String::new()));
-        name
+    /// A reference to a new rule, defined later with [`Writer::define`]
+    /// (recursion).
+    pub fn reserve(&mut self, hint: &str) -> Ex {
+        let name = fresh(hint, self.g.rules.len());
+        let rule = self.g.add_rule(name);
+        self.g.reference(rule)
     }
 
-    /// Give a reserved name its body.
-    pub fn define(&mut self, name: &str, body: String) {
-        // A name ends with its rule's index (see `fresh`).
-        let index = name.rsplit('-').next().and_then(|i| i.parse::<usize>().ok());
-        if let Some(rule) = index.and_then(|i| self.rules.get_mut(i)).filter(|r| r.0 == name) {
-            self.total_len += body.len();
-            rule.1 = body;
+    /// Gives the reserved rule `r` (a reference) its body.
+    pub fn define(&mut self, r: Ex, body: Ex) {
+        if let Expr::Ref { rule } = self.g.expr(r)
+            && let Some(rule) = self.g.rules.get_mut(rule as usize)
+        {
+            rule.body = body;
         }
     }
 
     /// Names the rule for every escape JSON requires (and `\/`).
-    pub fn set_escape(&mut self, rule: String) {
+    pub fn set_escape(&mut self, rule: Ex) {
         self.escape = Some(rule);
         self.chars.clear();
     }
 
     /// [`json_char`] of `set` with this grammar's `escape` rule, memoized.
-    pub fn json_char(&mut self, set: &CharSet) -> Option<String> {
+    pub fn json_char(&mut self, set: &CharSet) -> Option<Ex> {
         if let Some(c) = self.chars.get(set) {
-            return c.clone();
+            return *c;
         }
-        let c = json_char(set, self.escape.as_deref());
-        self.chars.insert(set.clone(), c.clone());
+        let c = json_char(self, set);
+        self.chars.insert(set.clone(), c);
         c
     }
 
-    /// Characters of rule bodies written so far (a size limit's measure).
+    /// The grammar's size so far, in bytes of its expressions (a size
+    /// limit's measure).
     pub fn size(&self) -> usize {
-        self.total_len
+        self.g.size()
     }
 
-    /// `hint` cleaned (at most 24 letters, digits and inner dashes), then
-    /// `-` and the index the new rule will have.
-    fn fresh(&mut self, hint: &str) -> String {
-        let mut name = String::with_capacity(32);
-        for c in hint.chars().take(24) {
-            let c = if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '-' };
-            if c != '-' || !name.is_empty() {
-                name.push(c);
+    /// The literal string `s`.
+    pub fn lit(&mut self, s: &str) -> Ex {
+        self.g.literal(s.as_bytes())
+    }
+
+    /// The empty string.
+    pub fn empty(&mut self) -> Ex {
+        self.g.empty()
+    }
+
+    /// Whether `e` is the empty string.
+    pub fn is_empty(&self, e: Ex) -> bool {
+        matches!(self.g.expr(e), Expr::Literal { first, end } | Expr::Seq { first, end } if first == end)
+    }
+
+    /// An expression that matches nothing.
+    pub fn never(&mut self) -> Ex {
+        self.g.class(&[])
+    }
+
+    /// One character of `set` as itself (see [`class`]).
+    pub fn class(&mut self, set: &CharSet) -> Ex {
+        class(&mut self.g, set)
+    }
+
+    /// One character of the scalar ranges `ranges` (sorted and apart).
+    pub fn ranges(&mut self, ranges: &[(u32, u32)]) -> Ex {
+        self.g.class(ranges)
+    }
+
+    /// `items` one after another.
+    pub fn seq(&mut self, items: &[Ex]) -> Ex {
+        self.g.seq(items)
+    }
+
+    /// Any one of `items`.
+    pub fn alt(&mut self, items: &[Ex]) -> Ex {
+        self.g.alt(items)
+    }
+
+    /// `e` from `min` to `max` times.
+    pub fn repeat(&mut self, e: Ex, min: u32, max: Option<u32>) -> Ex {
+        self.g.repeat(e, min, max)
+    }
+
+    /// `e` or nothing.
+    pub fn opt(&mut self, e: Ex) -> Ex {
+        self.g.repeat(e, 0, Some(1))
+    }
+
+    /// Whether `e` is a reference, a literal or a class (no rule of its
+    /// own would make it shorter).
+    pub fn is_atom(&self, e: Ex) -> bool {
+        matches!(self.g.expr(e), Expr::Ref { .. } | Expr::Literal { .. } | Expr::Class { .. })
+    }
+
+    /// The rules, with a rule named `root` of body `root` added: its index
+    /// is returned with them. Rules left undefined match nothing.
+    pub fn finish(mut self, root: Ex) -> (Rules, u32) {
+        let never = self.g.class(&[]);
+        for r in &mut self.g.rules {
+            if r.body == UNDEFINED {
+                r.body = never;
             }
         }
-        name.truncate(name.trim_end_matches('-').len());
-        if name.is_empty() {
-            name.push('r');
-        }
-        let _ = write!(name, "-{}", self.rules.len());
-        name
-    }
-
-    /// The grammar text with `root ::= <root>` first.
-    pub fn finish(self, root: &str) -> String {
-        let names: usize = self.rules.iter().map(|r| r.0.len() + 6).sum();
-        let mut out = String::with_capacity(root.len() + 10 + names + self.total_len);
-        for (name, body) in std::iter::once(("root", root)).chain(self.rules.iter().map(|(n, b)| (n.as_str(), b.as_str()))) {
-            out.push_str(name);
-            out.push_str(" ::= ");
-            out.push_str(body);
-            out.push('\n');
-        }
-        out
+        let r = self.g.add_rule("root".to_string());
+        self.g.rules[r as usize].body = root;
+        (self.g, r)
     }
 }
 
-/// A GBNF string literal for `s`.
-pub fn literal(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            c if (c as u32) < 0x20 || c as u32 == 0x7F => {
-                let _ = write!(out, "\\u{:04X}", c as u32);
-            }
-            c => out.push(c),
+/// `hint` cleaned (at most 24 letters, digits and inner dashes), then `-`
+/// and the index the new rule will have.
+fn fresh(hint: &str, index: usize) -> String {
+    let mut name = String::with_capacity(32);
+    for c in hint.chars().take(24) {
+        let c = if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '-' };
+        if c != '-' || !name.is_empty() {
+            name.push(c);
         }
     }
-    out.push('"');
-    out
-}
-
-fn class_char(out: &mut String, c: u32) {
-    match char::from_u32(c) {
-        Some('\\' | ']' | '[' | '-' | '^' | '"') => {
-            let _ = write!(out, "\\u{c:04X}");
-        }
-        Some(ch) if c >= 0x20 && c != 0x7F && !(0x80..0xA0).contains(&c) && !(0xD800..0xE000).contains(&c) && c < 0xFFF0 => {
-            out.push(ch)
-        }
-        Some(ch) if c > 0xFFFF => out.push(ch),
-        _ => {
-            let _ = write!(out, "\\u{c:04X}");
-        }
+    name.truncate(name.trim_end_matches('-').len());
+    if name.is_empty() {
+        name.push('r');
     }
+    let _ = write!(name, "-{index}");
+    name
 }
 
-/// A GBNF character class for a non-empty set.
-pub fn class(set: &CharSet) -> String {
-    // A negated class is shorter when the set covers most of the range.
+/// One character of a non-empty `set`: a literal for a single character,
+/// else a class (as GBNF text would read it: a class written negated when
+/// that is shorter covers the surrogates between its ranges).
+fn class(g: &mut Rules, set: &CharSet) -> Ex {
     let neg = set.negate();
-    let (ranges, negated) = if neg.0.len() < set.0.len() && !neg.is_empty() {
-        (&neg.0, true)
-    } else {
-        (&set.0, false)
-    };
-    if !negated && ranges.len() == 1 && ranges[0].0 == ranges[0].1
-        && let Some(c) = char::from_u32(ranges[0].0) {
-            return literal(&c.to_string());
-        }
-    let mut out = String::from(if negated { "[^" } else { "[" });
-    for &(a, b) in ranges {
-        class_char(&mut out, a);
-        if b > a {
-            if b > a + 1 {
-                out.push('-');
-            }
-            class_char(&mut out, b);
-        }
+    if neg.0.len() < set.0.len() && !neg.is_empty() {
+        return g.class(&crate::gbnf::complement(&neg.0));
     }
-    out.push(']');
-    out
+    if let [(lo, hi)] = set.0[..]
+        && lo == hi
+        && let Some(c) = char::from_u32(lo)
+    {
+        return g.literal(c.to_string().as_bytes());
+    }
+    g.class(&set.0)
 }
 
 /// The short escape JSON has for a control or quote character.
@@ -231,10 +268,11 @@ fn short_escape(c: u32) -> Option<&'static str> {
     })
 }
 
-/// GBNF for one character of `set` spelled as inside a JSON string: the
-/// character itself where JSON allows it raw, else its escape(s).
+/// One character of `set` spelled as inside a JSON string: the character
+/// itself where JSON allows it raw, else its escape(s) (the writer's
+/// `escape` rule where the set holds every escapable character).
 /// Returns `None` for an empty set.
-pub fn json_char(set: &CharSet, escape: Option<&str>) -> Option<String> {
+fn json_char(w: &mut Writer, set: &CharSet) -> Option<Ex> {
     if set.is_empty() {
         return None;
     }
@@ -242,37 +280,43 @@ pub fn json_char(set: &CharSet, escape: Option<&str>) -> Option<String> {
     let raw = set.intersect(&sets.raw);
     let mut alts = Vec::new();
     if !raw.is_empty() {
-        alts.push(class(&raw));
+        alts.push(w.class(&raw));
     }
     let escaped = set.intersect(&sets.escapable);
-    if let Some(esc) = escape.filter(|_| escaped == sets.escapable) {
-        alts.push(esc.to_string());
-        return Some(if alts.len() == 1 { alts.remove(0) } else { format!("({})", alts.join(" | ")) });
+    if let Some(esc) = w.escape.filter(|_| escaped == sets.escapable) {
+        alts.push(esc);
+        return Some(w.alt(&alts));
     }
     let all_controls = set.intersect(&sets.controls) == sets.controls;
     if all_controls {
-        alts.push(format!("{} [01] [0-9a-fA-F]", literal("\\u00")));
+        let parts = [w.lit("\\u00"), w.ranges(&[(0x30, 0x31)]), w.ranges(HEX)];
+        alts.push(w.seq(&parts));
     }
     // `\u00XY` escapes of some controls: one alternative per `X`, its
     // `Y`s (both cases) in one class.
-    let mut digits = [String::new(), String::new()];
+    let mut digits: [Vec<(u32, u32)>; 2] = [Vec::new(), Vec::new()];
     for &(a, b) in &escaped.0 {
         for c in a..=b {
             if let Some(e) = short_escape(c) {
-                alts.push(literal(e));
+                alts.push(w.lit(e));
             }
             if c < 0x20 && !all_controls {
-                let hi = format!("{:X}", c & 0xF);
-                let lo = hi.to_ascii_lowercase();
-                digits[(c >> 4) as usize] += &if hi == lo { hi } else { hi + &lo };
+                let hi = char::from_digit(c & 0xF, 16).unwrap_or('0');
+                for d in [hi.to_ascii_uppercase(), hi] {
+                    digits[(c >> 4) as usize].push((d as u32, d as u32));
+                }
             }
         }
     }
-    for (x, ys) in digits.iter().enumerate().filter(|(_, ys)| !ys.is_empty()) {
-        alts.push(format!("{} [{ys}]", literal(&format!("\\u00{x}"))));
+    for (x, ys) in digits.into_iter().enumerate().filter(|(_, ys)| !ys.is_empty()) {
+        let parts = [w.lit(&format!("\\u00{x}")), w.ranges(&CharSet::from_ranges(ys).0)];
+        alts.push(w.seq(&parts));
     }
-    Some(if alts.len() == 1 { alts.remove(0) } else { format!("({})", alts.join(" | ")) })
+    Some(w.alt(&alts))
 }
+
+/// The hex digits.
+pub const HEX: &[(u32, u32)] = &[(0x30, 0x39), (0x41, 0x46), (0x61, 0x66)];
 
 /// The sets [`json_char`] splits a character set by, built once.
 struct JsonSets {
@@ -294,153 +338,129 @@ static JSON_SETS: LazyLock<JsonSets> = LazyLock::new(|| {
     }
 });
 
+/// Every escape JSON requires (and `\/`).
+pub fn json_escape(w: &mut Writer) -> Ex {
+    let backslash = w.lit("\\");
+    let short = w.ranges(&CharSet::from_ranges("\"\\/bfnrt".chars().map(|c| (c as u32, c as u32)).collect()).0);
+    let control = [w.lit("u00"), w.ranges(&[(0x30, 0x31)]), w.ranges(HEX)];
+    let control = w.seq(&control);
+    let after = w.alt(&[short, control]);
+    w.seq(&[backslash, after])
+}
+
 /// Any one JSON string character, all escapes included, given what follows
-/// the `\u` of a Unicode escape (see [`json_unicode_escape_body`]).
-pub fn json_char_body(unicode_escape: &str) -> String {
-    format!(r#"[^"\\\u0000-\u001F] | "\\" (["\\/bfnrt] | "u" {unicode_escape})"#)
+/// the `\u` of a Unicode escape (see [`json_unicode_escape`]).
+pub fn json_char_any(w: &mut Writer, unicode_escape: Ex) -> Ex {
+    let raw = w.ranges(&[(0x20, 0x21), (0x23, 0x5B), (0x5D, 0x10FFFF)]);
+    let backslash = w.lit("\\");
+    let short = w.ranges(&CharSet::from_ranges("\"\\/bfnrt".chars().map(|c| (c as u32, c as u32)).collect()).0);
+    let u = w.lit("u");
+    let unicode = w.seq(&[u, unicode_escape]);
+    let after = w.alt(&[short, unicode]);
+    let escaped = w.seq(&[backslash, after]);
+    w.alt(&[raw, escaped])
 }
 
 /// The four hex digits of a `\u` escape (`\uD83D\uDE00`-style surrogate
 /// pairs count as the one character they encode), given a rule `hex2` for
 /// two hex digits: the last two digits are one reference at the end of each
 /// branch, so an inlined copy holds them once.
-pub fn json_unicode_escape_body(hex2: &str) -> String {
-    format!(r#"[0-9a-cA-Ce-fE-F] [0-9a-fA-F] {hex2} | [dD] ([0-7] {hex2} | [89abAB] {hex2} "\\u" [dD] [c-fC-F] {hex2})"#)
+pub fn json_unicode_escape(w: &mut Writer, hex2: Ex) -> Ex {
+    let plain = [w.ranges(&[(0x30, 0x39), (0x41, 0x43), (0x45, 0x46), (0x61, 0x63), (0x65, 0x66)]), w.ranges(HEX), hex2];
+    let plain = w.seq(&plain);
+    let d = w.ranges(&[(0x44, 0x44), (0x64, 0x64)]);
+    let low = [w.ranges(&[(0x30, 0x37)]), hex2];
+    let low = w.seq(&low);
+    let high = [w.ranges(&[(0x38, 0x39), (0x41, 0x42), (0x61, 0x62)]), hex2, w.lit("\\u"), d, w.ranges(&[(0x43, 0x46), (0x63, 0x66)]), hex2];
+    let high = w.seq(&high);
+    let surrogate = w.alt(&[low, high]);
+    let surrogate = w.seq(&[d, surrogate]);
+    w.alt(&[plain, surrogate])
 }
 
-/// Emit a regular expression as a GBNF expression.
-pub fn emit(re: &Re, enc: Encoding, rules: &mut Rules, any_char: &str) -> Option<String> {
+/// A regular expression as an expression of the grammar (`any_char`: any
+/// one character, for sets of every character inside a JSON string).
+pub fn emit(re: &Re, enc: Encoding, w: &mut Writer, any_char: Ex) -> Option<Ex> {
     Some(match re {
         Re::Set(s) => {
             if enc == Encoding::JsonString && *s == CharSet::any() {
-                any_char.to_string()
+                any_char
             } else {
                 match enc {
                     Encoding::Raw => {
                         if s.is_empty() {
                             return None;
                         }
-                        class(s)
+                        w.class(s)
                     }
-                    Encoding::JsonString => rules.json_char(s)?,
+                    Encoding::JsonString => w.json_char(s)?,
                 }
             }
         }
         Re::Start | Re::End => return None,
         Re::Concat(parts) => {
             if parts.is_empty() {
-                return Some("\"\"".to_string());
+                return Some(w.empty());
             }
             let mut items = Vec::with_capacity(parts.len());
             // Merge runs of single characters into one literal.
             let mut run = String::new();
             for p in parts {
-                if let (Re::Set(s), Encoding::Raw) = (p, enc)
+                if let Re::Set(s) = p
                     && s.0.len() == 1 && s.0[0].0 == s.0[0].1
-                        && let Some(c) = char::from_u32(s.0[0].0) {
-                            run.push(c);
-                            continue;
-                        }
-                if let (Re::Set(s), Encoding::JsonString) = (p, enc)
-                    && s.0.len() == 1 && s.0[0].0 == s.0[0].1 && short_escape(s.0[0].0).is_none() && s.0[0].0 >= 0x20
-                        && let Some(c) = char::from_u32(s.0[0].0) {
-                            run.push(c);
-                            continue;
-                        }
+                    && (enc == Encoding::Raw || (short_escape(s.0[0].0).is_none() && s.0[0].0 >= 0x20))
+                    && let Some(c) = char::from_u32(s.0[0].0)
+                {
+                    run.push(c);
+                    continue;
+                }
                 if !run.is_empty() {
-                    items.push(literal(&run));
+                    items.push(w.lit(&run));
                     run.clear();
                 }
-                let e = emit(p, enc, rules, any_char)?;
-                items.push(if matches!(p, Re::Alt(_)) { format!("({e})") } else { e });
+                items.push(emit(p, enc, w, any_char)?);
             }
             if !run.is_empty() {
-                items.push(literal(&run));
+                items.push(w.lit(&run));
             }
-            items.join(" ")
+            w.seq(&items)
         }
         Re::Alt(branches) => {
-            let alts: Vec<String> = branches.iter().filter_map(|b| emit(b, enc, rules, any_char)).collect();
+            let alts: Vec<Ex> = branches.iter().filter_map(|b| emit(b, enc, w, any_char)).collect();
             if alts.is_empty() {
                 return None;
             }
-            if alts.len() == 1 {
-                return alts.into_iter().next();
-            }
-            alts.join(" | ")
+            w.alt(&alts)
         }
         Re::Repeat(inner, min, max) => {
-            let e = match emit(inner, enc, rules, any_char) {
+            let e = match emit(inner, enc, w, any_char) {
                 Some(e) => e,
-                None => return if *min == 0 { Some("\"\"".to_string()) } else { None },
+                None => return if *min == 0 { Some(w.empty()) } else { None },
             };
-            let e = if is_atom(&e) { e } else { format!("({e})") };
-            match (min, max) {
-                (_, Some(0)) => "\"\"".to_string(),
-                (0, Some(1)) => format!("{e}?"),
-                (0, None) => format!("{e}*"),
-                (1, None) => format!("{e}+"),
-                (m, None) => format!("{e}{{{m},}}"),
-                (m, Some(n)) if m == n => format!("{e}{{{m}}}"),
-                (m, Some(n)) => format!("{e}{{{m},{n}}}"),
+            match max {
+                Some(0) => w.empty(),
+                _ => w.repeat(e, *min, *max),
             }
         }
     })
 }
 
-/// Whether a GBNF expression is a single item a postfix operator may follow.
-pub fn is_atom(e: &str) -> bool {
-    let b = e.as_bytes();
-    if e.is_empty() {
-        return false;
+#[cfg(test)]
+impl Writer {
+    /// The GBNF text of `body` between a JSON string's quotes, as the start
+    /// rule (a test's view of what was built).
+    pub fn quoted_text(mut self, body: Ex) -> String {
+        let quote = self.lit("\"");
+        let root = self.seq(&[quote, body, quote]);
+        let (rules, root) = self.finish(root);
+        rules.write(root)
     }
-    let simple_name = e.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'-');
-    if simple_name {
-        return true;
+
+    /// The GBNF text of `root` as the start rule.
+    pub fn text(self, root: Ex) -> String {
+        let (rules, root) = self.finish(root);
+        rules.write(root)
     }
-    // A lone literal or class: one opening and its matching close at the very end.
-    let (open, close) = match b[0] {
-        b'"' => (b'"', b'"'),
-        b'[' => (b'[', b']'),
-        b'(' => (b'(', b')'),
-        _ => return false,
-    };
-    let mut depth = 0i32;
-    let mut i = 0;
-    while i < b.len() {
-        let c = b[i];
-        if c == b'\\' && open != b'(' {
-            i += 2;
-            continue;
-        }
-        if open == b'(' {
-            if c == b'"' || c == b'[' {
-                // skip nested literal/class
-                let end = if c == b'"' { b'"' } else { b']' };
-                i += 1;
-                while i < b.len() && b[i] != end {
-                    if b[i] == b'\\' {
-                        i += 1;
-                    }
-                    i += 1;
-                }
-                i += 1;
-                continue;
-            }
-            if c == b'(' {
-                depth += 1;
-            } else if c == b')' {
-                depth -= 1;
-                if depth == 0 {
-                    return i == b.len() - 1;
-                }
-            }
-        } else if i > 0 && c == close {
-            return i == b.len() - 1;
-        }
-        i += 1;
-    }
-    false
 }
 
 #[cfg(test)]
@@ -448,22 +468,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn atoms() {
-        assert!(is_atom("\"a b\""));
-        assert!(is_atom("[a-z]"));
-        assert!(is_atom("(a | b)"));
-        assert!(!is_atom("(a) (b)"));
-        assert!(!is_atom("\"a\" \"b\""));
-        assert!(is_atom("\"\\\"\""));
-        assert!(is_atom("value-3"));
-    }
-
-    #[test]
     fn json_char_escapes_what_json_requires() {
-        let q = json_char(&CharSet::single('"' as u32), None).unwrap();
-        assert_eq!(q, literal("\\\""));
-        let nl = json_char(&CharSet::single('\n' as u32), None).unwrap();
-        assert!(nl.contains("\\\\n") && nl.contains("\\\\u00"));
+        let mut w = Writer::default();
+        let q = json_char(&mut w, &CharSet::single('"' as u32)).unwrap();
+        assert_eq!(q, w.lit("\\\""));
+        let nl = json_char(&mut w, &CharSet::single('\n' as u32)).unwrap();
+        let text = w.text(nl);
+        assert!(text.contains("\\\\n") && text.contains("\\\\u00"), "{text}");
     }
 
     proptest::proptest! {
@@ -475,7 +486,9 @@ mod tests {
             let mut ranges: Vec<(u32, u32)> = (0..32u32).filter(|c| bits >> c & 1 == 1).map(|c| (c, c)).collect();
             ranges.push(('a' as u32, 'a' as u32));
             let set = CharSet::from_ranges(ranges);
-            let c = crate::Constraint::gbnf(&format!("root ::= {}", json_char(&set, None).unwrap())).unwrap();
+            let mut w = Writer::default();
+            let c = json_char(&mut w, &set).unwrap();
+            let c = crate::Constraint::gbnf(&w.text(c)).unwrap();
             for ch in 0..32u32 {
                 for text in [format!("\\u{ch:04X}"), format!("\\u{ch:04x}")] {
                     proptest::prop_assert_eq!(c.matches(text.as_bytes()).unwrap(), bits >> ch & 1 == 1, "{}", text);
@@ -487,11 +500,17 @@ mod tests {
     #[test]
     fn json_char_escapes_are_exact() {
         // The `\u` escapes inline, and in a rule of their own.
-        let unicode = json_unicode_escape_body("hex2");
-        let inline = format!("root ::= {}\n", json_char_body(&format!("({unicode})")));
-        let called = format!("root ::= {}\nunicode ::= {unicode}\n", json_char_body("unicode"));
-        for g in [inline, called] {
-            json_char_is_exact(&format!("{g}hex2 ::= [0-9a-fA-F]{{2}}\n"));
+        for called in [false, true] {
+            let mut w = Writer::default();
+            let hex = w.ranges(HEX);
+            let hex2 = w.repeat(hex, 2, Some(2));
+            let hex2 = w.add("hex2", hex2);
+            let mut unicode = json_unicode_escape(&mut w, hex2);
+            if called {
+                unicode = w.add("unicode", unicode);
+            }
+            let c = json_char_any(&mut w, unicode);
+            json_char_is_exact(&w.text(c));
         }
     }
 
@@ -520,9 +539,9 @@ mod tests {
 
     #[test]
     fn rules_share_bodies() {
-        let mut r = Rules::default();
-        let a = r.add("x", "\"a\"".into());
-        let b = r.add("y", "\"a\"".into());
-        assert_eq!(a, b);
+        let mut w = Writer::default();
+        let a = w.lit("a");
+        let (x, y) = (w.add("x", a), w.add("y", a));
+        assert_eq!(x, y);
     }
 }

@@ -1,7 +1,7 @@
-//! JSON Schema to GBNF.
+//! JSON Schema to a grammar.
 //!
-//! [`to_gbnf`] translates a schema (draft 2020-12, and the draft-07/04 forms
-//! found in the wild) into a GBNF grammar whose language is exactly the set of
+//! [`to_grammar`] translates a schema (draft 2020-12, and the draft-07/04 forms
+//! found in the wild) into a grammar whose language is exactly the set of
 //! JSON texts that validate, in the spelling this module writes: declared
 //! properties in schema order (undeclared ones before any of them or at the
 //! end; see [`PropertyOrder`] for any order), numbers without exponents when bounded,
@@ -21,7 +21,9 @@
 //! left out), `regex` translates ECMA-262 patterns, `format` writes
 //! the regular formats as patterns, `dfa` intersects and splits string
 //! languages (patterns with lengths, `patternProperties` regions), `number`
-//! turns numeric bounds into digit-level expressions, `gbnf` writes the text.
+//! turns numeric bounds into digit-level expressions, `gbnf` builds the
+//! grammar's expressions (handed to the grammar compiler as they are, not
+//! as text; [`SchemaGrammar::gbnf`] writes them as GBNF).
 //!
 //! Enforced exactly: `type`, `enum`, `const`, `properties`, `required`,
 //! `additionalProperties`, `patternProperties`, `propertyNames` (patterns and
@@ -55,7 +57,7 @@ use serde_json::Value;
 use std::fmt;
 
 /// Whitespace the grammar allows between JSON tokens.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub enum Whitespace {
     /// Any JSON whitespace, any amount (the JSON grammar itself).
     #[default]
@@ -68,7 +70,7 @@ pub enum Whitespace {
 }
 
 /// The order object members may take.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub enum PropertyOrder {
     /// Declared properties in schema order, additional ones after them.
     #[default]
@@ -83,7 +85,7 @@ pub enum PropertyOrder {
 }
 
 /// Strict errors out on what cannot be enforced; lenient leaves it out and warns.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub enum Mode {
     /// Anything not enforced exactly is a [`SchemaError`].
     #[default]
@@ -94,9 +96,10 @@ pub enum Mode {
 }
 
 /// Limits that bound the work and the grammar size.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Limits {
-    /// Most bytes of GBNF rule bodies (default 4 MiB).
+    /// Most bytes of the grammar, roughly as GBNF text with each shared
+    /// expression written once (default 4 MiB).
     pub max_grammar_bytes: usize,
     /// Deepest nesting of subschemas, `allOf` merges and `$ref` inlining (default 128).
     pub max_depth: usize,
@@ -114,8 +117,8 @@ impl Default for Limits {
     }
 }
 
-/// Options for [`to_gbnf`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// Options for [`to_grammar`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct JsonSchemaOptions {
     /// Whitespace between tokens.
     pub whitespace: Whitespace,
@@ -159,13 +162,26 @@ impl fmt::Display for Warning {
     }
 }
 
-/// The translation: GBNF text with root rule `root`, and lenient-mode warnings.
-#[derive(Clone, Debug)]
+/// The translation: a grammar (see [`SchemaGrammar::gbnf`] for its text), and
+/// lenient-mode warnings.
+#[derive(Debug)]
 pub struct SchemaGrammar {
-    /// GBNF text.
-    pub gbnf: String,
+    rules: crate::gbnf::Rules,
+    root: u32,
     /// Keywords not enforced (lenient mode only; empty in strict mode).
     pub warnings: Vec<Warning>,
+}
+
+impl SchemaGrammar {
+    /// The grammar as GBNF text, its start rule `root` first.
+    pub fn gbnf(&self) -> String {
+        self.rules.write(self.root)
+    }
+
+    /// The grammar's rules and its start rule.
+    pub(crate) fn rules(&self) -> (&crate::gbnf::Rules, u32) {
+        (&self.rules, self.root)
+    }
 }
 
 /// Why a schema did not translate.
@@ -206,15 +222,27 @@ impl fmt::Display for SchemaError {
 
 impl std::error::Error for SchemaError {}
 
-/// Translate a JSON Schema into GBNF.
+impl From<SchemaError> for crate::CompileError {
+    fn from(e: SchemaError) -> Self {
+        let kind = match e.kind {
+            SchemaErrorKind::Unsupported(_) => crate::CompileErrorKind::Unsupported,
+            SchemaErrorKind::Invalid(_) => crate::CompileErrorKind::Schema,
+            SchemaErrorKind::Limit(_) => crate::CompileErrorKind::Limit,
+            SchemaErrorKind::Unsatisfiable => crate::CompileErrorKind::Empty,
+        };
+        crate::CompileError::new(kind, e.to_string())
+    }
+}
+
+/// Translate a JSON Schema into a grammar.
 ///
 /// ```
-/// use sieve_core::json_schema::{to_gbnf, JsonSchemaOptions};
+/// use sieve_core::json_schema::{to_grammar, JsonSchemaOptions};
 /// let schema = serde_json::json!({"type": "integer", "minimum": 1, "maximum": 12});
-/// let g = to_gbnf(&schema, &JsonSchemaOptions::default()).unwrap();
-/// assert!(g.gbnf.starts_with("root ::= "));
+/// let g = to_grammar(&schema, &JsonSchemaOptions::default()).unwrap();
+/// assert!(g.gbnf().starts_with("root ::= "));
 /// ```
-pub fn to_gbnf(schema: &Value, options: &JsonSchemaOptions) -> Result<SchemaGrammar, SchemaError> {
+pub fn to_grammar(schema: &Value, options: &JsonSchemaOptions) -> Result<SchemaGrammar, SchemaError> {
     compile::Compiler::new(schema, options).run()
 }
 
@@ -255,10 +283,15 @@ impl crate::Constraint {
         schema: &Value,
         options: &JsonSchemaOptions,
     ) -> Result<(crate::Constraint, Vec<Warning>), JsonSchemaError> {
-        let g = to_gbnf(schema, options).map_err(JsonSchemaError::Schema)?;
-        let c = crate::Constraint::compile_owned(crate::ConstraintSource::Gbnf(g.gbnf), &crate::Limits::default())
-            .map_err(JsonSchemaError::Grammar)?;
+        let g = to_grammar(schema, options).map_err(JsonSchemaError::Schema)?;
+        let c = Self::from_grammar(&g, &crate::Limits::default()).map_err(JsonSchemaError::Grammar)?;
         Ok((c, g.warnings))
+    }
+
+    /// Compile a translated JSON Schema (see [`to_grammar`]) under `limits`;
+    /// its warnings go with the constraint ([`crate::Constraint::warnings`]).
+    pub fn from_grammar(g: &SchemaGrammar, limits: &crate::Limits) -> Result<crate::Constraint, crate::CompileError> {
+        crate::Constraint::from_rules(&g.rules, g.root, g.warnings.clone(), limits)
     }
 }
 
