@@ -82,6 +82,11 @@ impl Rules {
         &self.ranges[first as usize..end as usize]
     }
 
+    /// The number of expressions.
+    pub fn expr_count(&self) -> usize {
+        self.exprs.len()
+    }
+
     /// The largest repetition bound of any expression (0 when none).
     pub fn max_repeat(&self) -> u32 {
         self.exprs

@@ -96,6 +96,8 @@ enum N {
 
 struct Builder<'a> {
     p: &'a gbnf::Rules,
+    /// Which expressions derive anything: only those are compiled.
+    facts: Facts,
     /// Per source rule: references to it are compiled inline (see [`plan`]).
     inline: Vec<bool>,
     n: Vec<N>,
@@ -131,6 +133,9 @@ struct Builder<'a> {
     /// The UTF-8 sequences of each character class met, by its expression:
     /// a class is copied wherever its rule is inlined.
     utf8: FastMap<u32, Rc<[Utf8Sequence]>>,
+    /// The entries of the alternatives being compiled, innermost last
+    /// (each alternation takes its own off when it ends).
+    entries: Vec<u32>,
     max_states: usize,
 }
 
@@ -190,14 +195,32 @@ impl<'a> Builder<'a> {
             let body = self.p.rules[q as usize].body;
             // The placeholder moves straight to a body's alternatives (no
             // state of their own in between).
-            let starts = match self.p.expr(body) {
-                Expr::Alt { first, end } => {
-                    self.p.kids(first, end).iter().map(|&a| self.expr(a, next)).collect::<Result<Vec<_>, _>>()?
+            match self.p.expr(body) {
+                Expr::Alt { first, end } => self.alternatives(first, end, next, p)?,
+                _ => {
+                    let start = self.expr(body, next)?;
+                    self.set_eps(p, &[start]);
                 }
-                _ => vec![self.expr(body, next)?],
-            };
-            self.set_eps(p, &starts);
+            }
         }
+        Ok(())
+    }
+
+    /// Gives epsilon state `s` moves to the alternatives `kids[first..end]`
+    /// that derive anything, each compiled to continue at `next`.
+    fn alternatives(&mut self, first: u32, end: u32, next: u32, s: u32) -> Result<(), CompileError> {
+        let base = self.entries.len();
+        for i in first..end {
+            let a = self.p.kids(i, i + 1)[0];
+            if self.facts.productive(self.p, a) {
+                let entry = self.expr(a, next)?;
+                self.entries.push(entry);
+            }
+        }
+        let at = self.targets.len() as u32;
+        self.targets.extend_from_slice(&self.entries[base..]);
+        self.entries.truncate(base);
+        self.n[s as usize] = N::Eps { first: at, end: self.targets.len() as u32 };
         Ok(())
     }
 
@@ -305,7 +328,8 @@ impl<'a> Builder<'a> {
         Ok(entry)
     }
 
-    /// Compiles `e` so that it continues at `next`; returns its entry state.
+    /// Compiles `e`, which derives some string, so that it continues at
+    /// `next`; returns its entry state.
     fn expr(&mut self, e: u32, next: u32) -> Result<u32, CompileError> {
         let p = self.p;
         Ok(match p.expr(e) {
@@ -317,8 +341,9 @@ impl<'a> Builder<'a> {
                 next
             }
             Expr::Alt { first, end } => {
-                let starts = p.kids(first, end).iter().map(|&a| self.expr(a, next)).collect::<Result<Vec<_>, _>>()?;
-                self.eps(&starts)?
+                let s = self.eps(&[])?;
+                self.alternatives(first, end, next, s)?;
+                s
             }
             Expr::Literal { first, end } => {
                 let mut next = next;
@@ -366,6 +391,8 @@ impl<'a> Builder<'a> {
                 }
                 self.add(N::Call { rule: self.called[q as usize], next })?
             }
+            // Nothing but zero copies.
+            Expr::Repeat { expr, .. } if !self.facts.productive(p, expr) => next,
             Expr::Repeat { expr, min, max } => {
                 let tail = match max {
                     None => {
@@ -379,16 +406,6 @@ impl<'a> Builder<'a> {
                 self.copies(expr, min, tail, next, None)?
             }
         })
-    }
-}
-
-/// Calls `f` on each list of successors of `c` while closing (see
-/// [`Grammar::close`]): its own, or a `Ranges` state's ranges'.
-fn each_list(c: &Core, alts: &[(u8, u8, u32)], closures: &[(u32, u32)], pool: &[u32], mut f: impl FnMut(&[u32])) {
-    let list = |l: (u32, u32)| &pool[l.0 as usize..l.1 as usize];
-    match c.kind {
-        Kind::Ranges { first, end } => alts[first as usize..end as usize].iter().for_each(|a| f(list(closures[a.2 as usize]))),
-        _ => f(list(c.next)),
     }
 }
 
@@ -483,6 +500,106 @@ impl Calls {
     }
 }
 
+/// The strongly connected components of the rules' call graph, callees first.
+struct Components {
+    /// Per rule, its component.
+    of: Vec<usize>,
+    /// Per component, its rules.
+    members: Vec<Vec<u32>>,
+}
+
+impl Components {
+    fn new(rules: usize, calls: &Calls) -> Components {
+        let (of, n) = components(rules, 0..rules, |q, i| calls.of(q).get(i).map(|c| c.0 as usize));
+        let mut members: Vec<Vec<u32>> = vec![Vec::new(); n];
+        for (q, &c) in of.iter().enumerate() {
+            members[c].push(q as u32);
+        }
+        Components { of, members }
+    }
+}
+
+/// What each rule and expression derives: some finite string (productive),
+/// the empty string (nullable). Decided on the rules, before any automaton
+/// is built, so that the builder compiles only what can finish: a
+/// productive expression compiled to continue at a state from which its
+/// rule's end is reachable makes only such states.
+struct Facts {
+    productive: Vec<bool>,
+    nullable: Vec<bool>,
+    /// Per expression: `(round, productive, nullable)` as last worked out
+    /// (see [`Facts::expr`]).
+    exprs: Vec<(u32, bool, bool)>,
+    round: u32,
+}
+
+impl Facts {
+    /// The facts of every rule: components callees first, each until its
+    /// rules' facts no longer change (once for a rule that does not
+    /// recurse).
+    fn new(p: &gbnf::Rules, calls: &Calls, comps: &Components) -> Facts {
+        let n = p.rules.len();
+        let mut f = Facts { productive: vec![false; n], nullable: vec![false; n], exprs: vec![(0, false, false); p.expr_count()], round: 0 };
+        for members in &comps.members {
+            loop {
+                f.round += 1;
+                let mut changed = false;
+                for &q in members {
+                    let (prod, null) = f.expr(p, p.rules[q as usize].body);
+                    let q = q as usize;
+                    changed |= prod != f.productive[q] || null != f.nullable[q];
+                    (f.productive[q], f.nullable[q]) = (prod, null);
+                }
+                let recursive = members.len() > 1 || calls.of(members[0] as usize).iter().any(|c| c.0 == members[0]);
+                if !changed || !recursive {
+                    break;
+                }
+            }
+        }
+        // Expressions are worked out again, with the final facts, when asked.
+        f.round += 1;
+        f
+    }
+
+    /// Whether expression `e` is productive and nullable, with the rules'
+    /// facts as they stand (worked out once per round).
+    fn expr(&mut self, p: &gbnf::Rules, e: u32) -> (bool, bool) {
+        let (round, prod, null) = self.exprs[e as usize];
+        if round == self.round {
+            return (prod, null);
+        }
+        let out = match p.expr(e) {
+            Expr::Literal { first, end } => (true, first == end),
+            Expr::Class { first, end } => (p.ranges(first, end).iter().any(|&r| has_scalar(r)), false),
+            Expr::Seq { first, end } => p.kids(first, end).iter().fold((true, true), |(a, b), &k| {
+                let (x, y) = self.expr(p, k);
+                (a && x, b && y)
+            }),
+            Expr::Alt { first, end } => p.kids(first, end).iter().fold((false, false), |(a, b), &k| {
+                let (x, y) = self.expr(p, k);
+                (a || x, b || y)
+            }),
+            Expr::Repeat { expr, min, .. } => {
+                let (x, y) = self.expr(p, expr);
+                (min == 0 || x, min == 0 || y)
+            }
+            Expr::Ref { rule } => (self.productive[rule as usize], self.nullable[rule as usize]),
+        };
+        self.exprs[e as usize] = (self.round, out.0, out.1);
+        out
+    }
+
+    /// Whether `e` derives some finite string (its rules' facts final).
+    fn productive(&mut self, p: &gbnf::Rules, e: u32) -> bool {
+        self.expr(p, e).0
+    }
+}
+
+/// Whether scalar range `r` holds a character (not only surrogates).
+fn has_scalar(r: (u32, u32)) -> bool {
+    r.0 <= r.1 && (r.0 < 0xD800 || r.1 > 0xDFFF)
+}
+
 /// Rules a copy of a component holds, `(rule, cost)`, continued by those of
 /// the component named (see [`plan`]).
 type Held = (Vec<(u32, usize)>, Option<usize>);
@@ -496,14 +613,10 @@ type Held = (Vec<(u32, usize)>, Option<usize>);
 /// copies nothing). A copy holds, once each, the
 /// rules reached through tail references (they share one continuation) and
 /// a copy of each rule referenced elsewhere.
-fn plan(p: &gbnf::Rules, calls: &Calls) -> Vec<bool> {
+fn plan(p: &gbnf::Rules, calls: &Calls, comps: &Components) -> Vec<bool> {
     let rules = &p.rules;
-    // Components of the call graph, callees first.
-    let (comp, ncomp) = components(rules.len(), 0..rules.len(), |q, i| calls.of(q).get(i).map(|c| c.0 as usize));
-    let mut members: Vec<Vec<u32>> = vec![Vec::new(); ncomp];
-    for (q, &c) in comp.iter().enumerate() {
-        members[c].push(q as u32);
-    }
+    let (comp, members) = (&comps.of, &comps.members);
+    let ncomp = members.len();
     // Per component: how many copies of references from outside it compile.
     let mut outside = vec![0usize; ncomp];
     for q in 0..rules.len() {
@@ -610,11 +723,21 @@ impl Grammar {
             return Err(CompileError::new(CompileErrorKind::Limit, format!("repetition bound over {}", gbnf::MAX_REPEAT)));
         }
         let rules = &parsed.rules;
-        let inline = plan(parsed, &Calls::new(parsed));
+        let calls = Calls::new(parsed);
+        let comps = Components::new(rules.len(), &calls);
+        let inline = plan(parsed, &calls, &comps);
+        let facts = Facts::new(parsed, &calls, &comps);
+        if !facts.productive[root as usize] {
+            // Nothing to compile: the start rule derives no string.
+            let names = vec![rules[root as usize].name.clone()];
+            let rules = vec![RuleInfo { start: (0, 0), nullable: false }];
+            return Ok(Grammar { core: Vec::new(), succ: Vec::new(), ranges: Vec::new(), rules, names, root: 0, classes: [0; 256] });
+        }
         let mut called = vec![u32::MAX; rules.len()];
         called[root as usize] = 0;
         let mut b = Builder {
             p: parsed,
+            facts,
             inline,
             n: Vec::new(),
             targets: Vec::new(),
@@ -628,6 +751,7 @@ impl Grammar {
             chains: FastMap::default(),
             tails: FastMap::default(),
             utf8: FastMap::default(),
+            entries: Vec::new(),
             max_states,
         };
         // Compile the rules that are called, root first (the list grows
@@ -637,13 +761,22 @@ impl Grammar {
             starts.push(b.rule(starts.len() as u32, q)?);
         }
         let names = b.order.iter().map(|&q| rules[q as usize].name.clone()).collect();
-        Ok(Self::close(&b.n, &b.targets, &b.alts, &b.owner, &starts, names))
+        let nullable: Vec<bool> = b.order.iter().map(|&q| b.facts.nullable[q as usize]).collect();
+        Ok(Self::close(&b.n, &b.targets, &b.alts, &b.owner, &starts, &nullable, names))
     }
 
     /// Epsilon-closes the automaton (`targets` and `alts` hold its `Eps`
-    /// and `Ranges` states' lists), then trims what cannot finish. Rule 0 is
-    /// the start rule.
-    fn close(n: &[N], targets: &[u32], alts: &[(u8, u8, u32)], owner: &[u32], starts: &[u32], names: Vec<String>) -> Grammar {
+    /// and `Ranges` states' lists). Rule 0 is the start rule; every state
+    /// can reach its rule's end (the builder compiles nothing else).
+    fn close(
+        n: &[N],
+        targets: &[u32],
+        alts: &[(u8, u8, u32)],
+        owner: &[u32],
+        starts: &[u32],
+        nullable: &[bool],
+        names: Vec<String>,
+    ) -> Grammar {
         // A `Ranges` state's ranges keep their indexes in `alts`.
         let mut core_of = vec![u32::MAX; n.len()];
         let mut core = Vec::with_capacity(n.len());
@@ -658,14 +791,14 @@ impl Grammar {
             core_of[i] = core.len() as u32;
             core.push(Core { kind, rule: owner[i], next: (0, 0) });
         }
-        // Epsilon closures, one per automaton state at most, kept in `pool`
+        // Epsilon closures, one per automaton state at most, kept in `succ`
         // (`seen` marks the states of the closure being taken by its round).
-        let mut pool: Vec<u32> = Vec::new();
+        let mut succ: Vec<u32> = Vec::with_capacity(n.len());
         let mut closures = vec![(u32::MAX, 0u32); n.len()];
         let (mut seen, mut round, mut stack) = (vec![0u32; n.len()], 0u32, Vec::new());
-        let mut closure = |at: u32, pool: &mut Vec<u32>| -> (u32, u32) {
+        let mut closure = |at: u32, succ: &mut Vec<u32>| -> (u32, u32) {
             if closures[at as usize].0 == u32::MAX {
-                let a = pool.len() as u32;
+                let a = succ.len() as u32;
                 if let N::Eps { .. } = n[at as usize] {
                     round += 1;
                     stack.push(at);
@@ -675,122 +808,23 @@ impl Grammar {
                         }
                         match n[s as usize] {
                             N::Eps { first, end } => stack.extend(targets[first as usize..end as usize].iter().rev()),
-                            _ => pool.push(core_of[s as usize]),
+                            _ => succ.push(core_of[s as usize]),
                         }
                     }
                 } else {
-                    pool.push(core_of[at as usize]);
+                    succ.push(core_of[at as usize]);
                 }
-                closures[at as usize] = (a, pool.len() as u32);
+                closures[at as usize] = (a, succ.len() as u32);
             }
             closures[at as usize]
         };
-        // Each core state's successors (a range of `pool`) are kept in its
-        // `next` until the trimmed lists replace them; a `Ranges` state's
-        // are those of its ranges.
         for (s, c) in n.iter().filter(|s| !matches!(s, N::Eps { .. })).zip(&mut core) {
-            match *s {
-                N::Byte { next, .. } | N::Call { next, .. } => c.next = closure(next, &mut pool),
-                N::Ranges { first, end } => alts[first as usize..end as usize].iter().for_each(|a| {
-                    closure(a.2, &mut pool);
-                }),
-                N::Accept { .. } | N::Eps { .. } => {}
-            }
-        }
-        starts.iter().for_each(|&s| {
-            closure(s, &mut pool);
-        });
-        let list = |l: (u32, u32)| &pool[l.0 as usize..l.1 as usize];
-
-        // Productive rules: those that derive some finite string; nullable
-        // rules: those that derive the empty string. One search over the
-        // states of all rules at once: a call to a rule not yet known to
-        // qualify waits on it and resumes when the rule's end is reached.
-        let nrules = starts.len();
-        let fixpoint = |bytes: bool| {
-            let mut flag = vec![false; nrules];
-            let mut seen = vec![false; core.len()];
-            let mut waiting: Vec<Vec<u32>> = vec![Vec::new(); nrules];
-            let mut stack: Vec<u32> = Vec::new();
-            for &start in starts {
-                stack.extend_from_slice(list(closures[start as usize]));
-                while let Some(s) = stack.pop() {
-                    if std::mem::replace(&mut seen[s as usize], true) {
-                        continue;
-                    }
-                    let c = &core[s as usize];
-                    match c.kind {
-                        // A rule's one accept state, reached once.
-                        Kind::Accept { rule } => {
-                            flag[rule as usize] = true;
-                            for w in std::mem::take(&mut waiting[rule as usize]) {
-                                stack.extend_from_slice(list(core[w as usize].next));
-                            }
-                        }
-                        Kind::Byte { .. } | Kind::Ranges { .. } if bytes => each_list(c, alts, &closures, &pool, |l| stack.extend_from_slice(l)),
-                        Kind::Call { rule } if flag[rule as usize] => stack.extend_from_slice(list(c.next)),
-                        Kind::Call { rule } => waiting[rule as usize].push(s),
-                        _ => {}
-                    }
-                }
-            }
-            flag
-        };
-        let productive = fixpoint(true);
-        let nullable = fixpoint(false);
-
-        // Co-reachable states: those from which their rule's end is reachable
-        // (predecessor lists in one array: `preds[pred_at[t + 1]..pred_at[t + 2]]`).
-        let follows = |c: &Core| match c.kind {
-            Kind::Byte { .. } | Kind::Ranges { .. } => true,
-            Kind::Call { rule } => productive[rule as usize],
-            Kind::Accept { .. } => false,
-        };
-        // Counted at `t + 1`, summed into where each list ends, then filled
-        // from the end down to where each starts.
-        let mut pred_at = vec![0u32; core.len() + 2];
-        for c in core.iter().filter(|c| follows(c)) {
-            each_list(c, alts, &closures, &pool, |l| l.iter().for_each(|&t| pred_at[t as usize + 1] += 1));
-        }
-        for t in 0..=core.len() {
-            pred_at[t + 1] += pred_at[t];
-        }
-        let mut preds = vec![0u32; pred_at[core.len()] as usize];
-        for (s, c) in core.iter().enumerate().filter(|(_, c)| follows(c)) {
-            each_list(c, alts, &closures, &pool, |l| {
-                for &t in l {
-                    pred_at[t as usize + 1] -= 1;
-                    preds[pred_at[t as usize + 1] as usize] = s as u32;
-                }
-            });
-        }
-        let mut todo: Vec<u32> =
-            core.iter().enumerate().filter(|(_, c)| matches!(c.kind, Kind::Accept { .. })).map(|(s, _)| s as u32).collect();
-        let mut live = vec![false; core.len()];
-        while let Some(s) = todo.pop() {
-            if !std::mem::replace(&mut live[s as usize], true) {
-                todo.extend(&preds[pred_at[s as usize + 1] as usize..pred_at[s as usize + 2] as usize]);
-            }
-        }
-        // Each closure trimmed once, wherever it is used: `closures` now
-        // index `succ`.
-        let mut succ = Vec::with_capacity(pool.len());
-        for l in closures.iter_mut().filter(|l| l.0 != u32::MAX) {
-            let a = succ.len() as u32;
-            succ.extend(pool[l.0 as usize..l.1 as usize].iter().copied().filter(|&t| live[t as usize]));
-            *l = (a, succ.len() as u32);
-        }
-        for (c, s) in core.iter_mut().zip(n.iter().filter(|s| !matches!(s, N::Eps { .. }))) {
             if let N::Byte { next, .. } | N::Call { next, .. } = *s {
-                c.next = closures[next as usize];
+                c.next = closure(next, &mut succ);
             }
         }
-        let ranges: Vec<ByteRange> = alts.iter().map(|&(lo, hi, t)| ByteRange { lo, hi, next: closures[t as usize] }).collect();
-        let rules = starts
-            .iter()
-            .zip(&nullable)
-            .map(|(&s, &nullable)| RuleInfo { start: closures[s as usize], nullable })
-            .collect();
+        let ranges: Vec<ByteRange> = alts.iter().map(|&(lo, hi, t)| ByteRange { lo, hi, next: closure(t, &mut succ) }).collect();
+        let rules = starts.iter().zip(nullable).map(|(&s, &nullable)| RuleInfo { start: closure(s, &mut succ), nullable }).collect();
         // A class starts at every byte where some state's range starts or
         // ends (256 such bytes at most, so classes fit a u8).
         let mut starts = [false; 256];
@@ -1554,6 +1588,59 @@ mod tests {
         assert!(Grammar::new("root ::= [^\\u0000-\\U0010FFFF] [b]", 100).unwrap().is_empty());
         let g = Grammar::new("root ::= [^\\u0000-\\U0010FFFF] \"a\" | [b]", 100).unwrap();
         assert!(chart_accepts(&g, b"b") && !chart_accepts(&g, b"a"));
+    }
+
+    /// Every state of a compiled grammar can reach its rule's end: the
+    /// builder compiles only what derives something, so dead alternatives,
+    /// rules that derive nothing, empty and surrogate-only classes and
+    /// repetitions of them leave no state behind.
+    #[test]
+    fn every_state_can_finish() {
+        let grammars = [
+            "root ::= \"a\" dead | \"b\" [^\\u0000-\\U0010FFFF] | \"c\" x\ndead ::= \"d\" dead\nx ::= \"x\" | x \"y\" | dead",
+            "root ::= (\"a\" never)* \"b\" (never \"c\")? \"d\" never{0,3}\nnever ::= [^\\u0000-\\U0010FFFF]",
+            "root ::= e\ne ::= e \"+\" t | t\nt ::= \"(\" e \")\" | [0-9]+ | u\nu ::= \"-\" u",
+            "root ::= a\na ::= \"\" | \"x\" a | b a\nb ::= \"y\" b",
+        ];
+        // Classes of surrogates only (no GBNF text writes them): `s` and
+        // `e` around none of them, or one that cannot be.
+        let mut surrogates = gbnf::Rules::default();
+        let root = surrogates.add_rule("root".into());
+        let (s, e, none) = (surrogates.literal(b"s"), surrogates.literal(b"e"), surrogates.class(&[(0xD800, 0xDFFF)]));
+        let many = surrogates.repeat(none, 0, None);
+        let (around, one) = (surrogates.seq(&[s, many, e]), surrogates.seq(&[s, none, e]));
+        surrogates.rules[0].body = surrogates.alt(&[around, one]);
+        let built = [Grammar::from_rules(&surrogates, root, 100).unwrap()];
+        assert!(chart_accepts(&built[0], b"se") && !chart_accepts(&built[0], b"s"));
+        let read = grammars.iter().map(|src| Grammar::new(src, 10_000).unwrap());
+        for (src, g) in grammars.iter().chain(["(surrogates)"].iter()).zip(read.chain(built)) {
+            // Backwards from each rule's end over successor lists; a call
+            // continues (every compiled rule derives something).
+            let mut preds: Vec<Vec<usize>> = vec![Vec::new(); g.core.len()];
+            for (s, c) in g.core.iter().enumerate() {
+                let lists: Vec<(u32, u32)> = match c.kind {
+                    Kind::Ranges { first, end } => g.ranges[first as usize..end as usize].iter().map(|r| r.next).collect(),
+                    _ => vec![c.next],
+                };
+                for l in lists {
+                    g.list(l).iter().for_each(|&t| preds[t as usize].push(s));
+                }
+            }
+            let mut live = vec![false; g.core.len()];
+            let mut todo: Vec<usize> = (0..g.core.len()).filter(|&s| matches!(g.core[s].kind, Kind::Accept { .. })).collect();
+            while let Some(s) = todo.pop() {
+                if !std::mem::replace(&mut live[s], true) {
+                    todo.extend(&preds[s]);
+                }
+            }
+            let dead: Vec<_> = (0..g.core.len()).filter(|&s| !live[s]).map(|s| g.core[s]).collect();
+            assert!(dead.is_empty(), "{src}: {dead:?}");
+            for r in &g.rules {
+                assert!(r.start.0 < r.start.1, "{src}: a rule with no start");
+            }
+        }
+        assert!(chart_accepts(&Grammar::new(grammars[0], 10_000).unwrap(), b"cxyy"));
+        assert!(Grammar::new("root ::= \"a\" root", 100).unwrap().is_empty());
     }
 
     #[test]
