@@ -33,6 +33,28 @@ pub(crate) enum Expr {
     Class { first: u32, end: u32 },
     /// A reference to the `rule`-th rule.
     Ref { rule: u32 },
+    /// The strings along the paths of an automaton whose edges are
+    /// expressions, from its first state to one that accepts: its states
+    /// are `states[first..end]`. What a right-linear cycle of rules, one
+    /// per state, would say, without a rule per state.
+    Automaton { first: u32, end: u32 },
+}
+
+/// A state of an [`Expr::Automaton`]: whether a path may end there, and its
+/// edges `edges[first..end]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct State {
+    pub accept: bool,
+    pub first: u32,
+    pub end: u32,
+}
+
+/// An edge of an [`Expr::Automaton`]: an expression, then a state (its
+/// index in its automaton).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Edge {
+    pub expr: u32,
+    pub to: u32,
 }
 
 /// One `name ::= body` rule; `body` is an expression index.
@@ -56,6 +78,8 @@ pub(crate) struct Rules {
     kids: Vec<u32>,
     text: Vec<u8>,
     ranges: Vec<(u32, u32)>,
+    states: Vec<State>,
+    edges: Vec<Edge>,
     /// Expressions by a keyed hash of what they hold.
     interned: FastMap<u64, u32>,
     hasher: foldhash::fast::RandomState,
@@ -82,6 +106,28 @@ impl Rules {
         &self.ranges[first as usize..end as usize]
     }
 
+    /// The states of an `Automaton`.
+    pub fn states(&self, first: u32, end: u32) -> &[State] {
+        &self.states[first as usize..end as usize]
+    }
+
+    /// The edges of a state.
+    pub fn edges(&self, s: &State) -> &[Edge] {
+        &self.edges[s.first as usize..s.end as usize]
+    }
+
+    /// An automaton: `states[i]` is whether state `i` accepts and its
+    /// edges `(expression, state)`; state 0 is the first.
+    pub fn automaton(&mut self, states: &[(bool, &[(u32, u32)])]) -> u32 {
+        let first = self.states.len() as u32;
+        for &(accept, edges) in states {
+            let at = self.edges.len() as u32;
+            self.edges.extend(edges.iter().map(|&(expr, to)| Edge { expr, to }));
+            self.states.push(State { accept, first: at, end: self.edges.len() as u32 });
+        }
+        self.intern(Expr::Automaton { first, end: self.states.len() as u32 })
+    }
+
     /// The number of expressions.
     pub fn expr_count(&self) -> usize {
         self.exprs.len()
@@ -103,6 +149,8 @@ impl Rules {
     /// each written once (a measure of the grammar's size).
     pub fn size(&self) -> usize {
         2 * self.exprs.len() + 3 * self.kids.len() + self.text.len() + 8 * self.ranges.len() + 8 * self.rules.len()
+            + 16 * self.states.len()
+            + 12 * self.edges.len()
     }
 
     /// The expression `e` holding what `held` describes: an existing equal
@@ -117,6 +165,12 @@ impl Rules {
             Expr::Class { first, end } => self.ranges(first, end).hash(&mut h),
             Expr::Repeat { expr, min, max } => (expr, min, max).hash(&mut h),
             Expr::Ref { rule } => rule.hash(&mut h),
+            Expr::Automaton { first, end } => {
+                for s in self.states(first, end) {
+                    (s.accept, s.end - s.first).hash(&mut h);
+                    self.edges(s).iter().for_each(|e| (e.expr, e.to).hash(&mut h));
+                }
+            }
         }
         let key = h.finish();
         if let Some(&old) = self.interned.get(&key)
@@ -127,6 +181,10 @@ impl Rules {
                 Expr::Seq { first, .. } | Expr::Alt { first, .. } => self.kids.truncate(first as usize),
                 Expr::Literal { first, .. } => self.text.truncate(first as usize),
                 Expr::Class { first, .. } => self.ranges.truncate(first as usize),
+                Expr::Automaton { first, .. } => {
+                    self.edges.truncate(self.states[first as usize].first as usize);
+                    self.states.truncate(first as usize);
+                }
                 Expr::Repeat { .. } | Expr::Ref { .. } => {}
             }
             return old;
@@ -145,6 +203,10 @@ impl Rules {
             | (Expr::Alt { first: f1, end: e1 }, Expr::Alt { first: f2, end: e2 }) => self.kids(f1, e1) == self.kids(f2, e2),
             (Expr::Literal { first: f1, end: e1 }, Expr::Literal { first: f2, end: e2 }) => self.text(f1, e1) == self.text(f2, e2),
             (Expr::Class { first: f1, end: e1 }, Expr::Class { first: f2, end: e2 }) => self.ranges(f1, e1) == self.ranges(f2, e2),
+            (Expr::Automaton { first: f1, end: e1 }, Expr::Automaton { first: f2, end: e2 }) => {
+                let (a, b) = (self.states(f1, e1), self.states(f2, e2));
+                a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.accept == y.accept && self.edges(x) == self.edges(y))
+            }
             (a, b) => a == b,
         }
     }
@@ -218,8 +280,11 @@ impl Rules {
     }
 
     /// The rules as GBNF text, rule `first` first and then the others in order.
+    /// An automaton's states are written as rules of their own, `auto-`
+    /// then the automaton's index and the state's.
     pub fn write(&self, first: u32) -> String {
         let mut out = String::new();
+        let mut automata = Vec::new();
         let order = std::iter::once(first as usize).chain((0..self.rules.len()).filter(|&r| r != first as usize));
         for r in order {
             let rule = &self.rules[r];
@@ -228,16 +293,45 @@ impl Rules {
             if rule.body == UNDEFINED {
                 out.push_str(NEVER_TEXT);
             } else {
-                self.write_expr(&mut out, rule.body, 0);
+                self.write_expr(&mut out, rule.body, 0, &mut automata);
             }
             out.push('\n');
+        }
+        let mut written = FastMap::default();
+        while let Some(a) = automata.pop() {
+            let Expr::Automaton { first, end } = self.expr(a) else { continue };
+            if written.insert(a, ()).is_some() {
+                continue;
+            }
+            for (i, state) in self.states(first, end).iter().enumerate() {
+                let _ = write!(out, "auto-{a}-{i} ::= ");
+                let mut alts = 0;
+                if state.accept {
+                    out.push_str("\"\"");
+                    alts += 1;
+                }
+                for edge in self.edges(state) {
+                    if alts > 0 {
+                        out.push_str(" | ");
+                    }
+                    alts += 1;
+                    self.write_expr(&mut out, edge.expr, 1, &mut automata);
+                    let _ = write!(out, " auto-{a}-{}", edge.to);
+                }
+                if alts == 0 {
+                    out.push_str(NEVER_TEXT);
+                }
+                out.push('\n');
+            }
         }
         out
     }
 
     /// Writes `e` where an expression binding at least as tightly as
-    /// `level` is needed (0: an alternation, 1: a sequence, 2: an atom).
-    fn write_expr(&self, out: &mut String, e: u32, level: u8) {
+    /// `level` is needed (0: an alternation, 1: a sequence, 2: an atom);
+    /// the automata met are pushed on `automata` (their rules are written
+    /// after).
+    fn write_expr(&self, out: &mut String, e: u32, level: u8, automata: &mut Vec<u32>) {
         let own = match self.expr(e) {
             Expr::Alt { .. } => 0,
             Expr::Seq { first, end } if end - first > 1 => 1,
@@ -245,7 +339,7 @@ impl Rules {
         };
         if own < level {
             out.push('(');
-            self.write_expr(out, e, 0);
+            self.write_expr(out, e, 0, automata);
             out.push(')');
             return;
         }
@@ -258,17 +352,17 @@ impl Rules {
                     if i > 0 {
                         out.push_str(sep);
                     }
-                    self.write_expr(out, k, own + 1);
+                    self.write_expr(out, k, own + 1, automata);
                 }
             }
             Expr::Repeat { expr, min, max } => {
                 // A repetition of a repetition is grouped.
                 if matches!(self.expr(expr), Expr::Repeat { .. }) {
                     out.push('(');
-                    self.write_expr(out, expr, 0);
+                    self.write_expr(out, expr, 0, automata);
                     out.push(')');
                 } else {
-                    self.write_expr(out, expr, 2);
+                    self.write_expr(out, expr, 2, automata);
                 }
                 let _ = match (min, max) {
                     (0, None) => write!(out, "*"),
@@ -282,6 +376,10 @@ impl Rules {
             Expr::Literal { first, end } => write_literal(out, self.text(first, end)),
             Expr::Class { first, end } => write_class(out, self.ranges(first, end)),
             Expr::Ref { rule } => out.push_str(&self.rules[rule as usize].name),
+            Expr::Automaton { .. } => {
+                let _ = write!(out, "auto-{e}-0");
+                automata.push(e);
+            }
         }
     }
 }

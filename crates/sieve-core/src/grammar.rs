@@ -328,6 +328,40 @@ impl<'a> Builder<'a> {
         Ok(entry)
     }
 
+    /// Compiles automaton `states[first..end]`, which derives some string,
+    /// so that it continues at `next`; returns its entry. Each state that
+    /// can reach an accepting one is an epsilon state moving to `next` if it
+    /// accepts, and into each edge that derives something towards such a
+    /// state.
+    fn automaton(&mut self, first: u32, end: u32, next: u32) -> Result<u32, CompileError> {
+        let p = self.p;
+        let live = self.facts.live_states(p, first, end);
+        let mut at = vec![u32::MAX; live.len()];
+        for (i, _) in live.iter().enumerate().filter(|x| *x.1) {
+            at[i] = self.add(N::Eps { first: 0, end: 0 })?;
+        }
+        for (i, state) in p.states(first, end).iter().enumerate() {
+            if !live[i] {
+                continue;
+            }
+            let base = self.entries.len();
+            if state.accept {
+                self.entries.push(next);
+            }
+            for edge in p.edges(state) {
+                if live[edge.to as usize] && self.facts.productive(p, edge.expr) {
+                    let entry = self.expr(edge.expr, at[edge.to as usize])?;
+                    self.entries.push(entry);
+                }
+            }
+            let list = self.targets.len() as u32;
+            self.targets.extend_from_slice(&self.entries[base..]);
+            self.entries.truncate(base);
+            self.n[at[i] as usize] = N::Eps { first: list, end: self.targets.len() as u32 };
+        }
+        Ok(at[0])
+    }
+
     /// Compiles `e`, which derives some string, so that it continues at
     /// `next`; returns its entry state.
     fn expr(&mut self, e: u32, next: u32) -> Result<u32, CompileError> {
@@ -391,6 +425,7 @@ impl<'a> Builder<'a> {
                 }
                 self.add(N::Call { rule: self.called[q as usize], next })?
             }
+            Expr::Automaton { first, end } => self.automaton(first, end, next)?,
             // Nothing but zero copies.
             Expr::Repeat { expr, .. } if !self.facts.productive(p, expr) => next,
             Expr::Repeat { expr, min, max } => {
@@ -460,6 +495,12 @@ fn cost(p: &gbnf::Rules, e: u32, tail: bool, r: &mut dyn FnMut(u32, bool) -> usi
         Expr::Literal { first, end } => (end - first) as usize,
         Expr::Class { first, end } => 1 + 4 * (end - first) as usize,
         Expr::Ref { rule } => r(rule, tail),
+        // A state each, and its edges.
+        Expr::Automaton { first, end } => p
+            .states(first, end)
+            .iter()
+            .flat_map(|s| p.edges(s))
+            .fold((end - first) as usize, |sum, e| sum.saturating_add(cost(p, e.expr, false, r))),
     }
 }
 
@@ -473,6 +514,7 @@ fn copies(p: &gbnf::Rules, e: u32, times: usize, f: &mut dyn FnMut(u32, usize)) 
             copies(p, expr, times.saturating_mul(n), f)
         }
         Expr::Ref { rule } => f(rule, times),
+        Expr::Automaton { first, end } => p.states(first, end).iter().flat_map(|s| p.edges(s)).for_each(|e| copies(p, e.expr, times, f)),
         Expr::Literal { .. } | Expr::Class { .. } => {}
     }
 }
@@ -584,9 +626,50 @@ impl Facts {
                 (min == 0 || x, min == 0 || y)
             }
             Expr::Ref { rule } => (self.productive[rule as usize], self.nullable[rule as usize]),
+            Expr::Automaton { first, end } => {
+                let productive = self.live_states(p, first, end)[0];
+                // Nullable: an accepting state reached over nullable edges.
+                let states = p.states(first, end);
+                let (mut seen, mut todo, mut nullable) = (vec![false; states.len()], vec![0u32], false);
+                while let Some(i) = todo.pop() {
+                    if std::mem::replace(&mut seen[i as usize], true) {
+                        continue;
+                    }
+                    let state = &states[i as usize];
+                    nullable |= state.accept;
+                    for edge in p.edges(state) {
+                        if self.expr(p, edge.expr).1 {
+                            todo.push(edge.to);
+                        }
+                    }
+                }
+                (productive, nullable)
+            }
         };
         self.exprs[e as usize] = (self.round, out.0, out.1);
         out
+    }
+
+    /// Per state of automaton `states[first..end]`, whether an accepting
+    /// state is reachable from it over edges that derive something.
+    fn live_states(&mut self, p: &gbnf::Rules, first: u32, end: u32) -> Vec<bool> {
+        let states = p.states(first, end);
+        let mut into: Vec<Vec<u32>> = vec![Vec::new(); states.len()];
+        for (i, state) in states.iter().enumerate() {
+            for edge in p.edges(state) {
+                if self.expr(p, edge.expr).0 {
+                    into[edge.to as usize].push(i as u32);
+                }
+            }
+        }
+        let mut live = vec![false; states.len()];
+        let mut todo: Vec<u32> = (0..states.len() as u32).filter(|&i| states[i as usize].accept).collect();
+        while let Some(i) = todo.pop() {
+            if !std::mem::replace(&mut live[i as usize], true) {
+                todo.extend(&into[i as usize]);
+            }
+        }
+        live
     }
 
     /// Whether `e` derives some finite string (its rules' facts final).

@@ -1643,7 +1643,6 @@ impl<'a> Compiler<'a> {
             cap: max_p.map_or(min_p, |m| m + 1),
             lead_extras,
             sep: None,
-            root: None,
         };
         if let PropertyOrder::AnyUpTo(n) = self.opts.property_order
             && entries.len() <= usize::from(n.min(16)) && entries.len() > 1
@@ -1656,9 +1655,8 @@ impl<'a> Compiler<'a> {
                     return Ok(*done);
                 }
                 // Each member is a rule kept out of line, called from each
-                // set of members written. The set rules form one right-linear
-                // cycle, which the grammar compiler inlines as one automaton
-                // of 2^n states and n * 2^(n-1) calls, not a rule per set.
+                // set of members written: one automaton of 2^n states (the
+                // sets of members written) and n * 2^(n-1) calls.
                 let mut named: Vec<(String, Ex, bool)> = Vec::new();
                 for &(ref k, kv, req) in entries {
                     named.push((k.clone(), self.opaque("key", kv)?, req));
@@ -1673,11 +1671,23 @@ impl<'a> Compiler<'a> {
                     None => sep,
                 };
                 let sep = Some(self.opaque("sep", sep)?);
-                let root = Some(self.rules.reserve("set"));
-                let shape = MemberShape { entries: &named, lead_extras, sep, root, ..shape };
+                let shape = MemberShape { entries: &named, lead_extras, sep, ..shape };
                 let mut memo = vec![None; 1 << named.len()];
-                self.member_set(&shape, 0, &mut memo, &mut FastMap::default())?;
-                let sets = memo[0].take().flatten();
+                let mut states = Vec::new();
+                let sets = match self.member_set(&shape, 0, &mut memo, &mut states, &mut FastMap::default())? {
+                    None => None,
+                    Some(FINAL) => Some(self.rules.empty()),
+                    Some(_) => {
+                        // The state every member sequence ends in, last.
+                        let end = states.len() as u32;
+                        states.push((true, Vec::new()));
+                        for (_, edges) in &mut states {
+                            edges.iter_mut().filter(|e| e.1 == FINAL).for_each(|e| e.1 = end);
+                        }
+                        let states: Vec<(bool, &[(Ex, u32)])> = states.iter().map(|(a, e)| (*a, &e[..])).collect();
+                        Some(self.rules.automaton(&states))
+                    }
+                };
                 self.member_sets.insert(key, sets);
                 return Ok(sets);
             }
@@ -1685,103 +1695,84 @@ impl<'a> Compiler<'a> {
         self.member_state(&shape, 0, true, 0, &mut memo)
     }
 
-    /// Declared members in any order: the state is the set already written.
-    /// Writes the rule of set `seen` (`None`: no member sequence continues
-    /// from it) into `memo[seen]`, indexed by the set's bits; `tails`
+    /// Declared members in any order: a state per set of members already
+    /// written. Returns the state of set `seen` (`FINAL` when nothing but
+    /// the object's end may follow; `None` when no member sequence
+    /// continues from it), memoized in `memo` by the set's bits; states are
+    /// `(accepts, edges)` in `states`, the first set's first. `tails`
     /// memoizes [`Compiler::member_state`] past the declared members.
     fn member_set(
         &mut self,
         sh: &MemberShape<'_>,
         seen: u32,
-        memo: &mut [Option<Option<Ex>>],
+        memo: &mut [Option<Option<u32>>],
+        states: &mut Vec<(bool, Vec<(Ex, u32)>)>,
         tails: &mut FastMap<(usize, bool, u64), Option<Ex>>,
-    ) -> Res<()> {
-        if memo[seen as usize].is_some() {
-            return Ok(());
+    ) -> Res<Option<u32>> {
+        if let Some(done) = memo[seen as usize] {
+            return Ok(done);
         }
+        self.check_size()?;
         let cnt = u64::from(seen.count_ones());
         let first = seen == 0;
+        let state = states.len() as u32;
+        states.push((false, Vec::new()));
         // The next declared member, after the separator and extras they all
-        // share (written once, so the grammar holds one copy of them).
+        // share (one edge into a state of its own, so the grammar holds one
+        // copy of them).
         let mut nexts = Vec::with_capacity(sh.entries.len());
-        // Whether this set's rule refers to the rule of a larger set.
-        let mut grows = false;
         if sh.max_p.is_none_or(|m| cnt < m) {
             for (i, &(_, kv, _)) in sh.entries.iter().enumerate() {
                 if seen >> i & 1 == 1 {
                     continue;
                 }
-                let larger = (seen | 1 << i) as usize;
-                self.member_set(sh, larger as u32, memo, tails)?;
-                if let Some(Some(next)) = memo[larger] {
-                    if self.rules.is_empty(next) {
-                        nexts.push(kv);
-                    } else {
-                        grows = true;
-                        nexts.push(self.rules.seq(&[kv, next]));
-                    }
+                if let Some(to) = self.member_set(sh, seen | 1 << i, memo, states, tails)? {
+                    nexts.push((kv, to));
                 }
             }
         }
-        let mut alts = Vec::with_capacity(2);
+        let mut edges = Vec::with_capacity(2);
         if !nexts.is_empty() {
-            let mut parts = Vec::with_capacity(3);
-            match (first, sh.lead_extras, sh.sep) {
-                (true, Some(x), _) => parts.push(x),
-                (true, None, _) => {}
-                (false, _, Some(sep)) => parts.push(sep),
-                (false, Some(x), None) => parts.extend([self.sep(), x]),
-                (false, None, None) => parts.push(self.sep()),
+            let prefix = match (first, sh.lead_extras, sh.sep) {
+                (true, Some(x), _) => Some(x),
+                (true, None, _) => None,
+                (false, _, Some(sep)) => Some(sep),
+                (false, Some(x), None) => {
+                    let sep = self.sep();
+                    Some(self.rules.seq(&[sep, x]))
+                }
+                (false, None, None) => Some(self.sep()),
+            };
+            match prefix {
+                None => edges = nexts,
+                Some(prefix) => {
+                    edges.push((prefix, states.len() as u32));
+                    states.push((false, nexts));
+                }
             }
-            parts.push(self.rules.alt(&nexts));
-            alts.push(self.rules.seq(&parts));
         }
         let all_required = sh.entries.iter().enumerate().all(|(i, e)| !e.2 || seen >> i & 1 == 1);
+        let mut accept = false;
         if all_required {
             // The tail after the declared members: extras, counted.
             if let Some(t) = self.member_state(sh, sh.entries.len(), first, cnt.min(sh.cap), tails)? {
-                alts.push(if self.rules.is_empty(t) { t } else { self.opaque_once(t)? });
+                if self.rules.is_empty(t) {
+                    accept = true;
+                } else {
+                    edges.push((self.opaque_once(t)?, FINAL));
+                }
             }
         }
-        let name = match alts[..] {
-            [] => None,
-            [one] if self.rules.is_empty(one) => Some(one),
+        let out = match (edges.is_empty(), accept) {
+            (true, false) => None,
+            (true, true) => Some(FINAL),
             _ => {
-                if !grows && let Some(root) = sh.root {
-                    // A dead edge back to the first set closes the set rules
-                    // into one right-linear cycle.
-                    let never = self.never()?;
-                    alts.push(self.rules.seq(&[never, root]));
-                }
-                let body = self.rules.alt(&alts);
-                match sh.root {
-                    Some(root) if first => {
-                        self.rules.define(root, body);
-                        Some(root)
-                    }
-                    _ => {
-                        // Every set's body differs: no lookup for a shared one.
-                        self.check_size()?;
-                        let name = self.rules.reserve("set");
-                        self.rules.define(name, body);
-                        Some(name)
-                    }
-                }
+                states[state as usize] = (accept, edges);
+                Some(state)
             }
         };
-        if first && let Some(root) = sh.root && name != Some(root) {
-            // Nothing refers to the reserved first set; it still needs a body.
-            let never = self.rules.never();
-            self.rules.define(root, never);
-        }
-        memo[seen as usize] = Some(name);
-        Ok(())
-    }
-
-    /// A rule that matches nothing.
-    fn never(&mut self) -> Res<Ex> {
-        let never = self.rules.never();
-        self.add("never", never)
+        memo[seen as usize] = Some(out);
+        Ok(out)
     }
 
     fn member_state(
@@ -2516,6 +2507,10 @@ fn negate(nm: &Map<String, Value>, want: &[&'static str], int_only: bool, legacy
     Ok(out)
 }
 
+/// The state of [`Compiler::member_set`] after which only the object's end
+/// may come.
+const FINAL: u32 = u32::MAX;
+
 /// What an object's members in any order depend on: its members (name,
 /// expression, required), its extras rule and its member counts.
 type MemberKey = (Vec<(String, Ex, bool)>, Option<Ex>, u64, Option<u64>);
@@ -2535,9 +2530,6 @@ struct MemberShape<'e> {
     /// shares it, so the token cache analyses what follows a member once
     /// per object rather than once per set.
     sep: Option<Ex>,
-    /// In any order: the rule of the empty set, reserved first so that the
-    /// other sets' rules can close the cycle through it.
-    root: Option<Ex>,
 }
 
 /// Fit a string language to length bounds without intersecting automata: a

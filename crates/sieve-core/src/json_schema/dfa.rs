@@ -2,10 +2,10 @@
 //! cannot combine by itself: a pattern within length bounds, and the regions
 //! of object keys that match exactly a given subset of several patterns (the
 //! complement included), which `patternProperties` and `additionalProperties`
-//! need. Each automaton is written back to GBNF as one rule per state, where
-//! states that take the same strings the same way outside any cycle (the
-//! tails of declared names, in this automaton or an earlier one) share one;
-//! an automaton with a cycle through several states is made minimal first.
+//! need. Each becomes an automaton expression of the grammar (edges of JSON
+//! string characters), where states that take the same strings the same way
+//! outside any cycle (the tails of declared names) are one; an automaton with
+//! a cycle through several states is made minimal first.
 
 use super::gbnf::{Ex, Writer};
 use super::regex::{CharSet, MAX_CHAR, Re};
@@ -514,11 +514,9 @@ impl Dfa {
             }
             groups
         };
-        // Rules are written per strongly connected component, successors
-        // first, so that a state outside any cycle is added by its body and
-        // equivalent states share one rule, within this automaton and across
-        // automata: the tails of the declared names a key must avoid, or
-        // "any other string", are written once.
+        // Components of states, successors first: the automaton is made
+        // minimal where a cycle passes through several states; elsewhere a
+        // state takes the place of any equivalent one written before.
         let root = idx(0, 0);
         let mut succ: Vec<Vec<Edge>> = vec![Vec::new(); total];
         let graph = |rep: &[usize], succ: &mut Vec<Vec<Edge>>| {
@@ -530,73 +528,53 @@ impl Dfa {
             })
         };
         let (mut comp, mut ncomp) = graph(&rep, &mut succ);
-        // States in a cycle of several share no rule by their bodies: there,
-        // the automaton is made minimal first.
+        let accepts = |v: usize| (v % width) as u64 >= min && accept(self.tags[v / width]);
         let mut sizes = vec![0u32; ncomp];
         comp.iter().filter(|&&c| c != usize::MAX).for_each(|&c| sizes[c] += 1);
         if sizes.iter().any(|&n| n > 1) {
-            let accepts = |v: usize| (v % width) as u64 >= min && accept(self.tags[v / width]);
             rep = minimize(root, &next, &accepts, total);
             (comp, ncomp) = graph(&rep, &mut succ);
-        }
-        // When each state is first reached, breadth first from the root.
-        let mut reached = vec![usize::MAX; total];
-        reached[root] = 0;
-        let mut queue = vec![root];
-        let mut i = 0;
-        while i < queue.len() {
-            for &(t, _) in &succ[queue[i]] {
-                if reached[t] == usize::MAX {
-                    reached[t] = queue.len();
-                    queue.push(t);
-                }
-            }
-            i += 1;
         }
         let mut members: Vec<Vec<usize>> = vec![Vec::new(); ncomp];
         for (v, &c) in comp.iter().enumerate().filter(|x| *x.1 != usize::MAX) {
             members[c].push(v);
         }
-        let mut names: Vec<Option<Ex>> = vec![None; total];
-        let mut placed = vec![false; total];
+        // Automaton states (`index`: each product state's), successors first.
+        let mut index = vec![u32::MAX; total];
+        let mut states: Vec<(bool, Vec<(Ex, u32)>)> = Vec::new();
+        let mut same: FastMap<(bool, Vec<(Ex, u32)>), u32> = FastMap::default();
+        let moves = |v: usize, index: &[u32], rules: &mut Writer| -> Vec<(Ex, u32)> {
+            succ[v].iter().filter_map(|(t, ranges)| Some((rules.json_char(&CharSet(ranges.clone()))?, index[*t]))).collect()
+        };
         for component in members {
-            match component[..] {
-                [w] if succ[w].iter().all(|g| g.0 != w) => {
-                    let body = state_body(w, &succ[w], &names, rules, min, accept, &self.tags, width);
-                    names[w] = Some(rules.add("str", body));
+            if let [w] = component[..]
+                && succ[w].iter().all(|g| g.0 != w)
+            {
+                let state = (accepts(w), moves(w, &index, rules));
+                index[w] = *same.entry(state.clone()).or_insert_with(|| {
+                    states.push(state);
+                    states.len() as u32 - 1
+                });
+            } else {
+                for &w in &component {
+                    index[w] = states.len() as u32;
+                    states.push((accepts(w), Vec::new()));
                 }
-                _ => {
-                    // A cycle (or a state looping on itself): members in an
-                    // order their moves give (breadth first from the one
-                    // reached first), named by placeholders: a cycle written
-                    // before, as the tail of another automaton, is reused whole.
-                    let start = *component.iter().min_by_key(|&&w| reached[w]).unwrap_or(&component[0]);
-                    let mut order = vec![start];
-                    placed[start] = true;
-                    let mut i = 0;
-                    while i < order.len() {
-                        for &(t, _) in &succ[order[i]] {
-                            if comp[t] == comp[start] && !placed[t] {
-                                placed[t] = true;
-                                order.push(t);
-                            }
-                        }
-                        i += 1;
-                    }
-                    for (j, &w) in order.iter().enumerate() {
-                        names[w] = Some(rules.placeholder(j));
-                    }
-                    let templates: Vec<Ex> = order
-                        .iter()
-                        .map(|&w| state_body(w, &succ[w], &names, rules, min, accept, &self.tags, width))
-                        .collect();
-                    for (&w, name) in order.iter().zip(rules.add_cycle("str", templates)) {
-                        names[w] = Some(name);
-                    }
+                for &w in &component {
+                    states[index[w] as usize].1 = moves(w, &index, rules);
                 }
             }
         }
-        Ok(names[root])
+        // The root's state first.
+        let first = index[root];
+        let renumber = |i: u32| if i == first { 0 } else if i < first { i + 1 } else { i };
+        let first_state = states.remove(first as usize);
+        states.insert(0, first_state);
+        for (_, edges) in &mut states {
+            edges.iter_mut().for_each(|e| e.1 = renumber(e.1));
+        }
+        let states: Vec<(bool, &[(Ex, u32)])> = states.iter().map(|(a, e)| (*a, &e[..])).collect();
+        Ok(Some(rules.automaton(&states)))
     }
 }
 
@@ -679,32 +657,6 @@ fn minimize<I: Iterator<Item = (usize, usize, Option<usize>)>>(
     rep
 }
 
-/// The rule body of product state `v` (state `v / width` of a DFA, count
-/// `v % width`): the empty string where it accepts, then each character set
-/// and the rule of the state it leads to.
-#[allow(clippy::too_many_arguments)]
-fn state_body(
-    v: usize,
-    succ: &[Edge],
-    names: &[Option<Ex>],
-    rules: &mut Writer,
-    min: u64,
-    accept: &dyn Fn(u64) -> bool,
-    tags: &[u64],
-    width: usize,
-) -> Ex {
-    let mut alts = Vec::with_capacity(succ.len() + 1);
-    if (v % width) as u64 >= min && accept(tags[v / width]) {
-        alts.push(rules.empty());
-    }
-    for (t, ranges) in succ {
-        if let (Some(c), Some(name)) = (rules.json_char(&CharSet(ranges.clone())), names[*t]) {
-            alts.push(rules.seq(&[c, name]));
-        }
-    }
-    rules.alt(&alts)
-}
-
 #[cfg(test)]
 mod tests {
     use super::super::regex::parse_pattern;
@@ -735,21 +687,21 @@ mod tests {
         }
     }
 
-    /// A cycle through several states is written once for two automata
-    /// that end in it: `(ab)*` after `x` and after `y`.
+    /// An automaton built twice is one expression; automata that end in
+    /// the same cycle (`(ab)*` after `x` and after `y`) keep their
+    /// languages.
     #[test]
-    fn written_cycles_are_shared() {
+    fn equal_automata_are_one() {
         let mut rules = Writer::default();
         let mut roots = Vec::new();
-        for p in ["^x(ab)*$", "^y(ab)*$"] {
+        for p in ["^x(ab)*$", "^y(ab)*$", "^x(ab)*$"] {
             let d = Dfa::tagged(&[parse_pattern(p).unwrap()], 100).unwrap();
             roots.push(d.emit(&|t| t == 1, 0, None, &mut rules, 1000).unwrap().unwrap());
         }
-        let either = rules.alt(&roots);
-        let grammar = rules.quoted_text(either);
-        // The root, two starts and the two states of the cycle.
-        assert_eq!(grammar.lines().count(), 5, "{grammar}");
-        let c = crate::Constraint::gbnf(&grammar).unwrap();
+        assert_eq!(roots[0], roots[2]);
+        assert_ne!(roots[0], roots[1]);
+        let either = rules.alt(&roots[..2]);
+        let c = crate::Constraint::gbnf(&rules.quoted_text(either)).unwrap();
         for s in ["x", "yab", "xabab", "ya", "xba", "xy", "ab"] {
             let want = (s.starts_with('x') || s.starts_with('y')) && s[1..].len() % 2 == 0 && s[1..].chars().enumerate().all(|(i, c)| c == ['a', 'b'][i % 2]);
             assert_eq!(c.matches(format!("\"{s}\"").as_bytes()).unwrap(), want, "{s:?}");

@@ -35,15 +35,10 @@ pub struct Writer {
     escape: Option<Ex>,
     /// References to rules added with [`Writer::add`], by their body.
     by_body: FastMap<Ex, Ex>,
-    /// Rules added with [`Writer::add_cycle`], by their templates.
-    cycles: FastMap<Vec<Ex>, Vec<Ex>>,
     /// [`json_char`] of each set met (with `escape`): automata built for
     /// keys and patterns meet the same sets state after state.
     chars: TextMap<CharSet, Option<Ex>>,
 }
-
-/// The first rule index [`Writer::placeholder`] stands for: beyond any real one.
-const PLACEHOLDERS: u32 = u32::MAX / 2;
 
 impl Writer {
     /// Add (or reuse) a rule with this body; returns a reference to it.
@@ -55,57 +50,6 @@ impl Writer {
         self.define(r, body);
         self.by_body.insert(body, r);
         r
-    }
-
-    /// Stands for the `i`-th rule in [`Writer::add_cycle`]'s templates.
-    pub fn placeholder(&mut self, i: usize) -> Ex {
-        self.g.reference(PLACEHOLDERS + i as u32)
-    }
-
-    /// Add (or reuse) rules that refer to each other (or one rule that
-    /// refers to itself): `templates[j]` is rule `j`'s body with
-    /// [`Writer::placeholder`]`(i)` where a reference to rule `i` goes.
-    pub fn add_cycle(&mut self, hint: &str, templates: Vec<Ex>) -> Vec<Ex> {
-        if let Some(refs) = self.cycles.get(&templates) {
-            return refs.clone();
-        }
-        let refs: Vec<Ex> = templates.iter().map(|_| self.reserve(hint)).collect();
-        let mut done = FastMap::default();
-        for (&r, &t) in refs.iter().zip(&templates) {
-            let body = self.substitute(t, &refs, &mut done);
-            self.define(r, body);
-        }
-        self.cycles.insert(templates, refs.clone());
-        refs
-    }
-
-    /// `e` with each placeholder `i` replaced by `refs[i]` (`done`: the
-    /// expressions already replaced).
-    fn substitute(&mut self, e: Ex, refs: &[Ex], done: &mut FastMap<Ex, Ex>) -> Ex {
-        if let Some(&d) = done.get(&e) {
-            return d;
-        }
-        let out = match self.g.expr(e) {
-            Expr::Ref { rule } if rule >= PLACEHOLDERS => refs[(rule - PLACEHOLDERS) as usize],
-            Expr::Seq { first, end } | Expr::Alt { first, end } => {
-                let kids = self.g.kids(first, end).to_vec();
-                let new: Vec<Ex> = kids.iter().map(|&k| self.substitute(k, refs, done)).collect();
-                if new == kids {
-                    e
-                } else if matches!(self.g.expr(e), Expr::Seq { .. }) {
-                    self.g.seq(&new)
-                } else {
-                    self.g.alt(&new)
-                }
-            }
-            Expr::Repeat { expr, min, max } => {
-                let inner = self.substitute(expr, refs, done);
-                if inner == expr { e } else { self.g.repeat(inner, min, max) }
-            }
-            Expr::Ref { .. } | Expr::Literal { .. } | Expr::Class { .. } => e,
-        };
-        done.insert(e, out);
-        out
     }
 
     /// A reference to a new rule, defined later with [`Writer::define`]
@@ -190,6 +134,13 @@ impl Writer {
     /// `e` from `min` to `max` times.
     pub fn repeat(&mut self, e: Ex, min: u32, max: Option<u32>) -> Ex {
         self.g.repeat(e, min, max)
+    }
+
+    /// An automaton whose edges are expressions: `states[i]` is whether
+    /// state `i` accepts and its edges `(expression, state)`; state 0 is
+    /// the first.
+    pub fn automaton(&mut self, states: &[(bool, &[(Ex, u32)])]) -> Ex {
+        self.g.automaton(states)
     }
 
     /// `e` or nothing.
