@@ -133,6 +133,11 @@ impl Rules {
         self.exprs.len()
     }
 
+    /// The number of automaton states, over all automata.
+    pub fn state_count(&self) -> usize {
+        self.states.len()
+    }
+
     /// The largest repetition bound of any expression (0 when none).
     pub fn max_repeat(&self) -> u32 {
         self.exprs

@@ -328,14 +328,16 @@ impl<'a> Builder<'a> {
         Ok(entry)
     }
 
-    /// Compiles automaton `states[first..end]`, which derives some string,
+    /// Compiles automaton `e` (`states[first..end]`), which derives some string,
     /// so that it continues at `next`; returns its entry. Each state that
     /// can reach an accepting one is an epsilon state moving to `next` if it
     /// accepts, and into each edge that derives something towards such a
     /// state.
-    fn automaton(&mut self, first: u32, end: u32, next: u32) -> Result<u32, CompileError> {
+    fn automaton(&mut self, e: u32, first: u32, end: u32, next: u32) -> Result<u32, CompileError> {
         let p = self.p;
-        let live = self.facts.live_states(p, first, end);
+        // Worked out with the rules' final facts (and then kept).
+        self.facts.productive(p, e);
+        let live = self.facts.live[first as usize..end as usize].to_vec();
         let mut at = vec![u32::MAX; live.len()];
         for (i, _) in live.iter().enumerate().filter(|x| *x.1) {
             at[i] = self.add(N::Eps { first: 0, end: 0 })?;
@@ -425,7 +427,7 @@ impl<'a> Builder<'a> {
                 }
                 self.add(N::Call { rule: self.called[q as usize], next })?
             }
-            Expr::Automaton { first, end } => self.automaton(first, end, next)?,
+            Expr::Automaton { first, end } => self.automaton(e, first, end, next)?,
             // Nothing but zero copies.
             Expr::Repeat { expr, .. } if !self.facts.productive(p, expr) => next,
             Expr::Repeat { expr, min, max } => {
@@ -573,6 +575,17 @@ struct Facts {
     /// (see [`Facts::expr`]).
     exprs: Vec<(u32, bool, bool)>,
     round: u32,
+    /// Per round: whether it was a component's last, whose facts are final
+    /// (so are the expressions worked out in it).
+    last: Vec<bool>,
+    /// Per automaton state: whether an accepting state is reachable from
+    /// it over edges that derive something (as its automaton's expression
+    /// was last worked out).
+    live: Vec<bool>,
+    /// Scratch: automaton edges backwards (see [`Facts::automaton`]), and
+    /// a work list.
+    into: (Vec<u32>, Vec<u32>),
+    todo: Vec<u32>,
 }
 
 impl Facts {
@@ -581,10 +594,20 @@ impl Facts {
     /// recurse).
     fn new(p: &gbnf::Rules, calls: &Calls, comps: &Components) -> Facts {
         let n = p.rules.len();
-        let mut f = Facts { productive: vec![false; n], nullable: vec![false; n], exprs: vec![(0, false, false); p.expr_count()], round: 0 };
+        let mut f = Facts {
+            productive: vec![false; n],
+            nullable: vec![false; n],
+            exprs: vec![(u32::MAX, false, false); p.expr_count()],
+            round: 0,
+            last: Vec::new(),
+            live: vec![false; p.state_count()],
+            into: (Vec::new(), Vec::new()),
+            todo: Vec::new(),
+        };
         for members in &comps.members {
             loop {
                 f.round += 1;
+                f.last.push(false);
                 let mut changed = false;
                 for &q in members {
                     let (prod, null) = f.expr(p, p.rules[q as usize].body);
@@ -594,20 +617,20 @@ impl Facts {
                 }
                 let recursive = members.len() > 1 || calls.of(members[0] as usize).iter().any(|c| c.0 == members[0]);
                 if !changed || !recursive {
+                    f.last[f.round as usize - 1] = true;
                     break;
                 }
             }
         }
-        // Expressions are worked out again, with the final facts, when asked.
-        f.round += 1;
         f
     }
 
     /// Whether expression `e` is productive and nullable, with the rules'
-    /// facts as they stand (worked out once per round).
+    /// facts as they stand (worked out once per round, and once for good in
+    /// a component's last round).
     fn expr(&mut self, p: &gbnf::Rules, e: u32) -> (bool, bool) {
         let (round, prod, null) = self.exprs[e as usize];
-        if round == self.round {
+        if round == self.round || self.last.get(round.wrapping_sub(1) as usize) == Some(&true) {
             return (prod, null);
         }
         let out = match p.expr(e) {
@@ -626,55 +649,79 @@ impl Facts {
                 (min == 0 || x, min == 0 || y)
             }
             Expr::Ref { rule } => (self.productive[rule as usize], self.nullable[rule as usize]),
-            Expr::Automaton { first, end } => {
-                let productive = self.live_states(p, first, end)[0];
-                // Nullable: an accepting state reached over nullable edges.
-                let states = p.states(first, end);
-                let (mut seen, mut todo, mut nullable) = (vec![false; states.len()], vec![0u32], false);
-                while let Some(i) = todo.pop() {
-                    if std::mem::replace(&mut seen[i as usize], true) {
-                        continue;
-                    }
-                    let state = &states[i as usize];
-                    nullable |= state.accept;
-                    for edge in p.edges(state) {
-                        if self.expr(p, edge.expr).1 {
-                            todo.push(edge.to);
-                        }
-                    }
-                }
-                (productive, nullable)
-            }
+            Expr::Automaton { first, end } => self.automaton(p, first, end),
         };
         self.exprs[e as usize] = (self.round, out.0, out.1);
         out
     }
 
-    /// Per state of automaton `states[first..end]`, whether an accepting
-    /// state is reachable from it over edges that derive something.
-    fn live_states(&mut self, p: &gbnf::Rules, first: u32, end: u32) -> Vec<bool> {
-        let states = p.states(first, end);
-        let mut into: Vec<Vec<u32>> = vec![Vec::new(); states.len()];
-        for (i, state) in states.iter().enumerate() {
-            for edge in p.edges(state) {
-                if self.expr(p, edge.expr).0 {
-                    into[edge.to as usize].push(i as u32);
-                }
-            }
-        }
-        let mut live = vec![false; states.len()];
-        let mut todo: Vec<u32> = (0..states.len() as u32).filter(|&i| states[i as usize].accept).collect();
-        while let Some(i) = todo.pop() {
-            if !std::mem::replace(&mut live[i as usize], true) {
-                todo.extend(&into[i as usize]);
-            }
-        }
-        live
-    }
-
     /// Whether `e` derives some finite string (its rules' facts final).
     fn productive(&mut self, p: &gbnf::Rules, e: u32) -> bool {
         self.expr(p, e).0
+    }
+
+    /// Whether automaton `states[first..end]` is productive and nullable;
+    /// its states' [`Facts::live`] flags on the way.
+    fn automaton(&mut self, p: &gbnf::Rules, first: u32, end: u32) -> (bool, bool) {
+        let states = p.states(first, end);
+        // Live: backwards from the accepting states over productive edges
+        // (`into`: per state, the states with such an edge into it, at
+        // `into[at[t]..at[t + 1]]`).
+        let mut into = std::mem::take(&mut self.into);
+        let (at, from) = (&mut into.0, &mut into.1);
+        at.clear();
+        at.resize(states.len() + 2, 0);
+        from.clear();
+        for state in states {
+            for edge in p.edges(state) {
+                if self.expr(p, edge.expr).0 {
+                    at[edge.to as usize + 2] += 1;
+                }
+            }
+        }
+        for t in 2..at.len() {
+            at[t] += at[t - 1];
+        }
+        from.resize(at[states.len() + 1] as usize, 0);
+        for (i, state) in states.iter().enumerate() {
+            for edge in p.edges(state) {
+                if self.expr(p, edge.expr).0 {
+                    let slot = &mut at[edge.to as usize + 1];
+                    from[*slot as usize] = i as u32;
+                    *slot += 1;
+                }
+            }
+        }
+        let live = &mut self.live[first as usize..end as usize];
+        live.fill(false);
+        let mut todo = std::mem::take(&mut self.todo);
+        todo.clear();
+        todo.extend((0..states.len() as u32).filter(|&i| states[i as usize].accept));
+        while let Some(i) = todo.pop() {
+            if !std::mem::replace(&mut live[i as usize], true) {
+                todo.extend_from_slice(&from[at[i as usize] as usize..at[i as usize + 1] as usize]);
+            }
+        }
+        let productive = live[0];
+        // Nullable: an accepting state reached from the first over nullable
+        // edges.
+        let mut seen = vec![false; states.len()];
+        let mut nullable = false;
+        todo.push(0);
+        while let Some(i) = todo.pop() {
+            if std::mem::replace(&mut seen[i as usize], true) {
+                continue;
+            }
+            let state = &states[i as usize];
+            nullable |= state.accept;
+            for edge in p.edges(state) {
+                if !seen[edge.to as usize] && self.expr(p, edge.expr).1 {
+                    todo.push(edge.to);
+                }
+            }
+        }
+        (self.into, self.todo) = (into, todo);
+        (productive, nullable)
     }
 }
 
