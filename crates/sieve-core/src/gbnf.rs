@@ -116,13 +116,13 @@ impl Rules {
         &self.edges[s.first as usize..s.end as usize]
     }
 
-    /// An automaton: `states[i]` is whether state `i` accepts and its
-    /// edges `(expression, state)`; state 0 is the first.
-    pub fn automaton(&mut self, states: &[(bool, &[(u32, u32)])]) -> u32 {
+    /// An automaton: `states[i]` is whether state `i` accepts and where
+    /// its edges `(expression, state)` are in `edges`; state 0 is the first.
+    pub fn automaton(&mut self, states: &[(bool, u32, u32)], edges: &[(u32, u32)]) -> u32 {
         let first = self.states.len() as u32;
-        for &(accept, edges) in states {
+        for &(accept, a, b) in states {
             let at = self.edges.len() as u32;
-            self.edges.extend(edges.iter().map(|&(expr, to)| Edge { expr, to }));
+            self.edges.extend(edges[a as usize..b as usize].iter().map(|&(expr, to)| Edge { expr, to }));
             self.states.push(State { accept, first: at, end: self.edges.len() as u32 });
         }
         self.intern(Expr::Automaton { first, end: self.states.len() as u32 })

@@ -1673,19 +1673,16 @@ impl<'a> Compiler<'a> {
                 let sep = Some(self.opaque("sep", sep)?);
                 let shape = MemberShape { entries: &named, lead_extras, sep, ..shape };
                 let mut memo = vec![None; 1 << named.len()];
-                let mut states = Vec::new();
-                let sets = match self.member_set(&shape, 0, &mut memo, &mut states, &mut FastMap::default())? {
+                let mut auto = Automaton::default();
+                let sets = match self.member_set(&shape, 0, &mut memo, &mut auto, &mut FastMap::default())? {
                     None => None,
                     Some(FINAL) => Some(self.rules.empty()),
                     Some(_) => {
                         // The state every member sequence ends in, last.
-                        let end = states.len() as u32;
-                        states.push((true, Vec::new()));
-                        for (_, edges) in &mut states {
-                            edges.iter_mut().filter(|e| e.1 == FINAL).for_each(|e| e.1 = end);
-                        }
-                        let states: Vec<(bool, &[(Ex, u32)])> = states.iter().map(|(a, e)| (*a, &e[..])).collect();
-                        Some(self.rules.automaton(&states))
+                        let end = auto.states.len() as u32;
+                        auto.states.push((true, 0, 0));
+                        auto.edges.iter_mut().filter(|e| e.1 == FINAL).for_each(|e| e.1 = end);
+                        Some(self.rules.automaton(&auto.states, &auto.edges))
                     }
                 };
                 self.member_sets.insert(key, sets);
@@ -1698,15 +1695,15 @@ impl<'a> Compiler<'a> {
     /// Declared members in any order: a state per set of members already
     /// written. Returns the state of set `seen` (`FINAL` when nothing but
     /// the object's end may follow; `None` when no member sequence
-    /// continues from it), memoized in `memo` by the set's bits; states are
-    /// `(accepts, edges)` in `states`, the first set's first. `tails`
-    /// memoizes [`Compiler::member_state`] past the declared members.
+    /// continues from it), memoized in `memo` by the set's bits; states go
+    /// in `auto`, the first set's first. `tails` memoizes
+    /// [`Compiler::member_state`] past the declared members.
     fn member_set(
         &mut self,
         sh: &MemberShape<'_>,
         seen: u32,
         memo: &mut [Option<Option<u32>>],
-        states: &mut Vec<(bool, Vec<(Ex, u32)>)>,
+        auto: &mut Automaton,
         tails: &mut FastMap<(usize, bool, u64), Option<Ex>>,
     ) -> Res<Option<u32>> {
         if let Some(done) = memo[seen as usize] {
@@ -1715,8 +1712,8 @@ impl<'a> Compiler<'a> {
         self.check_size()?;
         let cnt = u64::from(seen.count_ones());
         let first = seen == 0;
-        let state = states.len() as u32;
-        states.push((false, Vec::new()));
+        let state = auto.states.len() as u32;
+        auto.states.push((false, 0, 0));
         // The next declared member, after the separator and extras they all
         // share (one edge into a state of its own, so the grammar holds one
         // copy of them).
@@ -1726,7 +1723,7 @@ impl<'a> Compiler<'a> {
                 if seen >> i & 1 == 1 {
                     continue;
                 }
-                if let Some(to) = self.member_set(sh, seen | 1 << i, memo, states, tails)? {
+                if let Some(to) = self.member_set(sh, seen | 1 << i, memo, auto, tails)? {
                     nexts.push((kv, to));
                 }
             }
@@ -1746,8 +1743,10 @@ impl<'a> Compiler<'a> {
             match prefix {
                 None => edges = nexts,
                 Some(prefix) => {
-                    edges.push((prefix, states.len() as u32));
-                    states.push((false, nexts));
+                    edges.push((prefix, auto.states.len() as u32));
+                    let at = auto.edges.len() as u32;
+                    auto.edges.extend_from_slice(&nexts);
+                    auto.states.push((false, at, auto.edges.len() as u32));
                 }
             }
         }
@@ -1767,7 +1766,9 @@ impl<'a> Compiler<'a> {
             (true, false) => None,
             (true, true) => Some(FINAL),
             _ => {
-                states[state as usize] = (accept, edges);
+                let at = auto.edges.len() as u32;
+                auto.edges.extend_from_slice(&edges);
+                auto.states[state as usize] = (accept, at, auto.edges.len() as u32);
                 Some(state)
             }
         };
@@ -2510,6 +2511,14 @@ fn negate(nm: &Map<String, Value>, want: &[&'static str], int_only: bool, legacy
 /// The state of [`Compiler::member_set`] after which only the object's end
 /// may come.
 const FINAL: u32 = u32::MAX;
+
+/// An automaton being built: states `(accepts, edges' first, end)`, and
+/// their edges `(expression, state)`.
+#[derive(Default)]
+struct Automaton {
+    states: Vec<(bool, u32, u32)>,
+    edges: Vec<(Ex, u32)>,
+}
 
 /// What an object's members in any order depend on: its members (name,
 /// expression, required), its extras rule and its member counts.

@@ -11,12 +11,10 @@ use super::gbnf::{Ex, Writer};
 use super::regex::{CharSet, MAX_CHAR, Re};
 use crate::graph::components;
 use crate::hash::FastMap;
+use std::hash::BuildHasher;
 
 const DEAD: u32 = u32::MAX;
 
-/// A move of a written automaton: the target state and the character
-/// ranges leading there.
-type Edge = (usize, Vec<(u32, u32)>);
 
 /// Why an automaton was not built.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -286,10 +284,13 @@ impl Dfa {
 
     /// The characters of classes `from..end`: classes are consecutive
     /// ranges (but for the surrogates, which none holds), so they are
-    /// those from the first one's to the last one's.
-    fn span(&self, from: usize, end: usize) -> CharSet {
+    /// those from the first one's to the last one's, less the surrogates.
+    fn span(&self, from: usize, end: usize) -> impl Iterator<Item = (u32, u32)> {
         let last = &self.classes[end - 1].0;
-        CharSet::from_ranges(vec![(self.classes[from].0[0].0, last[last.len() - 1].1)])
+        let (lo, hi) = (self.classes[from].0[0].0, last[last.len() - 1].1);
+        let below = (lo < 0xD800).then(|| (lo, hi.min(0xD7FF)));
+        let above = (hi > 0xDFFF).then(|| (lo.max(0xE000), hi));
+        below.into_iter().chain(above)
     }
 
     /// Adds a state's moves from one target per class.
@@ -486,45 +487,28 @@ impl Dfa {
         // equivalent ones.
         let mut rep: Vec<usize> = (0..total).collect();
         // A product state's live successors (their representatives), grouped
-        // by target (classes are sorted and disjoint: appending keeps a set
-        // normalized).
-        let successors = |v: usize, rep: &[usize]| -> Vec<Edge> {
-            let mut groups: Vec<Edge> = Vec::new();
-            let Some(k2) = step((v % width) as u64) else { return groups };
-            // Runs of classes share a target: the last one's group is tried first.
-            let mut last = 0;
+        // by target, each with its characters: `succ.of(v)`.
+        let mut succ = Successors::default();
+        let successors = |v: usize, rep: &[usize], succ: &mut Successors| {
+            let Some(k2) = step((v % width) as u64) else { return };
             for (from, end, t) in self.moves(v / width) {
-                if t == DEAD || !live[idx(t as usize, k2)] {
-                    continue;
-                }
-                let key = rep[idx(t as usize, k2)];
-                if groups.get(last).is_none_or(|g| g.0 != key) {
-                    last = groups.iter().position(|g| g.0 == key).unwrap_or_else(|| {
-                        groups.push((key, Vec::new()));
-                        groups.len() - 1
-                    });
-                }
-                let ranges = &mut groups[last].1;
-                for (a, b) in self.span(from, end).0 {
-                    match ranges.last_mut() {
-                        Some(l) if l.1 + 1 == a => l.1 = b,
-                        _ => ranges.push((a, b)),
-                    }
+                if t != DEAD && live[idx(t as usize, k2)] {
+                    succ.add(rep[idx(t as usize, k2)], self.span(from, end));
                 }
             }
-            groups
+            succ.close(v);
         };
         // Components of states, successors first: the automaton is made
         // minimal where a cycle passes through several states; elsewhere a
         // state takes the place of any equivalent one written before.
         let root = idx(0, 0);
-        let mut succ: Vec<Vec<Edge>> = vec![Vec::new(); total];
-        let graph = |rep: &[usize], succ: &mut Vec<Vec<Edge>>| {
+        let graph = |rep: &[usize], succ: &mut Successors| {
+            succ.reset(total);
             components(total, [root], |v, i| {
                 if i == 0 {
-                    succ[v] = successors(v, rep);
+                    successors(v, rep, succ);
                 }
-                succ[v].get(i).map(|e| e.0)
+                succ.of(v).get(i).map(|e| e.0)
             })
         };
         let (mut comp, mut ncomp) = graph(&rep, &mut succ);
@@ -539,42 +523,123 @@ impl Dfa {
         for (v, &c) in comp.iter().enumerate().filter(|x| *x.1 != usize::MAX) {
             members[c].push(v);
         }
-        // Automaton states (`index`: each product state's), successors first.
+        // Automaton states (`index`: each product state's), successors
+        // first, their edges in one array (`same`: states outside any
+        // cycle by a hash of what they hold).
         let mut index = vec![u32::MAX; total];
-        let mut states: Vec<(bool, Vec<(Ex, u32)>)> = Vec::new();
-        let mut same: FastMap<(bool, Vec<(Ex, u32)>), u32> = FastMap::default();
-        let moves = |v: usize, index: &[u32], rules: &mut Writer| -> Vec<(Ex, u32)> {
-            succ[v].iter().filter_map(|(t, ranges)| Some((rules.json_char(&CharSet(ranges.clone()))?, index[*t]))).collect()
+        let mut states: Vec<(bool, u32, u32)> = Vec::new();
+        let mut edges: Vec<(Ex, u32)> = Vec::new();
+        let mut same: FastMap<u64, u32> = FastMap::default();
+        let moves = |v: usize, index: &[u32], rules: &mut Writer, edges: &mut Vec<(Ex, u32)>| {
+            for &(t, a, b) in succ.of(v) {
+                if let Some(c) = rules.json_char(&succ.ranges[a as usize..b as usize]) {
+                    edges.push((c, index[t]));
+                }
+            }
         };
         for component in members {
             if let [w] = component[..]
-                && succ[w].iter().all(|g| g.0 != w)
+                && succ.of(w).iter().all(|g| g.0 != w)
             {
-                let state = (accepts(w), moves(w, &index, rules));
-                index[w] = *same.entry(state.clone()).or_insert_with(|| {
-                    states.push(state);
-                    states.len() as u32 - 1
+                let at = edges.len();
+                moves(w, &index, rules, &mut edges);
+                let key = same.hasher().hash_one((accepts(w), &edges[at..]));
+                let old = same.get(&key).copied().filter(|&o| {
+                    let (a, x, y) = states[o as usize];
+                    a == accepts(w) && edges[x as usize..y as usize] == edges[at..]
                 });
+                index[w] = match old {
+                    Some(o) => {
+                        edges.truncate(at);
+                        o
+                    }
+                    None => {
+                        states.push((accepts(w), at as u32, edges.len() as u32));
+                        same.entry(key).or_insert(states.len() as u32 - 1);
+                        states.len() as u32 - 1
+                    }
+                };
             } else {
                 for &w in &component {
                     index[w] = states.len() as u32;
-                    states.push((accepts(w), Vec::new()));
+                    states.push((accepts(w), 0, 0));
                 }
                 for &w in &component {
-                    states[index[w] as usize].1 = moves(w, &index, rules);
+                    let at = edges.len() as u32;
+                    moves(w, &index, rules, &mut edges);
+                    states[index[w] as usize] = (accepts(w), at, edges.len() as u32);
                 }
             }
         }
         // The root's state first.
         let first = index[root];
-        let renumber = |i: u32| if i == first { 0 } else if i < first { i + 1 } else { i };
-        let first_state = states.remove(first as usize);
-        states.insert(0, first_state);
-        for (_, edges) in &mut states {
-            edges.iter_mut().for_each(|e| e.1 = renumber(e.1));
+        states.swap(0, first as usize);
+        for e in &mut edges {
+            e.1 = if e.1 == first { 0 } else if e.1 == 0 { first } else { e.1 };
         }
-        let states: Vec<(bool, &[(Ex, u32)])> = states.iter().map(|(a, e)| (*a, &e[..])).collect();
-        Ok(Some(rules.automaton(&states)))
+        Ok(Some(rules.automaton(&states, &edges)))
+    }
+}
+
+/// Each product state's successors, grouped by target: `(target, ranges)`
+/// with the characters leading there (sorted, apart) in `ranges`.
+#[derive(Default)]
+struct Successors {
+    /// Per state, its groups `list[at.0..at.1]`.
+    at: Vec<(u32, u32)>,
+    list: Vec<(usize, u32, u32)>,
+    ranges: Vec<(u32, u32)>,
+    /// The groups of the state being filled, each with its ranges.
+    open: Vec<(usize, Vec<(u32, u32)>)>,
+    used: usize,
+}
+
+impl Successors {
+    fn reset(&mut self, states: usize) {
+        self.at.clear();
+        self.at.resize(states, (0, 0));
+        self.list.clear();
+        self.ranges.clear();
+    }
+
+    fn of(&self, v: usize) -> &[(usize, u32, u32)] {
+        let (a, b) = self.at[v];
+        &self.list[a as usize..b as usize]
+    }
+
+    /// Characters `ranges` (in order) lead to `target`: runs of classes
+    /// share a target, so the last group is tried first.
+    fn add(&mut self, target: usize, ranges: impl Iterator<Item = (u32, u32)>) {
+        let g = match self.open[..self.used].iter().rposition(|g| g.0 == target) {
+            Some(g) => g,
+            None => {
+                if self.used == self.open.len() {
+                    self.open.push((target, Vec::new()));
+                }
+                self.open[self.used].0 = target;
+                self.open[self.used].1.clear();
+                self.used += 1;
+                self.used - 1
+            }
+        };
+        let group = &mut self.open[g].1;
+        for (a, b) in ranges {
+            match group.last_mut() {
+                Some(l) if l.1 + 1 == a => l.1 = b,
+                _ => group.push((a, b)),
+            }
+        }
+    }
+
+    fn close(&mut self, v: usize) {
+        let first = self.list.len() as u32;
+        for (target, ranges) in &self.open[..self.used] {
+            let a = self.ranges.len() as u32;
+            self.ranges.extend_from_slice(ranges);
+            self.list.push((*target, a, self.ranges.len() as u32));
+        }
+        self.at[v] = (first, self.list.len() as u32);
+        self.used = 0;
     }
 }
 

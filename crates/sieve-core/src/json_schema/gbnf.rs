@@ -35,9 +35,10 @@ pub struct Writer {
     escape: Option<Ex>,
     /// References to rules added with [`Writer::add`], by their body.
     by_body: FastMap<Ex, Ex>,
-    /// [`json_char`] of each set met (with `escape`): automata built for
-    /// keys and patterns meet the same sets state after state.
-    chars: TextMap<CharSet, Option<Ex>>,
+    /// [`json_char`] of each set met (with `escape`), by its ranges:
+    /// automata built for keys and patterns meet the same sets state after
+    /// state.
+    chars: TextMap<Box<[(u32, u32)]>, Option<Ex>>,
 }
 
 impl Writer {
@@ -75,13 +76,14 @@ impl Writer {
         self.chars.clear();
     }
 
-    /// [`json_char`] of `set` with this grammar's `escape` rule, memoized.
-    pub fn json_char(&mut self, set: &CharSet) -> Option<Ex> {
-        if let Some(c) = self.chars.get(set) {
+    /// [`json_char`] of the set of `ranges` (sorted, apart) with this
+    /// grammar's `escape` rule, memoized.
+    pub fn json_char(&mut self, ranges: &[(u32, u32)]) -> Option<Ex> {
+        if let Some(c) = self.chars.get(ranges) {
             return *c;
         }
-        let c = json_char(self, set);
-        self.chars.insert(set.clone(), c);
+        let c = json_char(self, &CharSet(ranges.to_vec()));
+        self.chars.insert(ranges.into(), c);
         c
     }
 
@@ -137,10 +139,10 @@ impl Writer {
     }
 
     /// An automaton whose edges are expressions: `states[i]` is whether
-    /// state `i` accepts and its edges `(expression, state)`; state 0 is
-    /// the first.
-    pub fn automaton(&mut self, states: &[(bool, &[(Ex, u32)])]) -> Ex {
-        self.g.automaton(states)
+    /// state `i` accepts and where its edges `(expression, state)` are in
+    /// `edges`; state 0 is the first.
+    pub fn automaton(&mut self, states: &[(bool, u32, u32)], edges: &[(Ex, u32)]) -> Ex {
+        self.g.automaton(states, edges)
     }
 
     /// `e` or nothing.
@@ -344,7 +346,7 @@ pub fn emit(re: &Re, enc: Encoding, w: &mut Writer, any_char: Ex) -> Option<Ex> 
                         }
                         w.class(s)
                     }
-                    Encoding::JsonString => w.json_char(s)?,
+                    Encoding::JsonString => w.json_char(&s.0)?,
                 }
             }
         }
