@@ -1,14 +1,16 @@
-//! Context-free constraints: GBNF rules compiled to per-rule automata over
-//! bytes with rule-call edges, parsed by an Earley parser one byte at a time.
+//! Context-free constraints: grammar rules (see [`crate::gbnf`]) compiled to
+//! per-rule automata over bytes with rule-call edges, parsed by an Earley
+//! parser one byte at a time.
 //!
 //! Each rule body becomes a Thompson automaton (byte ranges, calls, epsilon
 //! moves); epsilon moves are closed at compile time, so an Earley item is a
 //! `(state, origin)` pair on a byte, call or accept state. Left recursion,
 //! ambiguity and empty rules are all handled (nullable calls use the
-//! Aycock–Horspool shortcut). States that cannot reach their rule's end and
-//! rules that derive no finite string are removed at compile time, so a
-//! non-empty Earley set always has a valid continuation: a token is allowed
-//! exactly when its bytes leave a non-empty set.
+//! Aycock–Horspool shortcut). Which rules and expressions derive some finite
+//! string is decided before building, and only those are compiled, so every
+//! state can reach its rule's end and a non-empty Earley set always has a
+//! valid continuation: a token is allowed exactly when its bytes leave a
+//! non-empty set.
 
 use crate::error::{CompileError, CompileErrorKind, MatchError};
 use crate::gbnf::{self, Expr};
@@ -462,7 +464,7 @@ fn utf8_sequences(ranges: &[(u32, u32)]) -> Vec<Utf8Sequence> {
 
 /// Largest estimated automaton size (in states) of a rule compiled inline
 /// at each of its references. Inlining keeps lexical structure (strings,
-/// numbers, whitespace, pattern automata written as rules) inside one rule
+/// numbers, whitespace, pattern automata) inside one rule
 /// automaton, which is what lets the token cache decide most tokens without
 /// context.
 const INLINE_MAX: usize = 1000;

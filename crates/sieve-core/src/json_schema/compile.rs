@@ -238,7 +238,7 @@ impl<'a> Compiler<'a> {
         Ok(())
     }
 
-    /// The schema at `ptr` as a GBNF expression.
+    /// The schema at `ptr` as a grammar expression.
     fn schema(&mut self, s: &Value, ptr: &str) -> Res<Expr> {
         self.enter(ptr)?;
         let out = match s {

@@ -414,8 +414,8 @@ impl Dfa {
     }
 
     /// Every string whose tag set satisfies `accept`, counted in characters
-    /// between `min` and `max`, as GBNF inside a JSON string (`None`: no
-    /// string). States times counts are bounded by `max_states`.
+    /// between `min` and `max`, as an automaton of JSON string characters
+    /// (`None`: no string). States times counts are bounded by `max_states`.
     pub fn emit(
         &self,
         accept: &dyn Fn(u64) -> bool,
