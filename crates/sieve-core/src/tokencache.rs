@@ -422,12 +422,14 @@ fn analyze(
                     ends.push(depth);
                 }
                 // Worth its cost (a transition per byte class) above large
-                // subtrees only. (A set past a cut character takes no
-                // character's first byte: `f` ends a character.)
-                if full && node.end as usize - i > FREE_MIN_NODES {
-                    match walker.strays(slice_seqs) {
-                        Ok(u128::MAX) => {}
-                        Ok(strays) => free.push((depth, strays)),
+                // subtrees only; once known for the set, below any. (A set
+                // past a cut character takes no character's first byte:
+                // `f` ends a character.)
+                if full && node.end as usize - i > 1 {
+                    let strays = if node.end as usize - i > FREE_MIN_NODES { walker.strays(slice_seqs).map(Some) } else { Ok(walker.known_strays()) };
+                    match strays {
+                        Ok(None | Some(u128::MAX)) => {}
+                        Ok(Some(strays)) => free.push((depth, strays)),
                         Err(e) => break Err(e),
                     }
                 }
@@ -812,6 +814,14 @@ impl SetWalker<'_, '_> {
         match self.frames.last() {
             Some(&(id, _)) if id != UNKNOWN => self.dfa.strays(&mut self.inner, id, seqs),
             _ => Ok(u128::MAX),
+        }
+    }
+
+    /// [`SetWalker::strays`] when already computed for the newest set.
+    fn known_strays(&self) -> Option<u128> {
+        match self.frames.last() {
+            Some(&(id, _)) if id != UNKNOWN => self.dfa.strays[(id >> 31) as usize].get((id & !OPEN) as usize).copied().flatten(),
+            _ => None,
         }
     }
 
