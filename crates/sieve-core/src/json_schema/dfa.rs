@@ -15,7 +15,6 @@ use std::hash::BuildHasher;
 
 const DEAD: u32 = u32::MAX;
 
-
 /// Why an automaton was not built.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TooLarge;
@@ -809,13 +808,14 @@ mod tests {
     }
 
     /// A key automaton (any string but the declared names) written twice:
-    /// it takes every short string over the names' letters exactly when it
-    /// is not a name, and the second copy is the first one's rules.
+    /// it takes every short string over the names' characters (`/` with
+    /// its two spellings, `"` escaped, a non-ASCII one) exactly when it is
+    /// not a name, and the second copy is the first one's expression.
     #[test]
     fn written_automata_share_equivalent_states() {
-        let names = ["ab", "cb", "abc", "ca"];
+        let names = ["ab", "c/b", "ab\u{e9}", "c\"a"];
         let mut exprs = vec![Re::any_string()];
-        exprs.extend(names.iter().map(|n| parse_pattern(&format!("^{n}$")).unwrap()));
+        exprs.extend(names.iter().map(|n| literal(n)));
         let d = Dfa::tagged(&exprs, 100).unwrap();
         let other = |tags: u64| tags == 1;
         let mut rules = Writer::default();
@@ -824,13 +824,25 @@ mod tests {
         let second = d.emit(&other, 0, None, &mut rules, 1000).unwrap().unwrap();
         assert_eq!((first, size), (second, rules.size()));
         let key = crate::Constraint::gbnf(&rules.quoted_text(first)).unwrap();
-        let mut strings = vec![String::new()];
-        for len in 0..4 {
-            let longer: Vec<String> = strings.iter().filter(|s| s.len() == len).flat_map(|s| ["a", "b", "c"].map(|c| format!("{s}{c}"))).collect();
+        // Strings with each of their spellings.
+        let mut strings = vec![(String::new(), String::new())];
+        for len in 0..3 {
+            let longer: Vec<(String, String)> = strings
+                .iter()
+                .filter(|s| s.0.chars().count() == len)
+                .flat_map(|(s, t)| {
+                    [("a", "a"), ("b", "b"), ("c", "c"), ("/", "/"), ("/", "\\/"), ("\u{e9}", "\u{e9}"), ("\"", "\\\"")]
+                        .map(|(c, spelled)| (format!("{s}{c}"), format!("{t}{spelled}")))
+                })
+                .collect();
             strings.extend(longer);
         }
-        for s in strings {
-            assert_eq!(key.matches(format!("\"{s}\"").as_bytes()).unwrap(), !names.contains(&s.as_str()), "{s:?}");
+        for (s, spelled) in strings {
+            assert_eq!(key.matches(format!("\"{spelled}\"").as_bytes()).unwrap(), !names.contains(&s.as_str()), "{spelled:?}");
         }
+    }
+
+    fn literal(s: &str) -> Re {
+        Re::Concat(s.chars().map(|c| Re::Set(CharSet::single(c as u32))).collect())
     }
 }
