@@ -994,37 +994,38 @@ impl Grammar {
             + self.names.iter().map(|n| n.len() + 24).sum::<usize>()
     }
 
-    /// The bytes a string derived from `list` may start with before any
-    /// call, whether `list` may reach its rule's end without a byte, and
-    /// the rules it may call first (their first bytes belong to it too).
-    /// `seen` is scratch: one mark per state, `stamp` this walk's mark.
-    fn first_of(&self, list: (u32, u32), seen: &mut [u32], stamp: u32, calls: &mut Vec<u32>) -> ([u64; 4], bool) {
-        let (mut set, mut end) = ([0u64; 4], false);
-        let mut next = Some(list);
-        let mut todo = Vec::new();
-        while let Some(list) = next.take().or_else(|| todo.pop()) {
+    /// Adds to `set` the bytes a string derived from `list` may start with
+    /// before any call, and to `calls` the rules it may call first (their
+    /// first bytes belong to it too); true when `list` may reach its rule's
+    /// end without a byte. `seen` marks the states met with `stamp`: those
+    /// are skipped (one walk may span several lists). `lists` is scratch.
+    fn first_of(&self, list: (u32, u32), set: &mut [u64; 4], calls: &mut Vec<u32>, seen: &mut [u32], stamp: u32, lists: &mut Vec<(u32, u32)>) -> bool {
+        let mut end = false;
+        lists.clear();
+        lists.push(list);
+        while let Some(list) = lists.pop() {
             for &s in self.list(list) {
                 if std::mem::replace(&mut seen[s as usize], stamp) == stamp {
                     continue;
                 }
                 let c = &self.core[s as usize];
                 match c.kind {
-                    Kind::Byte { lo, hi } => mark(&mut set, lo, hi),
+                    Kind::Byte { lo, hi } => mark(set, lo, hi),
                     Kind::Ranges { first: a, end: b } => self.ranges[a as usize..b as usize]
                         .iter()
                         .filter(|r| r.next.0 != r.next.1)
-                        .for_each(|r| mark(&mut set, r.lo, r.hi)),
+                        .for_each(|r| mark(set, r.lo, r.hi)),
                     Kind::Call { rule } => {
                         calls.push(rule);
                         if self.rules[rule as usize].nullable {
-                            todo.push(c.next);
+                            lists.push(c.next);
                         }
                     }
                     Kind::Accept { .. } => end = true,
                 }
             }
         }
-        (set, end)
+        end
     }
 
     /// The rules' FOLLOW sets over bytes, computed per rule when asked
@@ -1037,7 +1038,7 @@ impl Grammar {
             }
         }
         let n = self.rules.len();
-        FollowSets { callers, first: vec![None; n], direct: vec![None; n], follow: vec![None; n], seen: vec![u32::MAX; self.core.len()], stamp: 0 }
+        FollowSets { callers, first: vec![None; n], direct: vec![None; n], follow: vec![None; n], seen: vec![u32::MAX; self.core.len()], stamp: 0, lists: Vec::new() }
     }
 
     /// The states after `byte` from `states` when those call no rule: the
@@ -1215,6 +1216,8 @@ pub(crate) struct FollowSets {
     /// Scratch marks for [`Grammar::first_of`].
     seen: Vec<u32>,
     stamp: u32,
+    /// Scratch lists for [`Grammar::first_of`].
+    lists: Vec<(u32, u32)>,
 }
 
 /// The bytes that may come right after a call of a rule, and the rules
@@ -1257,21 +1260,22 @@ impl FollowSets {
         if let Some(d) = &self.direct[rule as usize] {
             return d.clone();
         }
+        // One walk for every caller: a state met from an earlier one added
+        // its bytes and calls already, and an end it leads to is of the
+        // same rule (successors stay in their rule).
+        self.stamp += 1;
         let (mut set, mut enders, mut calls) = ([0u64; 4], Vec::new(), Vec::new());
         for i in 0..self.callers[rule as usize].len() {
             let c = g.core[self.callers[rule as usize][i] as usize];
-            calls.clear();
-            let (after, end) = self.first_of(g, c.next, &mut calls);
-            or(&mut set, &after);
-            let firsts = std::mem::take(&mut calls);
-            for &k in &firsts {
-                let f = self.first(g, k);
-                or(&mut set, &f);
-            }
-            calls = firsts;
-            if end {
+            if self.first_of(g, c.next, &mut set, &mut calls) {
                 enders.push(c.rule);
             }
+        }
+        calls.sort_unstable();
+        calls.dedup();
+        for k in calls {
+            let f = self.first(g, k);
+            or(&mut set, &f);
         }
         enders.sort_unstable();
         enders.dedup();
@@ -1288,10 +1292,10 @@ impl FollowSets {
         }
         let (mut set, mut todo, mut calls) = ([0u64; 4], vec![rule], Vec::new());
         let mut met: FastSet<u32> = FastSet::from_iter([rule]);
+        self.stamp += 1;
         while let Some(r) = todo.pop() {
             calls.clear();
-            let (own, _) = self.first_of(g, g.rules[r as usize].start, &mut calls);
-            or(&mut set, &own);
+            self.first_of(g, g.rules[r as usize].start, &mut set, &mut calls);
             for &k in &calls {
                 match self.first[k as usize] {
                     Some(f) => or(&mut set, &f),
@@ -1304,9 +1308,9 @@ impl FollowSets {
         set
     }
 
-    fn first_of(&mut self, g: &Grammar, list: (u32, u32), calls: &mut Vec<u32>) -> ([u64; 4], bool) {
-        self.stamp += 1;
-        g.first_of(list, &mut self.seen, self.stamp, calls)
+    /// [`Grammar::first_of`] in the walk of the current stamp.
+    fn first_of(&mut self, g: &Grammar, list: (u32, u32), set: &mut [u64; 4], calls: &mut Vec<u32>) -> bool {
+        g.first_of(list, set, calls, &mut self.seen, self.stamp, &mut self.lists)
     }
 }
 
