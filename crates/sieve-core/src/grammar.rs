@@ -1046,15 +1046,21 @@ impl Grammar {
     /// into `out` (empty: none does). What an Earley step makes of a set
     /// whose items all have the same origin, without the chart; false when
     /// a successor is a call (it would predict items of another origin).
-    pub fn scan_outer(&self, states: &[u32], byte: u8, out: &mut Vec<u32>) -> bool {
+    /// Also the bytes around `byte` that go the same way ([`Grammar::alike`]).
+    pub fn scan_outer(&self, states: &[u32], byte: u8, out: &mut Vec<u32>) -> (bool, RangeInclusive<u8>) {
         out.clear();
+        let mut alike = 0..=u8::MAX;
         for &s in states {
             let c = &self.core[s as usize];
             match c.kind {
-                Kind::Byte { lo, hi } if lo <= byte && byte <= hi => out.extend_from_slice(self.list(c.next)),
+                Kind::Byte { lo, hi } => {
+                    if narrow(&mut alike, byte, lo, hi) {
+                        out.extend_from_slice(self.list(c.next));
+                    }
+                }
                 Kind::Ranges { first, end } => {
                     for r in &self.ranges[first as usize..end as usize] {
-                        if r.lo <= byte && byte <= r.hi {
+                        if narrow(&mut alike, byte, r.lo, r.hi) {
                             out.extend_from_slice(self.list(r.next));
                         }
                     }
@@ -1064,31 +1070,26 @@ impl Grammar {
         }
         out.sort_unstable();
         out.dedup();
-        !out.iter().any(|&s| matches!(self.core[s as usize].kind, Kind::Call { .. }))
+        (!out.iter().any(|&s| matches!(self.core[s as usize].kind, Kind::Call { .. })), alike)
     }
 
     /// The bytes around `byte` that each of `states` takes or refuses as
     /// it does `byte`: from a set of items with these states, an Earley
     /// step takes every one of them to the same set.
     pub fn alike(&self, states: impl IntoIterator<Item = u32>, byte: u8) -> RangeInclusive<u8> {
-        let (mut from, mut to) = (0u8, u8::MAX);
-        let mut cut = |lo: u8, hi: u8| {
-            if byte < lo {
-                to = to.min(lo - 1);
-            } else if byte > hi {
-                from = from.max(hi + 1);
-            } else {
-                (from, to) = (from.max(lo), to.min(hi));
-            }
-        };
+        let mut alike = 0..=u8::MAX;
         for s in states {
             match self.core[s as usize].kind {
-                Kind::Byte { lo, hi } => cut(lo, hi),
-                Kind::Ranges { first, end } => self.ranges[first as usize..end as usize].iter().for_each(|r| cut(r.lo, r.hi)),
+                Kind::Byte { lo, hi } => {
+                    narrow(&mut alike, byte, lo, hi);
+                }
+                Kind::Ranges { first, end } => self.ranges[first as usize..end as usize].iter().for_each(|r| {
+                    narrow(&mut alike, byte, r.lo, r.hi);
+                }),
                 _ => {}
             }
         }
-        from..=to
+        alike
     }
 
     /// The automaton reachable from `states` (the states of one rule's
@@ -1181,6 +1182,22 @@ impl Grammar {
     fn list(&self, r: (u32, u32)) -> &[u32] {
         &self.succ[r.0 as usize..r.1 as usize]
     }
+}
+
+/// Narrows `alike`, a range of bytes around `byte`, to the side of the
+/// range `lo..=hi` where `byte` lies (inside or out); true when inside.
+#[inline]
+fn narrow(alike: &mut RangeInclusive<u8>, byte: u8, lo: u8, hi: u8) -> bool {
+    let (from, to) = (*alike.start(), *alike.end());
+    let inside = lo <= byte && byte <= hi;
+    *alike = if byte < lo {
+        from..=to.min(lo - 1)
+    } else if byte > hi {
+        from.max(hi + 1)..=to
+    } else {
+        from.max(lo)..=to.min(hi)
+    };
+    inside
 }
 
 /// Adds bytes `lo..=hi` to a 256-bit set.

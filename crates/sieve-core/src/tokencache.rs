@@ -739,7 +739,11 @@ impl SetDfa {
     #[inline(never)]
     fn compute(&mut self, w: &mut ChartWalker, from: u32, byte: u8) -> Result<u32, MatchError> {
         let mut states = std::mem::take(&mut self.scratch);
-        let scanned = from & OPEN == 0 && w.g.scan_outer(&self.sets[from as usize], byte, &mut states);
+        // Every class of the bytes the set's states take alike goes the same way.
+        let (scanned, alike) = match from & OPEN {
+            0 => w.g.scan_outer(&self.sets[from as usize], byte, &mut states),
+            _ => (false, w.g.alike(self.open[(from & !OPEN) as usize].0.iter().map(|x| x.0), byte)),
+        };
         let to = match scanned {
             true if states.is_empty() => DEAD,
             true => {
@@ -749,11 +753,6 @@ impl SetDfa {
             false => self.step(w, from, byte)?,
         };
         self.scratch = states;
-        // Every class of the bytes the set's states take alike goes the same way.
-        let alike = match from & OPEN {
-            0 => w.g.alike(self.sets[from as usize].iter().copied(), byte),
-            _ => w.g.alike(self.open[(from & !OPEN) as usize].0.iter().map(|x| x.0), byte),
-        };
         let row = self.row(from);
         alike.for_each(|b| row[w.g.class(b) as usize] = to);
         Ok(to)
