@@ -61,7 +61,7 @@ use std::sync::Arc;
 #[derive(Debug)]
 pub(crate) struct Analysis {
     /// Tokens allowed whatever the context.
-    allowed: Box<[u32]>,
+    allowed: Tokens,
     /// For tokens that may end the rule part-way: the bytes left after each
     /// place it may end, in a trie whose tokens are the owners of the suffixes.
     suffixes: TokenTrie,
@@ -116,9 +116,7 @@ impl TokenCache {
             let states: Vec<u32> = items[i..j].iter().map(|x| x.2).collect();
             i = j;
             let a = self.analysis(g, vocab, rule, states, fuel, limit)?;
-            for (m, &w) in mask.iter_mut().zip(a.allowed.iter()) {
-                *m |= w;
-            }
+            a.allowed.add_to(mask);
             if !a.suffixes.nodes.is_empty() && chart.push_end_of(g, rule, origin, fuel)? {
                 let mut w = ChartWalker { g, chart: &mut *chart, fuel: *fuel, limit };
                 let r = a.suffixes.walk(&mut w, mask);
@@ -166,13 +164,15 @@ impl TokenCache {
                     for &t in run.iter().flat_map(|c| rest.subtree_tokens(c.0 as usize)) {
                         let (w, bit) = ((t / 32) as usize, 1 << (t % 32));
                         below[w] |= bit;
-                        allowed[w] |= tails.allowed[w] & bit;
+                        if tails.allowed.contains(t) {
+                            allowed[w] |= bit;
+                        }
                     }
                     let has = |t: u32| below[(t / 32) as usize] >> (t % 32) & 1 == 1;
                     pending.extend(tails.suffix_ends(vocab).filter(|&(t, _)| has(t)));
                 }
                 let a = Arc::new(Analysis::new(vocab, allowed, &pending));
-                self.bytes += a.allowed.len() * 4 + a.suffixes.nodes.len() * 20 + a.suffixes.roots.len() * 8 + a.suffixes.tokens.len() * 4 + 64;
+                self.bytes += a.allowed.memory() + a.suffixes.nodes.len() * 20 + a.suffixes.roots.len() * 8 + a.suffixes.tokens.len() * 4 + 64;
                 if let Some(k) = shape {
                     self.bytes += k.len() * 4;
                     self.shapes.insert(k, a.clone());
@@ -197,7 +197,7 @@ impl Analysis {
         sorted.sort_unstable();
         sorted.dedup();
         let suffixes = TokenTrie::from_sorted(sorted.into_iter().map(|(s, t)| (t, s)));
-        Analysis { allowed, suffixes }
+        Analysis { allowed: Tokens::new(allowed), suffixes }
     }
 
     /// The `(token, depth of the end)` pairs of [`Analysis::suffixes`].
@@ -207,6 +207,59 @@ impl Analysis {
             let tokens = &self.suffixes.tokens[n.tok_start as usize..n.tok_end as usize];
             tokens.iter().map(move |&t| (t, (vocab.token_bytes(t).map_or(0, |b| b.len()) as u32).saturating_sub(n.depth)))
         })
+    }
+}
+
+/// A set of tokens: a bitmask over the vocabulary, or its tokens in order
+/// when they are few (a key's name, a closing brace): a mask adds those
+/// one by one instead of reading the whole bitmask.
+#[derive(Debug)]
+enum Tokens {
+    Dense(Box<[u32]>),
+    Sparse(Box<[u32]>),
+}
+
+/// Most tokens of a [`Tokens::Sparse`] set: setting a bit costs about
+/// as much as ORing a few words of a bitmask.
+const SPARSE_MAX: usize = 256;
+
+impl Tokens {
+    /// The set of the tokens whose bits `bits` has.
+    fn new(bits: Box<[u32]>) -> Tokens {
+        let mut tokens = Vec::new();
+        for (i, &w) in bits.iter().enumerate().filter(|x| *x.1 != 0) {
+            let mut w = w;
+            while w != 0 {
+                if tokens.len() == SPARSE_MAX {
+                    return Tokens::Dense(bits);
+                }
+                tokens.push(i as u32 * 32 + w.trailing_zeros());
+                w &= w - 1;
+            }
+        }
+        Tokens::Sparse(tokens.into_boxed_slice())
+    }
+
+    /// Adds the set to bitmask `mask`.
+    fn add_to(&self, mask: &mut [u32]) {
+        match self {
+            Tokens::Dense(bits) => mask.iter_mut().zip(bits.iter()).for_each(|(m, &w)| *m |= w),
+            Tokens::Sparse(tokens) => tokens.iter().for_each(|&t| mask[(t / 32) as usize] |= 1 << (t % 32)),
+        }
+    }
+
+    fn contains(&self, t: u32) -> bool {
+        match self {
+            Tokens::Dense(bits) => bits[(t / 32) as usize] >> (t % 32) & 1 == 1,
+            Tokens::Sparse(tokens) => tokens.binary_search(&t).is_ok(),
+        }
+    }
+
+    /// Heap bytes held.
+    fn memory(&self) -> usize {
+        match self {
+            Tokens::Dense(w) | Tokens::Sparse(w) => w.len() * 4,
+        }
     }
 }
 
