@@ -81,7 +81,7 @@ pub(crate) enum Program {
 #[derive(Debug)]
 pub(crate) enum Runtime {
     Regex(Mutex<LazyDfa>),
-    Grammar(Mutex<TokenCache>),
+    Grammar(Box<Mutex<TokenCache>>),
 }
 
 #[derive(Debug)]
@@ -240,7 +240,7 @@ impl Constraint {
         }
         let rt = Arc::new(match self.program() {
             Program::Regex(p) => Runtime::Regex(Mutex::new(LazyDfa::new(p, self.inner.limits.max_dfa_states))),
-            Program::Grammar(_) => Runtime::Grammar(Mutex::new(TokenCache::default())),
+            Program::Grammar(_) => Runtime::Grammar(Box::default()),
         });
         rts.push((Arc::downgrade(vocab), rt.clone()));
         rt

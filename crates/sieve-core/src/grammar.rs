@@ -1038,7 +1038,7 @@ impl Grammar {
             }
         }
         let n = self.rules.len();
-        FollowSets { callers, first: vec![None; n], direct: vec![None; n], follow: vec![None; n], seen: vec![u32::MAX; self.core.len()], stamp: 0, lists: Vec::new() }
+        FollowSets { callers, first: vec![None; n], direct: vec![None; n], follow: vec![None; n], seen: vec![u32::MAX; self.core.len()], stamp: 0 }
     }
 
     /// The states after `byte` from `states` when those call no rule: the
@@ -1054,7 +1054,8 @@ impl Grammar {
             let c = &self.core[s as usize];
             match c.kind {
                 Kind::Byte { lo, hi } => {
-                    if narrow(&mut alike, byte, lo, hi) {
+                    let inside = narrow(&mut alike, byte, lo, hi);
+                    if inside {
                         out.extend_from_slice(self.list(c.next));
                     }
                 }
@@ -1233,8 +1234,6 @@ pub(crate) struct FollowSets {
     /// Scratch marks for [`Grammar::first_of`].
     seen: Vec<u32>,
     stamp: u32,
-    /// Scratch lists for [`Grammar::first_of`].
-    lists: Vec<(u32, u32)>,
 }
 
 /// The bytes that may come right after a call of a rule, and the rules
@@ -1281,10 +1280,10 @@ impl FollowSets {
         // its bytes and calls already, and an end it leads to is of the
         // same rule (successors stay in their rule).
         self.stamp += 1;
-        let (mut set, mut enders, mut calls) = ([0u64; 4], Vec::new(), Vec::new());
+        let (mut set, mut enders, mut calls, mut lists) = ([0u64; 4], Vec::new(), Vec::new(), Vec::new());
         for i in 0..self.callers[rule as usize].len() {
             let c = g.core[self.callers[rule as usize][i] as usize];
-            if self.first_of(g, c.next, &mut set, &mut calls) {
+            if g.first_of(c.next, &mut set, &mut calls, &mut self.seen, self.stamp, &mut lists) {
                 enders.push(c.rule);
             }
         }
@@ -1307,12 +1306,12 @@ impl FollowSets {
         if let Some(f) = self.first[rule as usize] {
             return f;
         }
-        let (mut set, mut todo, mut calls) = ([0u64; 4], vec![rule], Vec::new());
+        let (mut set, mut todo, mut calls, mut lists) = ([0u64; 4], vec![rule], Vec::new(), Vec::new());
         let mut met: FastSet<u32> = FastSet::from_iter([rule]);
         self.stamp += 1;
         while let Some(r) = todo.pop() {
             calls.clear();
-            self.first_of(g, g.rules[r as usize].start, &mut set, &mut calls);
+            g.first_of(g.rules[r as usize].start, &mut set, &mut calls, &mut self.seen, self.stamp, &mut lists);
             for &k in &calls {
                 match self.first[k as usize] {
                     Some(f) => or(&mut set, &f),
@@ -1323,11 +1322,6 @@ impl FollowSets {
         }
         self.first[rule as usize] = Some(set);
         set
-    }
-
-    /// [`Grammar::first_of`] in the walk of the current stamp.
-    fn first_of(&mut self, g: &Grammar, list: (u32, u32), set: &mut [u64; 4], calls: &mut Vec<u32>) -> bool {
-        g.first_of(list, set, calls, &mut self.seen, self.stamp, &mut self.lists)
     }
 }
 
