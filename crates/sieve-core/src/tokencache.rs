@@ -535,8 +535,8 @@ struct SetDfa {
     ends: [Vec<bool>; 2],
     /// Per outer set, then per open set: per byte class (every byte of a
     /// class goes the same way), `UNKNOWN`, `DEAD`, `CHART`, an outer set,
-    /// or `OPEN | i`; one row of `width` after the other.
-    trans: [Vec<u32>; 2],
+    /// or `OPEN | i`; a row of `width` per set.
+    trans: [Rows; 2],
     /// Open sets: sets whose items belong to rules called from outside,
     /// in the set itself, or in one open set without an anchor (the set's
     /// anchor). What follows them depends on nothing else either, so they
@@ -561,6 +561,42 @@ struct SetDfa {
     bytes: usize,
     /// Scratch for the states after a byte ([`SetDfa::next`]).
     scratch: Vec<u32>,
+}
+
+/// Rows of transitions, in chunks of [`CHUNK_ROWS`] rows: a DFA of tens
+/// of thousands of sets grows a chunk at a time, where a doubling vector
+/// would copy megabytes into fresh memory within one mask.
+#[derive(Debug, Default)]
+struct Rows {
+    chunks: Vec<Vec<u32>>,
+    len: usize,
+}
+
+/// Rows per chunk of [`Rows`].
+const CHUNK_ROWS: usize = 64;
+
+impl Rows {
+    /// Adds a row of `width` transitions.
+    fn push(&mut self, width: usize, row: impl Iterator<Item = u32>) {
+        if self.len % CHUNK_ROWS == 0 {
+            self.chunks.push(Vec::with_capacity(CHUNK_ROWS * width));
+        }
+        if let Some(chunk) = self.chunks.last_mut() {
+            chunk.extend(row);
+        }
+        self.len += 1;
+    }
+
+    /// Row `i`.
+    fn row(&mut self, width: usize, i: usize) -> &mut [u32] {
+        &mut self.chunks[i / CHUNK_ROWS][i % CHUNK_ROWS * width..][..width]
+    }
+
+    /// Transition `k` of row `i`.
+    #[inline]
+    fn get(&self, width: usize, i: usize, k: usize) -> u32 {
+        self.chunks[i / CHUNK_ROWS][i % CHUNK_ROWS * width + k]
+    }
 }
 
 /// Most sets of a closure in [`SetDfa::strays`].
@@ -619,7 +655,7 @@ impl SetDfa {
             self.firsts = (0..=u8::MAX).filter(|&b| b == 0 || g.class(b) != g.class(b - 1)).collect();
         }
         let row = self.firsts.iter().map(|&b| if live[(b / 64) as usize] >> (b % 64) & 1 == 0 { DEAD } else { UNKNOWN });
-        self.trans[(id >> 31) as usize].extend(row);
+        self.trans[(id >> 31) as usize].push(self.width, row);
     }
 
     fn memory(&self) -> usize {
@@ -736,7 +772,7 @@ impl SetDfa {
 
     /// The transitions of set `id` (outer or open).
     fn row(&mut self, id: u32) -> &mut [u32] {
-        &mut self.trans[(id >> 31) as usize][(id & !OPEN) as usize * self.width..][..self.width]
+        self.trans[(id >> 31) as usize].row(self.width, (id & !OPEN) as usize)
     }
 
     /// The known transition of set `id` (outer or open) on `class`:
@@ -744,7 +780,7 @@ impl SetDfa {
     /// its items take.
     #[inline]
     fn known(&self, id: u32, class: u8) -> u32 {
-        self.trans[(id >> 31) as usize][(id & !OPEN) as usize * self.width + class as usize]
+        self.trans[(id >> 31) as usize].get(self.width, (id & !OPEN) as usize, class as usize)
     }
 
     /// True when the outer rule ended in set `id`.
