@@ -158,9 +158,9 @@ impl Rules {
             + 12 * self.edges.len()
     }
 
-    /// The expression `e` holding what `held` describes: an existing equal
-    /// one, or `e` pushed. `e`'s arrays' contents were just added at their
-    /// ends, and are taken back off when an equal expression exists.
+    /// The index of expression `e`: an existing equal one's, or `e`'s once
+    /// pushed. What `e` holds was just added at the ends of the arrays, and
+    /// is taken back off when an equal expression exists.
     fn intern(&mut self, e: Expr) -> u32 {
         let mut h = self.hasher.build_hasher();
         std::mem::discriminant(&e).hash(&mut h);
@@ -430,21 +430,17 @@ fn write_class_char(out: &mut String, c: u32) {
 /// when that is shorter. Surrogates (never a character) are left out of
 /// the written ends.
 fn write_class(out: &mut String, ranges: &[(u32, u32)]) {
-    let scalar: Vec<(u32, u32)> = ranges
-        .iter()
-        .map(|&(a, b)| (if (0xD800..0xE000).contains(&a) { 0xE000 } else { a }, if (0xD800..0xE000).contains(&b) { 0xD7FF } else { b }))
-        .filter(|&(a, b)| a <= b)
-        .collect();
+    // Ends moved off the surrogates; a range of nothing else dropped.
+    let scalar_ends = |ranges: &[(u32, u32)]| -> Vec<(u32, u32)> {
+        let off = |c: u32, to: u32| if (0xD800..0xE000).contains(&c) { to } else { c };
+        ranges.iter().map(|&(a, b)| (off(a, 0xE000), off(b, 0xD7FF))).filter(|&(a, b)| a <= b).collect()
+    };
+    let scalar = scalar_ends(ranges);
     if scalar.is_empty() {
         out.push_str(NEVER_TEXT);
         return;
     }
-    let others = complement(&scalar);
-    let others: Vec<(u32, u32)> = others
-        .into_iter()
-        .map(|(a, b)| (if (0xD800..0xE000).contains(&a) { 0xE000 } else { a }, if (0xD800..0xE000).contains(&b) { 0xD7FF } else { b }))
-        .filter(|&(a, b)| a <= b)
-        .collect();
+    let others = scalar_ends(&complement(&scalar));
     let (list, negated) = if !others.is_empty() && others.len() < scalar.len() { (&others, true) } else { (&scalar, false) };
     out.push_str(if negated { "[^" } else { "[" });
     for &(a, b) in list {

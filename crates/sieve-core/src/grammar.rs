@@ -168,6 +168,15 @@ impl<'a> Builder<'a> {
         self.n[s as usize] = N::Eps { first, end: self.targets.len() as u32 };
     }
 
+    /// Gives epsilon state `s` the moves to the entries pushed since `base`,
+    /// and takes them off.
+    fn set_eps_from_entries(&mut self, s: u32, base: usize) {
+        let first = self.targets.len() as u32;
+        self.targets.extend_from_slice(&self.entries[base..]);
+        self.entries.truncate(base);
+        self.n[s as usize] = N::Eps { first, end: self.targets.len() as u32 };
+    }
+
     /// The entry of source rule `q`'s body continuing at `next`: a
     /// placeholder filled by [`Builder::rule`] (no recursion per reference).
     fn inlined(&mut self, q: u32, next: u32) -> Result<u32, CompileError> {
@@ -219,10 +228,7 @@ impl<'a> Builder<'a> {
                 self.entries.push(entry);
             }
         }
-        let at = self.targets.len() as u32;
-        self.targets.extend_from_slice(&self.entries[base..]);
-        self.entries.truncate(base);
-        self.n[s as usize] = N::Eps { first: at, end: self.targets.len() as u32 };
+        self.set_eps_from_entries(s, base);
         Ok(())
     }
 
@@ -358,10 +364,7 @@ impl<'a> Builder<'a> {
                     self.entries.push(entry);
                 }
             }
-            let list = self.targets.len() as u32;
-            self.targets.extend_from_slice(&self.entries[base..]);
-            self.entries.truncate(base);
-            self.n[at[i] as usize] = N::Eps { first: list, end: self.targets.len() as u32 };
+            self.set_eps_from_entries(at[i], base);
         }
         Ok(at[0])
     }

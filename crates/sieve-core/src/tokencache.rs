@@ -569,7 +569,6 @@ struct SetDfa {
 #[derive(Debug, Default)]
 struct Rows {
     chunks: Vec<Vec<u32>>,
-    len: usize,
 }
 
 /// Rows per chunk of [`Rows`].
@@ -578,13 +577,14 @@ const CHUNK_ROWS: usize = 64;
 impl Rows {
     /// Adds a row of `width` transitions.
     fn push(&mut self, width: usize, row: impl Iterator<Item = u32>) {
-        if self.len % CHUNK_ROWS == 0 {
-            self.chunks.push(Vec::with_capacity(CHUNK_ROWS * width));
+        match self.chunks.last_mut() {
+            Some(chunk) if chunk.len() < CHUNK_ROWS * width => chunk.extend(row),
+            _ => {
+                let mut chunk = Vec::with_capacity(CHUNK_ROWS * width);
+                chunk.extend(row);
+                self.chunks.push(chunk);
+            }
         }
-        if let Some(chunk) = self.chunks.last_mut() {
-            chunk.extend(row);
-        }
-        self.len += 1;
     }
 
     /// Row `i`.

@@ -935,17 +935,13 @@ impl<'a> Compiler<'a> {
         }
         let name = self.rules.reserve("value");
         self.any = Some(name);
-        let (ws, r) = (self.ws, &mut self.rules);
-        let quote = r.lit("\"");
-        let chars = r.repeat(self.chr, 0, None);
-        let string = r.seq(&[quote, chars, quote]);
+        let chars = self.rules.repeat(self.chr, 0, None);
+        let string = self.quoted(chars);
         let string = self.add("string", string)?;
         let num = self.number_re(&number::range(None, None, false))?;
         let array = self.list("[", name, "]");
         let array = self.add("array", array)?;
-        let r = &mut self.rules;
-        let colon = r.lit(":");
-        let member = r.seq(&[string, ws, colon, ws, name]);
+        let member = self.member(string, name);
         let object = self.list("{", member, "}");
         let object = self.add("object", object)?;
         let r = &mut self.rules;
@@ -959,9 +955,8 @@ impl<'a> Compiler<'a> {
 
     /// `open` and `close` around any number of `item`s separated by commas.
     fn list(&mut self, open: &str, item: Ex, close: &str) -> Ex {
+        let sep = self.sep();
         let (ws, r) = (self.ws, &mut self.rules);
-        let sep = [ws, r.lit(","), ws];
-        let sep = r.seq(&sep);
         let more = r.seq(&[sep, item]);
         let more = r.repeat(more, 0, None);
         let items = r.seq(&[item, more]);
@@ -978,9 +973,14 @@ impl<'a> Compiler<'a> {
         }
     }
 
+    /// A member of an object: `key`, a colon, `value`.
+    fn member(&mut self, key: Ex, value: Ex) -> Ex {
+        let colon = self.rules.lit(":");
+        self.rules.seq(&[key, self.ws, colon, self.ws, value])
+    }
+
     /// The JSON value `v` in every spelling of it.
     fn literal_value(&mut self, v: &Value) -> Ex {
-        let ws = self.ws;
         match v {
             Value::Array(items) => {
                 let inner: Vec<Ex> = items.iter().map(|x| self.literal_value(x)).collect();
@@ -992,8 +992,7 @@ impl<'a> Compiler<'a> {
                     .map(|(k, x)| {
                         let key = self.rules.lit(&json_text(&Value::String(k.clone())));
                         let value = self.literal_value(x);
-                        let colon = self.rules.lit(":");
-                        self.rules.seq(&[key, ws, colon, ws, value])
+                        self.member(key, value)
                     })
                     .collect();
                 self.literal_list("{", &inner, "}")
@@ -1005,17 +1004,17 @@ impl<'a> Compiler<'a> {
 
     /// `open` and `close` around `items` separated by commas.
     fn literal_list(&mut self, open: &str, items: &[Ex], close: &str) -> Ex {
+        let sep = self.sep();
         let (ws, r) = (self.ws, &mut self.rules);
         let (open, close) = (r.lit(open), r.lit(close));
         let mut parts = vec![open, ws];
-        if !items.is_empty() {
-            let comma = r.lit(",");
-            for (i, &it) in items.iter().enumerate() {
-                if i > 0 {
-                    parts.extend([ws, comma, ws]);
-                }
-                parts.push(it);
+        for (i, &it) in items.iter().enumerate() {
+            if i > 0 {
+                parts.push(sep);
             }
+            parts.push(it);
+        }
+        if !items.is_empty() {
             parts.push(ws);
         }
         parts.push(close);
@@ -1601,8 +1600,7 @@ impl<'a> Compiler<'a> {
             }
             if let Some(e) = e {
                 let key = self.rules.lit(&json_text(&Value::String(name.clone())));
-                let colon = self.rules.lit(":");
-                entries.push((name.clone(), self.rules.seq(&[key, self.ws, colon, self.ws, e]), req));
+                entries.push((name.clone(), self.member(key, e), req));
             }
             known.push(name);
         }
@@ -1914,8 +1912,7 @@ impl<'a> Compiler<'a> {
                 }
             };
             let key = self.quoted(key);
-            let colon = self.rules.lit(":");
-            alts.push(self.rules.seq(&[key, self.ws, colon, self.ws, value]));
+            alts.push(self.member(key, value));
         }
         Ok(if alts.is_empty() { None } else { Some(self.rules.alt(&alts)) })
     }

@@ -291,10 +291,15 @@ static JSON_SETS: LazyLock<JsonSets> = LazyLock::new(|| {
     }
 });
 
+/// The characters of JSON's short escapes after their backslash.
+fn short_escapes(w: &mut Writer) -> Ex {
+    w.ranges(&CharSet::from_ranges("\"\\/bfnrt".chars().map(|c| (c as u32, c as u32)).collect()).0)
+}
+
 /// Every escape JSON requires (and `\/`).
 pub fn json_escape(w: &mut Writer) -> Ex {
     let backslash = w.lit("\\");
-    let short = w.ranges(&CharSet::from_ranges("\"\\/bfnrt".chars().map(|c| (c as u32, c as u32)).collect()).0);
+    let short = short_escapes(w);
     let control = [w.lit("u00"), w.ranges(&[(0x30, 0x31)]), w.ranges(HEX)];
     let control = w.seq(&control);
     let after = w.alt(&[short, control]);
@@ -306,7 +311,7 @@ pub fn json_escape(w: &mut Writer) -> Ex {
 pub fn json_char_any(w: &mut Writer, unicode_escape: Ex) -> Ex {
     let raw = w.ranges(&[(0x20, 0x21), (0x23, 0x5B), (0x5D, 0x10FFFF)]);
     let backslash = w.lit("\\");
-    let short = w.ranges(&CharSet::from_ranges("\"\\/bfnrt".chars().map(|c| (c as u32, c as u32)).collect()).0);
+    let short = short_escapes(w);
     let u = w.lit("u");
     let unicode = w.seq(&[u, unicode_escape]);
     let after = w.alt(&[short, unicode]);
