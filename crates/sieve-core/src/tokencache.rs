@@ -1087,14 +1087,12 @@ impl SetWalker<'_, '_> {
 impl SetWalker<'_, '_> {
     /// Where some characters of the slice die right after set `id`: how far
     /// every string of the others keeps it alive, and the bits of the dying
-    /// ones as [`Slice::bytes`] marks them. Of these answers, the one that
-    /// goes furthest: the characters that live at once, up to where one of
-    /// them first dies (a bounded string); or those left when, besides those,
-    /// each that leads to a set where a kept character dies is dropped (a
+    /// ones as [`Slice::bytes`] marks them: the characters that live at
+    /// once, less each that leads to a set where a kept character dies (a
     /// pattern's `@` that lives only as the `.` of `.gov`), for good or, when
-    /// they too die at last, up to the deepest level explored (a hostname's
-    /// label of at most 63 letters, once the `.` and `-` that may not come
-    /// twice in a row are dropped). Explores the sets
+    /// they too die at last, up to the deepest level explored (a bounded
+    /// string; a hostname's label of at most 63 letters, once the `.` and `-`
+    /// that may not come twice in a row are dropped). Explores the sets
     /// such strings reach level by level, up to `max_chars` levels and
     /// [`MAX_REACHED`] sets; the depth is at least one character, at most
     /// `u8::MAX - 1`. `None` when no string of them lives.
@@ -1102,8 +1100,8 @@ impl SetWalker<'_, '_> {
         // Per sequence, per first byte: still kept.
         let mut kept: Vec<Vec<bool>> = seqs.iter().map(|seq| vec![true; seq.bits.len()]).collect();
         let mut dying = 0u128;
-        // The first answer, once a character dies past the first level.
-        let mut bounded: Option<(usize, u128)> = None;
+        // Whether a kept character died past the first level yet.
+        let mut bounded = false;
         // Per set met and not yet explored: the characters leading to it.
         let mut entered: FastMap<u32, Vec<(usize, usize)>> = FastMap::default();
         // Sets explored, and whether a kept character died there.
@@ -1147,8 +1145,8 @@ impl SetWalker<'_, '_> {
                         }
                     }
                 }
-                if !died.is_empty() && depth > 0 && bounded.is_none() {
-                    bounded = Some((depth, dying));
+                if !died.is_empty() && depth > 0 && !bounded {
+                    bounded = true;
                     // Few ASCII characters make few tokens, cheap to walk
                     // (a number's digits): not worth exploring further.
                     if (!dying & ASCII_BITS).count_ones() < 32 {
@@ -1194,7 +1192,7 @@ impl SetWalker<'_, '_> {
         };
         let lasting = kept.iter().flatten().any(|&k| k).then_some((lasting, dying));
         // The deepest, and of two as deep the one with fewer dying.
-        let best = [bounded, deepest, lasting].into_iter().flatten().max_by_key(|&(d, dying)| (d, u32::MAX - dying.count_ones()));
+        let best = [deepest, lasting].into_iter().flatten().max_by_key(|&(d, dying)| (d, u32::MAX - dying.count_ones()));
         // Below `u8::MAX`, which [`Slice::reach`] gives subtrees with a token
         // out of the slice.
         Ok(best.filter(|b| b.0 > 0).map(|(d, dying)| (d.min(u8::MAX as usize - 1) as u8, dying)))
