@@ -842,8 +842,9 @@ impl SetDfa {
             false => self.step(w, from, byte)?,
         };
         self.scratch = states;
-        let row = self.row(from);
-        alike.for_each(|b| row[w.g.class(b) as usize] = to);
+        // The classes of those bytes: a run of them (classes are runs of bytes).
+        let (first, last) = (w.g.class(*alike.start()), w.g.class(*alike.end()));
+        self.row(from)[first as usize..=last as usize].fill(to);
         Ok(to)
     }
 
