@@ -1044,6 +1044,35 @@ impl Grammar {
         FollowSets { callers, first: vec![None; n], direct: vec![None; n], follow: vec![None; n], seen: vec![u32::MAX; self.core.len()], stamp: 0 }
     }
 
+    /// Calls `f` with the successor list of each byte state of `states`
+    /// (each range of a `Ranges` state) that takes `byte`; returns the
+    /// bytes around `byte` that each of the states takes or refuses as it
+    /// does `byte`: from a set of items with these states, an Earley step
+    /// takes every one of them to the same set.
+    fn takers(&self, states: impl IntoIterator<Item = u32>, byte: u8, mut f: impl FnMut((u32, u32))) -> RangeInclusive<u8> {
+        let mut alike = 0..=u8::MAX;
+        for s in states {
+            let c = &self.core[s as usize];
+            match c.kind {
+                Kind::Byte { lo, hi } => {
+                    let inside = narrow(&mut alike, byte, lo, hi);
+                    if inside {
+                        f(c.next);
+                    }
+                }
+                Kind::Ranges { first, end } => {
+                    for r in &self.ranges[first as usize..end as usize] {
+                        if narrow(&mut alike, byte, r.lo, r.hi) {
+                            f(r.next);
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        alike
+    }
+
     /// The states after `byte` from `states` when those call no rule: the
     /// union of the successors of the byte states that take it, sorted
     /// into `out` (empty: none does). What an Earley step makes of a set
@@ -1052,48 +1081,28 @@ impl Grammar {
     /// Also the bytes around `byte` that go the same way ([`Grammar::alike`]).
     pub fn scan_outer(&self, states: &[u32], byte: u8, out: &mut Vec<u32>) -> (bool, RangeInclusive<u8>) {
         out.clear();
-        let mut alike = 0..=u8::MAX;
-        for &s in states {
-            let c = &self.core[s as usize];
-            match c.kind {
-                Kind::Byte { lo, hi } => {
-                    let inside = narrow(&mut alike, byte, lo, hi);
-                    if inside {
-                        out.extend_from_slice(self.list(c.next));
-                    }
-                }
-                Kind::Ranges { first, end } => {
-                    for r in &self.ranges[first as usize..end as usize] {
-                        if narrow(&mut alike, byte, r.lo, r.hi) {
-                            out.extend_from_slice(self.list(r.next));
-                        }
-                    }
-                }
-                _ => {}
-            }
-        }
+        let alike = self.takers(states.iter().copied(), byte, |next| out.extend_from_slice(self.list(next)));
         out.sort_unstable();
         out.dedup();
         (!out.iter().any(|&s| matches!(self.core[s as usize].kind, Kind::Call { .. })), alike)
     }
 
+    /// The one successor list that `byte` leads `states` to, when every
+    /// state that takes it goes to that same list (`None`: it leads
+    /// nowhere, or to several lists), and [`Grammar::alike`].
+    pub fn sole_step(&self, states: &[u32], byte: u8) -> (Option<(u32, u32)>, RangeInclusive<u8>) {
+        let (mut to, mut several) = (None, false);
+        let alike = self.takers(states.iter().copied(), byte, |next| match to {
+            None => to = Some(next),
+            Some(t) => several |= t != next,
+        });
+        (to.filter(|&(a, b)| a < b && !several), alike)
+    }
+
     /// The bytes around `byte` that each of `states` takes or refuses as
-    /// it does `byte`: from a set of items with these states, an Earley
-    /// step takes every one of them to the same set.
+    /// it does `byte` (see [`Grammar::takers`]).
     pub fn alike(&self, states: impl IntoIterator<Item = u32>, byte: u8) -> RangeInclusive<u8> {
-        let mut alike = 0..=u8::MAX;
-        for s in states {
-            match self.core[s as usize].kind {
-                Kind::Byte { lo, hi } => {
-                    narrow(&mut alike, byte, lo, hi);
-                }
-                Kind::Ranges { first, end } => self.ranges[first as usize..end as usize].iter().for_each(|r| {
-                    narrow(&mut alike, byte, r.lo, r.hi);
-                }),
-                _ => {}
-            }
-        }
-        alike
+        self.takers(states, byte, |_| {})
     }
 
     /// The automaton reachable from `states` (the states of one rule's
@@ -1164,6 +1173,16 @@ impl Grammar {
             }
         }
         set
+    }
+
+    /// The states of successor list `list`.
+    pub fn list_of(&self, list: (u32, u32)) -> &[u32] {
+        self.list(list)
+    }
+
+    /// Successor lists are told apart by their start, below this.
+    pub fn list_count(&self) -> usize {
+        self.succ.len()
     }
 
     /// True when one of `states` ends its rule.

@@ -29,7 +29,9 @@
 //!
 //! Inside a string body most of the vocabulary is allowed, and walking it
 //! all is what costs. When every string of JSON string characters keeps the
-//! group's set alive (checked on the DFA), the vocabulary's string slice
+//! group's set alive (checked on the rule's automaton where each byte
+//! leads to one successor list, as a key past many declared names does,
+//! else on the DFA), the vocabulary's string slice
 //! (tokens made of such characters) is allowed as a block and only the other
 //! tokens are walked; when only strings up to some length surely do (a
 //! string of bounded length), the slice's short tokens are. When some
@@ -320,7 +322,14 @@ fn analyze(
     // all lead back to, its subtree is cut: `(node, set)`, for that set's
     // analysis (of the tails) to decide.
     let mut cuts: Option<Vec<(u32, u32)>> = None;
-    let trie = match walker.alive_depth(seed, slice_seqs, slice.max_chars) {
+    // Asked of the rule's automaton first, where it is cheaper (the set
+    // may still be its own link, which the split below takes).
+    let depth = if walker.dfa.living.lives(g, states, slice_seqs) {
+        walker.loop_set(slice_seqs).map(|_| (usize::MAX, false))
+    } else {
+        walker.alive_depth(seed, slice_seqs, slice.max_chars)
+    };
+    let trie = match depth {
         Ok((d, _)) if d >= slice.max_chars => {
             allowed.iter_mut().zip(slice.mask.iter()).for_each(|(a, &m)| *a = m);
             if walker.dfa.links.get(&seed) == Some(&seed) {
@@ -554,6 +563,8 @@ struct SetDfa {
     links: FastMap<u32, u32>,
     /// Outer sets checked by [`SetWalker::loop_set`].
     looped: FastSet<u32>,
+    /// What [`Living::lives`] learnt of the grammar's successor lists.
+    living: Living,
     /// Per outer set and per open set: its [`SetDfa::strays`] for the
     /// string slice, once computed.
     strays: [Vec<Option<u128>>; 2],
@@ -659,7 +670,7 @@ impl SetDfa {
     }
 
     fn memory(&self) -> usize {
-        self.bytes
+        self.bytes + self.living.memory()
     }
 
     /// The bytes whose characters may not keep set `id` alive, as
@@ -1200,6 +1211,164 @@ impl SetWalker<'_, '_> {
     }
 }
 
+/// What [`Living::lives`] learnt of a grammar's successor lists.
+#[derive(Debug, Default)]
+struct Living {
+    /// Per list (by its start in the grammar's successor lists): `UNSEEN`,
+    /// `MET` (in the exploration under way), `LIVES` or `MAY_DIE`.
+    known: Vec<u8>,
+    /// Per list reached part-way through a character (by its start, the
+    /// character's sequence and the place of the byte in it): the one list
+    /// the character's remaining bytes lead it to, every byte taken; `None`
+    /// where they lead to several. Characters of more than one byte mostly
+    /// go where the others of their class go, through the same lists.
+    tails: FastMap<(u32, u8, u8), Option<(u32, u32)>>,
+}
+
+/// What [`Living::known`] holds for a list.
+const UNSEEN: u8 = 0;
+const MET: u8 = 1;
+const LIVES: u8 = 2;
+const MAY_DIE: u8 = 3;
+
+/// Most lists [`Living::lives`] explores.
+const MAX_LIVING: usize = 512;
+
+/// Most lists in a row that [`Living::lives`] follows where each leads
+/// to one other list only.
+const MAX_CHAIN: usize = 8;
+
+/// The lists characters lead to, as far as seen: none yet, one, several.
+#[derive(Clone, Copy, PartialEq)]
+enum Sole {
+    Unknown,
+    One((u32, u32)),
+    Several,
+}
+
+impl Sole {
+    fn add(&mut self, to: (u32, u32)) {
+        *self = match *self {
+            Sole::Unknown => Sole::One(to),
+            Sole::One(t) if t == to => Sole::One(t),
+            _ => Sole::Several,
+        };
+    }
+}
+
+impl Living {
+    fn memory(&self) -> usize {
+        self.known.len() + self.tails.len() * 24
+    }
+
+    /// True when every string of the characters of `seqs` keeps the byte
+    /// states `states` of one rule alive by themselves, each byte taken by
+    /// one state: from `states` and from each successor list such a string
+    /// reaches, every byte of the string leads through exactly one list (no
+    /// union of several), and every character ends in a list holding a
+    /// state that takes each next one. Then every such string keeps the
+    /// group alive, as [`SetWalker::alive_depth`] would find set by set, but
+    /// here on the rule's automaton, a list at a time, without Earley steps
+    /// or DFA sets: cheaper where such strings reach many sets (a key past
+    /// many declared names, whose automaton walks their trie).
+    ///
+    /// Gives up past [`MAX_LIVING`] lists, and on strings that count their
+    /// characters (a bounded length), left to [`SetWalker::alive_depth`]'s
+    /// links: where every character leads `states`, or [`MAX_CHAIN`] lists
+    /// in a row, to one other list. Every list met on the way to a no is
+    /// then known as one that may die.
+    fn lives(&mut self, g: &Grammar, states: &[u32], seqs: &[ByteSequence]) -> bool {
+        self.known.resize(g.list_count(), UNSEEN);
+        let mut met: Vec<(u32, u32)> = Vec::new();
+        let (mut i, mut chain) = (0, 0);
+        let (mut from, mut list) = (states, None);
+        let yes = 'explore: loop {
+            let mut sole = Sole::Unknown;
+            for (k, seq) in seqs.iter().enumerate() {
+                if !self.after_chars(g, from, (k as u8, 0), &seq.bytes, &mut met, &mut sole) {
+                    break 'explore false;
+                }
+            }
+            match sole {
+                Sole::One(to) if Some(to) != list => chain += 1,
+                _ => chain = 0,
+            }
+            if chain > 0 && (list.is_none() || chain > MAX_CHAIN) || met.len() > MAX_LIVING {
+                break false;
+            }
+            let Some(&next) = met.get(i) else { break true };
+            i += 1;
+            list = Some(next);
+            from = g.list_of(next);
+        };
+        let mark = if yes { LIVES } else { MAY_DIE };
+        met.iter().for_each(|&(a, _)| self.known[a as usize] = mark);
+        yes
+    }
+
+    /// Adds to `met` the lists that the characters of a UTF-8 sequence
+    /// (`at`: its index and the place in it of `bytes`, the bytes left, a
+    /// byte of each class) lead the states `from` to, unless known, and
+    /// notes them in `sole`; false where a byte leads nowhere, or to several
+    /// lists, or to a list known to die.
+    fn after_chars(&mut self, g: &Grammar, from: &[u32], at: (u8, u8), bytes: &[Vec<u8>], met: &mut Vec<(u32, u32)>, sole: &mut Sole) -> bool {
+        let Some((first, rest)) = bytes.split_first() else { return true };
+        let mut past = None;
+        for &b in first {
+            if past.is_some_and(|p| b <= p) {
+                continue;
+            }
+            let (to, alike) = g.sole_step(from, b);
+            past = Some(*alike.end());
+            let Some(to) = to else { return false };
+            if rest.is_empty() {
+                if !self.reach(to, met, sole) {
+                    return false;
+                }
+                continue;
+            }
+            let key = (to.0, at.0, at.1 + 1);
+            match self.tails.get(&key) {
+                Some(&Some(end)) => {
+                    if !self.reach(end, met, sole) {
+                        return false;
+                    }
+                }
+                known => {
+                    let new = known.is_none();
+                    let mut ends = Sole::Unknown;
+                    if !self.after_chars(g, g.list_of(to), (at.0, at.1 + 1), rest, met, &mut ends) {
+                        return false;
+                    }
+                    match ends {
+                        Sole::One(end) => sole.add(end),
+                        _ => *sole = Sole::Several,
+                    }
+                    if new {
+                        self.tails.insert(key, if let Sole::One(end) = ends { Some(end) } else { None });
+                    }
+                }
+            }
+        }
+        true
+    }
+
+    /// Notes list `to`, where a character ends, in `sole` and, unless
+    /// known, in `met`; false when it is known to die.
+    fn reach(&mut self, to: (u32, u32), met: &mut Vec<(u32, u32)>, sole: &mut Sole) -> bool {
+        sole.add(to);
+        match self.known[to.0 as usize] {
+            UNSEEN => {
+                self.known[to.0 as usize] = MET;
+                met.push(to);
+                true
+            }
+            MAY_DIE => false,
+            _ => true,
+        }
+    }
+}
+
 /// Records set `to` as met on `level` in [`SetWalker::alive_depth`]:
 /// `Some(true)` when it is new (to explore next), `Some(false)` when it was
 /// met before (and `simple` turns false if on another level), `None` when
@@ -1324,6 +1493,55 @@ mod tests {
         let mut w = SetWalker { inner: ChartWalker { g: &g, chart: &mut local, fuel, limit: fuel }, dfa: &mut dfa, frames: vec![] };
         let seqs = byte_sequences(&g, &[(' ', '!'), ('#', '['), (']', char::MAX)]);
         w.alive_depth(seed, &seqs, 64).unwrap().0 == usize::MAX
+    }
+
+    /// [`Living::lives`] for the byte items after `text`; where it holds,
+    /// every string of up to three characters of the slice (of one, two and
+    /// three bytes) is checked to keep the parser alive after `text`.
+    fn lives_after(src: &str, text: &[u8]) -> bool {
+        let g = Grammar::new(src, 10_000).unwrap();
+        let mut chart = Chart::new(&g);
+        let mut fuel = usize::MAX;
+        for &b in text {
+            assert!(chart.push(&g, b, &mut fuel).unwrap());
+        }
+        let mut states: Vec<u32> = chart.byte_items(&g).map(|x| x.2).collect();
+        states.sort_unstable();
+        let seqs = byte_sequences(&g, &[(' ', '!'), ('#', '['), (']', char::MAX)]);
+        let lives = Living::default().lives(&g, &states, &seqs);
+        if lives {
+            let alphabet = ["a", "b", "c", "x", " ", "é", "中"];
+            let mut strings = vec![String::new()];
+            for _ in 0..3 {
+                strings = strings.iter().flat_map(|s| alphabet.iter().map(move |c| format!("{s}{c}"))).collect();
+                for s in &strings {
+                    let pushed = s.bytes().take_while(|&b| chart.push(&g, b, &mut fuel).unwrap()).count();
+                    (0..pushed).for_each(|_| chart.pop());
+                    assert_eq!(pushed, s.len(), "{src}: {s:?} dies after {text:?}");
+                }
+            }
+        }
+        lives
+    }
+
+    /// Groups that every string of the slice keeps alive on their rule's
+    /// automaton alone are found so: a key past declared names (its
+    /// automaton walks their trie, then takes any string), before and
+    /// inside a name; and no others: a bounded string, a class short of
+    /// the slice, names whose other keys are bounded.
+    #[test]
+    fn groups_live_by_themselves_where_every_string_lives() {
+        let c = r#"[^"\\\x00-\x1F]"#;
+        let key = format!(r#"root ::= "\"" ("a" ("b" ("c" {c}+ | [^"\\\x00-\x1Fc] {c}*) | [^"\\\x00-\x1Fb] {c}* | "") | [^"\\\x00-\x1Fa] {c}*)? "\"""#);
+        assert!(lives_after(&key, b"\""));
+        assert!(lives_after(&key, b"\"ab"));
+        assert!(lives_after(&format!(r#"root ::= "\"" ("x" {c}* | [^"\\\x00-\x1Fx] {c}*) "\"""#), b"\""));
+        // A loop, where every character leads to one list: left to
+        // `alive_depth`, which takes it in one step.
+        assert!(!lives_after(&format!(r#"root ::= "\"" {c}* "\"""#), b"\""));
+        assert!(!lives_after(&format!(r#"root ::= "\"" {c}{{0,30}} "\"""#), b"\""));
+        assert!(!lives_after(r#"root ::= "\"" [a-z]* "\"""#, b"\""));
+        assert!(!lives_after(&format!(r#"root ::= "\"" ("ab" | [^"\\\x00-\x1Fa] {c}{{0,3}}) "\"""#), b"\""));
     }
 
     /// Masks inside a string of bounded length, on a vocabulary with
