@@ -1158,20 +1158,26 @@ impl Grammar {
         whole.then_some(out)
     }
 
-    /// The bytes that some of `states` takes (a 256-bit set): a set of
-    /// items whose states take none of a byte dies on it.
-    pub fn byte_set(&self, states: impl IntoIterator<Item = u32>) -> [u64; 4] {
-        let mut set = [0u64; 4];
+    /// Calls `f(lo, hi)` for each range of bytes that one of `states`
+    /// takes: a set of items whose states take none of a byte dies on it.
+    pub fn byte_ranges(&self, states: impl IntoIterator<Item = u32>, mut f: impl FnMut(u8, u8)) {
         for s in states {
             match self.core[s as usize].kind {
-                Kind::Byte { lo, hi } => mark(&mut set, lo, hi),
+                Kind::Byte { lo, hi } => f(lo, hi),
                 Kind::Ranges { first, end } => self.ranges[first as usize..end as usize]
                     .iter()
                     .filter(|r| r.next.0 != r.next.1)
-                    .for_each(|r| mark(&mut set, r.lo, r.hi)),
+                    .for_each(|r| f(r.lo, r.hi)),
                 _ => {}
             }
         }
+    }
+
+    /// The bytes that some of `states` takes, as a 256-bit set
+    /// ([`Grammar::byte_ranges`]).
+    pub fn byte_set(&self, states: impl IntoIterator<Item = u32>) -> [u64; 4] {
+        let mut set = [0u64; 4];
+        self.byte_ranges(states, |lo, hi| mark(&mut set, lo, hi));
         set
     }
 

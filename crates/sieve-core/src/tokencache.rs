@@ -555,8 +555,6 @@ struct SetDfa {
     open_ids: FastMap<(u32, OpenItems), u32>,
     /// The grammar's number of byte classes: the length of a set's row.
     width: usize,
-    /// The first byte of each class.
-    firsts: Vec<u8>,
     /// Per set from which every character of the string slice lives and
     /// leads to one same set, ending no rule on the way: that set (a chain
     /// link of [`SetWalker::alive_depth`], which takes it in one lookup).
@@ -637,7 +635,7 @@ impl SetDfa {
         self.bytes += self.width * 4 + 32 + states.len() * 8 + 64;
         self.sets.push(states.into());
         self.ends[0].push(end);
-        self.add_row(g, id, g.byte_set(states.iter().copied()));
+        self.add_row(g, id, states.iter().copied());
         id
     }
 
@@ -649,24 +647,21 @@ impl SetDfa {
         if id == next {
             self.width = g.class_count();
             self.bytes += self.width * 4 + 32 + items.len() * 16 + 64;
-            let live = g.byte_set(items.iter().map(|x| x.0));
+            self.add_row(g, OPEN | id, items.iter().map(|x| x.0));
             self.open.push((items.into_boxed_slice(), anchor));
             self.ends[1].push(end);
-            self.add_row(g, OPEN | id, live);
         }
         OPEN | id
     }
 
-    /// Adds the row of new set `id`: `DEAD` on the bytes outside `live`
-    /// (the bytes some of its items take, [`Grammar::byte_set`]; classes
-    /// never straddle its border, every byte of a class is taken by the
-    /// same items), `UNKNOWN` on the others.
-    fn add_row(&mut self, g: &Grammar, id: u32, live: [u64; 4]) {
-        if self.firsts.is_empty() {
-            self.firsts = (0..=u8::MAX).filter(|&b| b == 0 || g.class(b) != g.class(b - 1)).collect();
-        }
-        let row = self.firsts.iter().map(|&b| if live[(b / 64) as usize] >> (b % 64) & 1 == 0 { DEAD } else { UNKNOWN });
-        self.trans[(id >> 31) as usize].push(self.width, row);
+    /// Adds the row of new set `id`, whose items have `states`: `UNKNOWN`
+    /// on the bytes some of them take ([`Grammar::byte_ranges`]; classes
+    /// never straddle a range's border), `DEAD` on the others.
+    fn add_row(&mut self, g: &Grammar, id: u32, states: impl IntoIterator<Item = u32>) {
+        let trans = &mut self.trans[(id >> 31) as usize];
+        trans.push(self.width, std::iter::repeat_n(DEAD, self.width));
+        let row = trans.row(self.width, (id & !OPEN) as usize);
+        g.byte_ranges(states, |lo, hi| row[g.class(lo) as usize..=g.class(hi) as usize].fill(UNKNOWN));
     }
 
     fn memory(&self) -> usize {
