@@ -28,8 +28,10 @@ pub(crate) enum Kind {
     Byte { lo: u8, hi: u8 },
     /// Consumes one byte of any of the ranges `ranges[first..end]` (the first
     /// bytes of a character class's UTF-8 sequences), each with its own
-    /// successors: one item instead of one per sequence.
-    Ranges { first: u32, end: u32 },
+    /// successors: one item instead of one per sequence. With `apart`, the
+    /// ranges are in order and any two are the same or apart (as a class's
+    /// sequences are): those holding a byte are found by a binary search.
+    Ranges { first: u32, end: u32, apart: bool },
     /// Parses rule `rule`, then continues.
     Call { rule: u32 },
     /// End of rule `rule`.
@@ -918,7 +920,11 @@ impl Grammar {
         for (i, s) in n.iter().enumerate() {
             let kind = match *s {
                 N::Byte { lo, hi, .. } => Kind::Byte { lo, hi },
-                N::Ranges { first, end } => Kind::Ranges { first, end },
+                N::Ranges { first, end } => {
+                    let rs = &alts[first as usize..end as usize];
+                    let apart = rs.windows(2).all(|w| (w[0].0, w[0].1) == (w[1].0, w[1].1) || w[0].1 < w[1].0);
+                    Kind::Ranges { first, end, apart }
+                }
                 N::Call { rule, .. } => Kind::Call { rule },
                 N::Accept { rule } => Kind::Accept { rule },
                 N::Eps { .. } => continue,
@@ -1014,7 +1020,7 @@ impl Grammar {
                 let c = &self.core[s as usize];
                 match c.kind {
                     Kind::Byte { lo, hi } => mark(set, lo, hi),
-                    Kind::Ranges { first: a, end: b } => self.ranges[a as usize..b as usize]
+                    Kind::Ranges { first: a, end: b, .. } => self.ranges[a as usize..b as usize]
                         .iter()
                         .filter(|r| r.next.0 != r.next.1)
                         .for_each(|r| mark(set, r.lo, r.hi)),
@@ -1060,17 +1066,41 @@ impl Grammar {
                         f(c.next);
                     }
                 }
-                Kind::Ranges { first, end } => {
-                    for r in &self.ranges[first as usize..end as usize] {
-                        if narrow(&mut alike, byte, r.lo, r.hi) {
-                            f(r.next);
-                        }
-                    }
-                }
+                Kind::Ranges { first, end, apart } => self.ranges_at(first, end, apart, byte, &mut alike, |r| f(r.next)),
                 _ => {}
             }
         }
         alike
+    }
+
+    /// Calls `f` with each range of `Ranges` state `first..end` (see
+    /// [`Kind::Ranges`]) that holds `byte`, narrowing `alike` ([`narrow`])
+    /// by the ranges around it: by all of them, or where many ranges are
+    /// `apart`, by those holding it and the nearest on either side (the
+    /// others lie beyond these).
+    #[inline]
+    fn ranges_at(&self, first: u32, end: u32, apart: bool, byte: u8, alike: &mut RangeInclusive<u8>, mut f: impl FnMut(&ByteRange)) {
+        let rs = &self.ranges[first as usize..end as usize];
+        if !apart || rs.len() <= SHORT_RANGES {
+            for r in rs {
+                if narrow(alike, byte, r.lo, r.hi) {
+                    f(r);
+                }
+            }
+            return;
+        }
+        let mut i = rs.partition_point(|r| r.hi < byte);
+        if let Some(r) = i.checked_sub(1).map(|k| &rs[k]) {
+            narrow(alike, byte, r.lo, r.hi);
+        }
+        while let Some(r) = rs.get(i) {
+            let inside = narrow(alike, byte, r.lo, r.hi);
+            if !inside {
+                break;
+            }
+            f(r);
+            i += 1;
+        }
     }
 
     /// The states after `byte` from `states` when those call no rule: the
@@ -1136,7 +1166,7 @@ impl Grammar {
             let c = self.core[s as usize];
             match c.kind {
                 Kind::Byte { lo, hi } => out.extend([0, lo as u32, hi as u32]),
-                Kind::Ranges { first, end } => {
+                Kind::Ranges { first, end, .. } => {
                     out.extend([1, end - first]);
                     for r in &self.ranges[first as usize..end as usize] {
                         out.extend([r.lo as u32, r.hi as u32, r.next.1 - r.next.0]);
@@ -1164,7 +1194,7 @@ impl Grammar {
         for s in states {
             match self.core[s as usize].kind {
                 Kind::Byte { lo, hi } => f(lo, hi),
-                Kind::Ranges { first, end } => self.ranges[first as usize..end as usize]
+                Kind::Ranges { first, end, .. } => self.ranges[first as usize..end as usize]
                     .iter()
                     .filter(|r| r.next.0 != r.next.1)
                     .for_each(|r| f(r.lo, r.hi)),
@@ -1212,6 +1242,10 @@ impl Grammar {
         &self.succ[r.0 as usize..r.1 as usize]
     }
 }
+
+/// Most ranges of a `Ranges` state taken one by one rather than by a
+/// binary search.
+const SHORT_RANGES: usize = 8;
 
 /// Narrows `alike`, a range of bytes around `byte`, to the side of the
 /// range `lo..=hi` where `byte` lies (inside or out); true when inside.
@@ -1637,7 +1671,7 @@ impl Chart {
                         self.add(Item { state: s, origin: it.origin });
                     }
                 }
-                Kind::Ranges { first, end } => {
+                Kind::Ranges { first, end, .. } => {
                     for r in &g.ranges[first as usize..end as usize] {
                         if r.lo <= byte && byte <= r.hi {
                             for &s in g.list(r.next) {
@@ -1794,7 +1828,7 @@ mod tests {
             let mut preds: Vec<Vec<usize>> = vec![Vec::new(); g.core.len()];
             for (s, c) in g.core.iter().enumerate() {
                 let lists: Vec<(u32, u32)> = match c.kind {
-                    Kind::Ranges { first, end } => g.ranges[first as usize..end as usize].iter().map(|r| r.next).collect(),
+                    Kind::Ranges { first, end, .. } => g.ranges[first as usize..end as usize].iter().map(|r| r.next).collect(),
                     _ => vec![c.next],
                 };
                 for l in lists {
