@@ -1206,7 +1206,8 @@ impl SetWalker<'_, '_> {
     }
 }
 
-/// What [`Living::lives`] learnt of a grammar's successor lists.
+/// What [`Living::lives`] learnt of a grammar's successor lists, for the
+/// characters of the string slice (as the DFA's own facts are).
 #[derive(Debug, Default)]
 struct Living {
     /// Per list (by its start in the grammar's successor lists): `UNSEEN`,
