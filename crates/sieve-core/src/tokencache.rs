@@ -1101,7 +1101,7 @@ impl SetWalker<'_, '_> {
     /// string; a hostname's label of at most 63 letters, once the `.` and `-`
     /// that may not come twice in a row are dropped). Explores the sets
     /// such strings reach level by level, up to `max_chars` levels and
-    /// [`MAX_REACHED`] sets; the depth is at least one character, at most
+    /// [`MAX_FEWER`] sets; the depth is at least one character, at most
     /// `u8::MAX - 1`. `None` when no string of them lives.
     fn fewer_characters(&mut self, id: u32, seqs: &[ByteSequence], max_chars: usize) -> Result<Option<(u8, u128)>, MatchError> {
         // Per sequence, per first byte: still kept.
@@ -1181,7 +1181,7 @@ impl SetWalker<'_, '_> {
                         Some(false) => {}
                         None => {
                             if !entered.contains_key(&to) {
-                                if entered.len() + explored.len() >= MAX_REACHED {
+                                if entered.len() + explored.len() >= MAX_FEWER {
                                     break 'explore depth;
                                 }
                                 reached.push(to);
@@ -1420,6 +1420,12 @@ fn byte_sequences(g: &Grammar, class: &[(char, char)]) -> Vec<ByteSequence> {
 /// Most outer sets [`SetWalker::alive_depth`] explores before it stops
 /// (and the walk takes more of the trie).
 const MAX_REACHED: usize = 256;
+
+/// Most sets [`SetWalker::fewer_characters`] explores. Every kept
+/// character is tried from each, where a pattern's product with a length
+/// bound holds a dozen sets per level; the few tokens longer than the
+/// levels explored within it are walked.
+const MAX_FEWER: usize = 128;
 
 impl Walker for SetWalker<'_, '_> {
     fn push(&mut self, byte: u8) -> Result<bool, MatchError> {
