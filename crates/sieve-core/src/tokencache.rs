@@ -1228,7 +1228,7 @@ const LIVES: u8 = 2;
 const MAY_DIE: u8 = 3;
 
 /// Most lists [`Living::lives`] explores.
-const MAX_LIVING: usize = 512;
+const MAX_LIVING: usize = 2048;
 
 /// Most lists in a row that [`Living::lives`] follows where each leads
 /// to one other list only.
