@@ -1479,16 +1479,25 @@ impl Walker for SetWalker<'_, '_> {
 mod tests {
     use super::*;
 
-    /// Whether the group after the first byte of `text` keeps alive on
-    /// every string of JSON string characters.
-    fn keeps_alive_after(src: &str, text: &[u8]) -> bool {
+    /// The grammar of `src`, its chart after `text`, and the states of the
+    /// byte items there, in order.
+    fn chart_after(src: &str, text: &[u8]) -> (Grammar, Chart, Vec<u32>) {
         let g = Grammar::new(src, 10_000).unwrap();
         let mut chart = Chart::new(&g);
         let mut fuel = usize::MAX;
         for &b in text {
             assert!(chart.push(&g, b, &mut fuel).unwrap());
         }
-        let states: Vec<u32> = chart.byte_items(&g).map(|x| x.2).collect();
+        let mut states: Vec<u32> = chart.byte_items(&g).map(|x| x.2).collect();
+        states.sort_unstable();
+        (g, chart, states)
+    }
+
+    /// Whether the group after the first byte of `text` keeps alive on
+    /// every string of JSON string characters.
+    fn keeps_alive_after(src: &str, text: &[u8]) -> bool {
+        let (g, _, states) = chart_after(src, text);
+        let fuel = usize::MAX;
         let mut dfa = SetDfa::default();
         let mut local = Chart::local();
         let seed = dfa.intern(&g, &states, false);
@@ -1501,14 +1510,8 @@ mod tests {
     /// every string of up to three characters of the slice (of one, two and
     /// three bytes) is checked to keep the parser alive after `text`.
     fn lives_after(src: &str, text: &[u8]) -> bool {
-        let g = Grammar::new(src, 10_000).unwrap();
-        let mut chart = Chart::new(&g);
+        let (g, mut chart, states) = chart_after(src, text);
         let mut fuel = usize::MAX;
-        for &b in text {
-            assert!(chart.push(&g, b, &mut fuel).unwrap());
-        }
-        let mut states: Vec<u32> = chart.byte_items(&g).map(|x| x.2).collect();
-        states.sort_unstable();
         let seqs = byte_sequences(&g, &[(' ', '!'), ('#', '['), (']', char::MAX)]);
         let lives = Living::default().lives(&g, &states, &seqs);
         if lives {
