@@ -28,10 +28,11 @@ pub(crate) enum Kind {
     Byte { lo: u8, hi: u8 },
     /// Consumes one byte of any of the ranges `ranges[first..end]` (the first
     /// bytes of a character class's UTF-8 sequences), each with its own
-    /// successors: one item instead of one per sequence. With `apart`, the
-    /// ranges are in order and any two are the same or apart (as a class's
-    /// sequences are): those holding a byte are found by a binary search.
-    Ranges { first: u32, end: u32, apart: bool },
+    /// successors: one item instead of one per sequence. With `search`, the
+    /// ranges are many (more than [`SHORT_RANGES`]), in order, and any two
+    /// the same or apart (as a class's sequences are): those holding a byte
+    /// are found by a binary search.
+    Ranges { first: u32, end: u32, search: bool },
     /// Parses rule `rule`, then continues.
     Call { rule: u32 },
     /// End of rule `rule`.
@@ -923,7 +924,7 @@ impl Grammar {
                 N::Ranges { first, end } => {
                     let rs = &alts[first as usize..end as usize];
                     let apart = rs.windows(2).all(|w| (w[0].0, w[0].1) == (w[1].0, w[1].1) || w[0].1 < w[1].0);
-                    Kind::Ranges { first, end, apart }
+                    Kind::Ranges { first, end, search: rs.len() > SHORT_RANGES && apart }
                 }
                 N::Call { rule, .. } => Kind::Call { rule },
                 N::Accept { rule } => Kind::Accept { rule },
@@ -1066,7 +1067,7 @@ impl Grammar {
                         f(c.next);
                     }
                 }
-                Kind::Ranges { first, end, apart } => self.ranges_at(first, end, apart, byte, &mut alike, |r| f(r.next)),
+                Kind::Ranges { first, end, search } => self.ranges_at(first, end, search, byte, &mut alike, |r| f(r.next)),
                 _ => {}
             }
         }
@@ -1075,13 +1076,12 @@ impl Grammar {
 
     /// Calls `f` with each range of `Ranges` state `first..end` (see
     /// [`Kind::Ranges`]) that holds `byte`, narrowing `alike` ([`narrow`])
-    /// by the ranges around it: by all of them, or where many ranges are
-    /// `apart`, by those holding it and the nearest on either side (the
-    /// others lie beyond these).
+    /// by the ranges around it: by all of them, or with `search`, by those
+    /// holding it and the nearest on either side (the others lie beyond).
     #[inline]
-    fn ranges_at(&self, first: u32, end: u32, apart: bool, byte: u8, alike: &mut RangeInclusive<u8>, mut f: impl FnMut(&ByteRange)) {
+    fn ranges_at(&self, first: u32, end: u32, search: bool, byte: u8, alike: &mut RangeInclusive<u8>, mut f: impl FnMut(&ByteRange)) {
         let rs = &self.ranges[first as usize..end as usize];
-        if !apart || rs.len() <= SHORT_RANGES {
+        if !search {
             for r in rs {
                 if narrow(alike, byte, r.lo, r.hi) {
                     f(r);
@@ -1211,11 +1211,6 @@ impl Grammar {
         set
     }
 
-    /// The states of successor list `list`.
-    pub fn list_of(&self, list: (u32, u32)) -> &[u32] {
-        self.list(list)
-    }
-
     /// Successor lists are told apart by their start, below this.
     pub fn list_count(&self) -> usize {
         self.succ.len()
@@ -1237,8 +1232,9 @@ impl Grammar {
         self.classes[byte as usize]
     }
 
+    /// The states of successor list `r`.
     #[inline]
-    fn list(&self, r: (u32, u32)) -> &[u32] {
+    pub fn list(&self, r: (u32, u32)) -> &[u32] {
         &self.succ[r.0 as usize..r.1 as usize]
     }
 }

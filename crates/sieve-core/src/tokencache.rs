@@ -1218,7 +1218,7 @@ struct Living {
     /// the character's remaining bytes lead it to, every byte taken; `None`
     /// where they lead to several. Characters of more than one byte mostly
     /// go where the others of their class go, through the same lists.
-    tails: FastMap<(u32, u8, u8), Option<(u32, u32)>>,
+    tails: FastMap<(u32, u32, u8), Option<(u32, u32)>>,
 }
 
 /// What [`Living::known`] holds for a list.
@@ -1281,7 +1281,7 @@ impl Living {
         let yes = 'explore: loop {
             let mut sole = Sole::Unknown;
             for (k, seq) in seqs.iter().enumerate() {
-                if !self.after_chars(g, from, (k as u8, 0), &seq.bytes, &mut met, &mut sole) {
+                if !self.after_chars(g, from, (k as u32, 0), &seq.bytes, &mut met, &mut sole) {
                     break 'explore false;
                 }
             }
@@ -1295,7 +1295,7 @@ impl Living {
             let Some(&next) = met.get(i) else { break true };
             i += 1;
             list = Some(next);
-            from = g.list_of(next);
+            from = g.list(next);
         };
         let mark = if yes { LIVES } else { MAY_DIE };
         met.iter().for_each(|&(a, _)| self.known[a as usize] = mark);
@@ -1307,7 +1307,7 @@ impl Living {
     /// byte of each class) lead the states `from` to, unless known, and
     /// notes them in `sole`; false where a byte leads nowhere, or to several
     /// lists, or to a list known to die.
-    fn after_chars(&mut self, g: &Grammar, from: &[u32], at: (u8, u8), bytes: &[Vec<u8>], met: &mut Vec<(u32, u32)>, sole: &mut Sole) -> bool {
+    fn after_chars(&mut self, g: &Grammar, from: &[u32], at: (u32, u8), bytes: &[Vec<u8>], met: &mut Vec<(u32, u32)>, sole: &mut Sole) -> bool {
         let Some((first, rest)) = bytes.split_first() else { return true };
         let mut past = None;
         for &b in first {
@@ -1333,7 +1333,7 @@ impl Living {
                 known => {
                     let new = known.is_none();
                     let mut ends = Sole::Unknown;
-                    if !self.after_chars(g, g.list_of(to), (at.0, at.1 + 1), rest, met, &mut ends) {
+                    if !self.after_chars(g, g.list(to), (at.0, at.1 + 1), rest, met, &mut ends) {
                         return false;
                     }
                     match ends {
