@@ -47,6 +47,11 @@ pub(crate) struct State {
     pub accept: bool,
     pub first: u32,
     pub end: u32,
+    /// Another state of the automaton that takes every string of at most
+    /// `.1` characters as this one does (both accept after it, or both
+    /// live, or both die): a length-bounded string's state whose count is
+    /// far from its bound stands in for the same state at another count.
+    pub twin: Option<(u32, u32)>,
 }
 
 /// An edge of an [`Expr::Automaton`]: an expression, then a state (its
@@ -118,12 +123,14 @@ impl Rules {
 
     /// An automaton: `states[i]` is whether state `i` accepts and where
     /// its edges `(expression, state)` are in `edges`; state 0 is the first.
-    pub fn automaton(&mut self, states: &[(bool, u32, u32)], edges: &[(u32, u32)]) -> u32 {
+    /// `twins` is empty or has each state's [`State::twin`].
+    pub fn automaton(&mut self, states: &[(bool, u32, u32)], edges: &[(u32, u32)], twins: &[Option<(u32, u32)>]) -> u32 {
         let first = self.states.len() as u32;
-        for &(accept, a, b) in states {
+        for (i, &(accept, a, b)) in states.iter().enumerate() {
             let at = self.edges.len() as u32;
             self.edges.extend(edges[a as usize..b as usize].iter().map(|&(expr, to)| Edge { expr, to }));
-            self.states.push(State { accept, first: at, end: self.edges.len() as u32 });
+            let twin = twins.get(i).copied().flatten();
+            self.states.push(State { accept, first: at, end: self.edges.len() as u32, twin });
         }
         self.intern(Expr::Automaton { first, end: self.states.len() as u32 })
     }

@@ -85,6 +85,10 @@ pub(crate) struct Grammar {
     /// Byte classes: bytes with the same class are taken by the same
     /// states, and each class is a run of consecutive bytes.
     classes: [u8; 256],
+    /// States that another state of their rule stands in for, with the
+    /// most bytes for which the two take every string alike (see
+    /// [`Grammar::stand_in`]).
+    stand_ins: FastMap<u32, (u32, u32)>,
 }
 
 /// Thompson automaton state before epsilon closure.
@@ -141,6 +145,10 @@ struct Builder<'a> {
     /// The entries of the alternatives being compiled, innermost last
     /// (each alternation takes its own off when it ends).
     entries: Vec<u32>,
+    /// Automaton states that compile alike with their twin
+    /// ([`gbnf::State::twin`]): `(state, twin, characters)`, each state
+    /// its epsilon state.
+    twins: Vec<(u32, u32, u32)>,
     max_states: usize,
 }
 
@@ -368,6 +376,25 @@ impl<'a> Builder<'a> {
                 }
             }
             self.set_eps_from_entries(at[i], base);
+        }
+        // A state and its twin compile alike (the same expressions on the
+        // same edges) where their edges lead to states with one same twin:
+        // their closures then hold states that take every string alike, in
+        // the same places (see [`Grammar::close`]).
+        let states = p.states(first, end);
+        let stand_in = |t: u32| states[t as usize].twin.map_or(t, |t| t.0);
+        for (i, state) in states.iter().enumerate().filter(|x| live[x.0]) {
+            let Some((j, chars)) = state.twin.filter(|t| live[t.0 as usize]) else { continue };
+            let twin = &states[j as usize];
+            let (mine, theirs) = (p.edges(state), p.edges(twin));
+            let alike = state.accept == twin.accept
+                && mine.len() == theirs.len()
+                && mine.iter().zip(theirs).all(|(a, b)| {
+                    a.expr == b.expr && live[a.to as usize] == live[b.to as usize] && (stand_in(a.to) == stand_in(b.to) || stand_in(a.to) == b.to)
+                });
+            if alike {
+                self.twins.push((at[i], at[j as usize], chars));
+            }
         }
         Ok(at[0])
     }
@@ -869,7 +896,7 @@ impl Grammar {
             // Nothing to compile: the start rule derives no string.
             let names = vec![rules[root as usize].name.clone()];
             let rules = vec![RuleInfo { start: (0, 0), nullable: false }];
-            return Ok(Grammar { core: Vec::new(), succ: Vec::new(), ranges: Vec::new(), rules, names, root: 0, classes: [0; 256] });
+            return Ok(Grammar { core: Vec::new(), succ: Vec::new(), ranges: Vec::new(), rules, names, root: 0, classes: [0; 256], stand_ins: FastMap::default() });
         }
         let mut called = vec![u32::MAX; rules.len()];
         called[root as usize] = 0;
@@ -890,6 +917,7 @@ impl Grammar {
             tails: FastMap::default(),
             utf8: FastMap::default(),
             entries: Vec::new(),
+            twins: Vec::new(),
             max_states,
         };
         // Compile the rules that are called, root first (the list grows
@@ -900,21 +928,14 @@ impl Grammar {
         }
         let names = b.order.iter().map(|&q| rules[q as usize].name.clone()).collect();
         let nullable: Vec<bool> = b.order.iter().map(|&q| b.facts.nullable[q as usize]).collect();
-        Ok(Self::close(&b.n, &b.targets, &b.alts, &b.owner, &starts, &nullable, names))
+        Ok(Self::close(&b, &starts, &nullable, names))
     }
 
-    /// Epsilon-closes the automaton (`targets` and `alts` hold its `Eps`
-    /// and `Ranges` states' lists). Rule 0 is the start rule; every state
-    /// can reach its rule's end (the builder compiles nothing else).
-    fn close(
-        n: &[N],
-        targets: &[u32],
-        alts: &[(u8, u8, u32)],
-        owner: &[u32],
-        starts: &[u32],
-        nullable: &[bool],
-        names: Vec<String>,
-    ) -> Grammar {
+    /// Epsilon-closes the builder's automaton, whose rules start at
+    /// `starts`. Rule 0 is the start rule; every state can reach its rule's
+    /// end (the builder compiles nothing else).
+    fn close(b: &Builder, starts: &[u32], nullable: &[bool], names: Vec<String>) -> Grammar {
+        let (n, targets, alts, owner) = (&b.n, &b.targets, &b.alts, &b.owner);
         // A `Ranges` state's ranges keep their indexes in `alts`.
         let mut core_of = vec![u32::MAX; n.len()];
         let mut core = Vec::with_capacity(n.len());
@@ -986,7 +1007,21 @@ impl Grammar {
         for b in 1..256 {
             classes[b] = classes[b - 1] + starts[b] as u8;
         }
-        Grammar { core, succ, ranges, rules, names, root: 0, classes }
+        // Twins' closures hold the states compiled from the same edges in
+        // the same order: each state stands in for the other's.
+        let mut stand_ins = FastMap::default();
+        for &(x, y, chars) in &b.twins {
+            let ((from, end), (twin_from, twin_end)) = (closure(x, &mut succ), closure(y, &mut succ));
+            if end - from != twin_end - twin_from {
+                continue;
+            }
+            for (&s, &t) in succ[from as usize..end as usize].iter().zip(&succ[twin_from as usize..twin_end as usize]) {
+                if s != t {
+                    stand_ins.entry(s).or_insert((t, chars));
+                }
+            }
+        }
+        Grammar { core, succ, ranges, rules, names, root: 0, classes, stand_ins }
     }
 
     /// True when the start rule derives no string at all.
@@ -1002,6 +1037,7 @@ impl Grammar {
             + self.ranges.len() * std::mem::size_of::<ByteRange>()
             + self.rules.len() * std::mem::size_of::<RuleInfo>()
             + self.names.iter().map(|n| n.len() + 24).sum::<usize>()
+            + self.stand_ins.len() * 16
     }
 
     /// Adds to `set` the bytes a string derived from `list` may start with
@@ -1219,6 +1255,33 @@ impl Grammar {
     /// True when one of `states` ends its rule.
     pub fn has_accept(&self, states: &[u32]) -> bool {
         states.iter().any(|&s| matches!(self.core[s as usize].kind, Kind::Accept { .. }))
+    }
+
+    /// `states` with each state replaced by the one that stands in for it
+    /// for at least `bytes` bytes (see [`gbnf::State::twin`]), sorted and
+    /// without repeats; `None` when none is. Every string of at most
+    /// `bytes` bytes leaves the two groups both alive or both dead, and
+    /// ends the rule after it in both or neither: a token cache that only
+    /// walks tokens that long may take one group for the other. A string
+    /// whose length is bounded so meets few groups rather than one per count.
+    pub fn stand_in(&self, states: &[u32], bytes: u32) -> Option<Vec<u32>> {
+        if self.stand_ins.is_empty() {
+            return None;
+        }
+        let twin = |s: u32| self.stand_ins.get(&s).filter(|t| t.1 >= bytes).map(|t| t.0);
+        if !states.iter().any(|&s| twin(s).is_some()) {
+            return None;
+        }
+        let mut out: Vec<u32> = states.iter().map(|&s| twin(s).unwrap_or(s)).collect();
+        out.sort_unstable();
+        out.dedup();
+        Some(out)
+    }
+
+    /// How many states another stands in for.
+    #[cfg(test)]
+    pub fn stand_in_count(&self) -> usize {
+        self.stand_ins.len()
     }
 
     /// The number of byte classes.

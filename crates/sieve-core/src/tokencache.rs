@@ -133,13 +133,15 @@ impl TokenCache {
     /// The analysis of the group of `states` of `rule`: cached, shared with
     /// a group of the same shape, or made.
     fn analysis(&mut self, g: &Grammar, vocab: &Vocabulary, rule: u32, states: Vec<u32>, fuel: &mut usize, limit: usize) -> Result<Arc<Analysis>, MatchError> {
+        if self.slice_seqs.is_empty() {
+            self.slice_seqs = byte_sequences(g, vocab.string_slice().class);
+            self.dfa.horizon = vocab.trie().longest;
+        }
+        let states = g.stand_in(&states, self.dfa.horizon).unwrap_or(states);
         if let Some(a) = self.groups.get(states.as_slice()) {
             return Ok(a.clone());
         }
         let follow = self.follow.get_or_insert_with(|| g.follow_sets()).of(g, rule);
-        if self.slice_seqs.is_empty() {
-            self.slice_seqs = byte_sequences(g, vocab.string_slice().class);
-        }
         let shape = g.shape(&states, &mut self.shape_index).map(|mut shape| {
             shape.extend(follow.iter().flat_map(|w| [*w as u32, (w >> 32) as u32]));
             shape.into_boxed_slice()
@@ -570,6 +572,10 @@ struct SetDfa {
     bytes: usize,
     /// Scratch for the states after a byte ([`SetDfa::next`]).
     scratch: Vec<u32>,
+    /// The vocabulary's longest token, in bytes: no walk takes more, so
+    /// a set may hold the states that stand in for its own for that long
+    /// ([`Grammar::stand_in`]). 0 (none does) until the first analysis.
+    horizon: u32,
 }
 
 /// Rows of transitions, in chunks of [`CHUNK_ROWS`] rows: a DFA of tens
@@ -625,6 +631,8 @@ const NO_ANCHOR: u32 = u32::MAX;
 
 impl SetDfa {
     fn intern(&mut self, g: &Grammar, states: &[u32], end: bool) -> u32 {
+        let stand_in = if self.horizon > 0 { g.stand_in(states, self.horizon) } else { None };
+        let states = stand_in.as_deref().unwrap_or(states);
         // Most sets are met again: look them up without a copy.
         if let Some(&id) = self.ids.get(states) {
             return id;
@@ -1578,6 +1586,33 @@ mod tests {
             // Every fourth walk takes the last token allowed (`"`, then
             // `\n`): one character at a time from the string's start.
             walk_matches_parser(&c, &vocab, usize::MAX, &mut seed, i % 4 == 3);
+        }
+    }
+
+    /// Masks inside strings of a pattern and bounded length (the pattern's
+    /// product with the count) equal taking each token on the parser, where
+    /// the states at one count stand in for those at another (far from the
+    /// bound) and near the bound, where they may not. Every fourth walk
+    /// takes the last token allowed: one character at a time.
+    #[test]
+    fn bounded_patterns_match_the_parser() {
+        use crate::{Constraint, Vocabulary};
+        let tokens = [
+            &b"\""[..], b"a", b"b", b"ab", b"abc", b"abcab", b"aaaaaaaa", b"@", b"a@b", b"b@", b".", b".uk", b"a.b", b"b.uk",
+            b"a\"", b"b.uk\"", b"uk", b"u", b"k", b" ", b"a b", b"\\n", "é".as_bytes(), "aé".as_bytes(), "中".as_bytes(),
+            b"\xe4", b"\xb8\xad", "é@".as_bytes(), b"\"a", b"\"ab@",
+        ];
+        let vocab = std::sync::Arc::new(Vocabulary::from_token_bytes(tokens.iter().map(|b| Some(b.to_vec())).collect()));
+        let schemas = [
+            serde_json::json!({"type": "string", "pattern": "^[a-c]+@[a-c]+(\\.[a-c]+)*$", "minLength": 3, "maxLength": 40}),
+            serde_json::json!({"type": "string", "pattern": "^[^@\\s]+@[^@.\\s]+(\\.[^@.\\s]*)*\\.uk", "minLength": 5, "maxLength": 30}),
+        ];
+        let mut seed = 11u64;
+        for i in 0..48 {
+            let (c, _) = Constraint::json_schema(&schemas[i % 2], &Default::default()).unwrap();
+            let crate::constraint::Program::Grammar(g) = c.program() else { panic!("a schema compiles to a grammar") };
+            assert!(g.stand_in_count() > 0);
+            walk_matches_parser(&c, &vocab, 60, &mut seed, i % 4 == 3);
         }
     }
 

@@ -22,6 +22,8 @@ pub(crate) struct TokenTrie {
     /// bytes: a walk that knows which first bytes die goes from one live
     /// child to the next without reading the others.
     pub roots: Vec<(u8, u32)>,
+    /// The longest token, in bytes.
+    pub longest: u32,
 }
 
 /// A block of tokens decided together (llguidance's slices): the tokens
@@ -277,6 +279,7 @@ impl TokenTrie {
                 trie.tokens.push(tok);
             }
             prev = b;
+            trie.longest = trie.longest.max(b.len() as u32);
         }
         for open in path {
             trie.nodes[open].end = trie.nodes.len() as u32;

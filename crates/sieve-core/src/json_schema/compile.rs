@@ -1680,7 +1680,7 @@ impl<'a> Compiler<'a> {
                         let end = auto.states.len() as u32;
                         auto.states.push((true, 0, 0));
                         auto.edges.iter_mut().filter(|e| e.1 == FINAL).for_each(|e| e.1 = end);
-                        Some(self.rules.automaton(&auto.states, &auto.edges))
+                        Some(self.rules.automaton(&auto.states, &auto.edges, &[]))
                     }
                 };
                 self.member_sets.insert(key, sets);

@@ -573,10 +573,70 @@ impl Dfa {
         // The root's state first.
         let first = index[root];
         states.swap(0, first as usize);
+        let swap = |e: u32| if e == first { 0 } else if e == 0 { first } else { e };
         for e in &mut edges {
-            e.1 = if e.1 == first { 0 } else if e.1 == 0 { first } else { e.1 };
+            e.1 = swap(e.1);
         }
-        Ok(Some(rules.automaton(&states, &edges)))
+        let twins = match max {
+            Some(max) => {
+                let state = |v: usize| (comp[rep[v]] != usize::MAX).then(|| swap(index[rep[v]]));
+                self.twins(accept, min, max, &preds, |s, k| state(idx(s, k)).filter(|_| live[idx(s, k)]), states.len())
+            }
+            None => Vec::new(),
+        };
+        Ok(Some(rules.automaton(&states, &edges, &twins)))
+    }
+
+    /// The twins of a product with a count bounded by `max` (see
+    /// [`gbnf::State::twin`]), per automaton state (`state(s, k)`: the
+    /// automaton state of product state `(s, k)`, if written and live).
+    /// Past `min`, `(s, k)` and `(s, j)` with `j < k` take every string
+    /// alike as long as the one with the higher count does not near the
+    /// bound: for strings of at most `max - k - far` characters, where
+    /// `far` is the longest of the shortest ways to acceptance. The twin
+    /// of each is the one with the lowest count written.
+    fn twins(
+        &self,
+        accept: &dyn Fn(u64) -> bool,
+        min: u64,
+        max: u64,
+        preds: &[Vec<usize>],
+        state: impl Fn(usize, u64) -> Option<u32>,
+        count: usize,
+    ) -> Vec<Option<(u32, u32)>> {
+        let n = self.tags.len();
+        // Characters from each pattern state to acceptance, fewest.
+        let mut dist = vec![u64::MAX; n];
+        let mut queue: std::collections::VecDeque<usize> = (0..n).filter(|&s| accept(self.tags[s])).collect();
+        queue.iter().for_each(|&s| dist[s] = 0);
+        while let Some(t) = queue.pop_front() {
+            for &s in &preds[t] {
+                if dist[s] == u64::MAX {
+                    dist[s] = dist[t] + 1;
+                    queue.push_back(s);
+                }
+            }
+        }
+        let far = dist.iter().copied().filter(|&d| d != u64::MAX).max().unwrap_or(0);
+        let mut twins = vec![None; count];
+        for s in (0..n).filter(|&s| dist[s] != u64::MAX) {
+            let mut lowest = None;
+            for k in min..max.saturating_sub(far) {
+                let Some(a) = state(s, k) else { continue };
+                match lowest {
+                    None => lowest = Some(a),
+                    Some(t) if t != a && twins[a as usize].is_none() => {
+                        twins[a as usize] = Some((t, u32::try_from(max - k - far).unwrap_or(u32::MAX)));
+                    }
+                    Some(_) => {}
+                }
+            }
+        }
+        // A twin of one that has a twin of its own (product states merged
+        // across counts) is dropped: each stands in for the other at most once.
+        let has: Vec<bool> = twins.iter().map(Option::is_some).collect();
+        twins.iter_mut().filter(|t| t.is_some_and(|(t, _)| has[t as usize])).for_each(|t| *t = None);
+        twins
     }
 }
 

@@ -141,8 +141,9 @@ impl Writer {
     /// An automaton whose edges are expressions: `states[i]` is whether
     /// state `i` accepts and where its edges `(expression, state)` are in
     /// `edges`; state 0 is the first.
-    pub fn automaton(&mut self, states: &[(bool, u32, u32)], edges: &[(Ex, u32)]) -> Ex {
-        self.g.automaton(states, edges)
+    /// `twins` (empty, or one per state) as [`crate::gbnf::State::twin`].
+    pub fn automaton(&mut self, states: &[(bool, u32, u32)], edges: &[(Ex, u32)], twins: &[Option<(u32, u32)>]) -> Ex {
+        self.g.automaton(states, edges, twins)
     }
 
     /// `e` or nothing.
