@@ -67,6 +67,10 @@ pub(crate) struct Analysis {
     /// For tokens that may end the rule part-way: the bytes left after each
     /// place it may end, in a trie whose tokens are the owners of the suffixes.
     suffixes: TokenTrie,
+    /// The FOLLOW set of the rule that the walk asked for (to keep the
+    /// suffixes whose first byte may follow), if it asked: a group of the
+    /// same shape in another rule shares the analysis only with the same.
+    follow: Option<[u64; 4]>,
 }
 
 /// Analyses per group of states, for one grammar and one vocabulary, and
@@ -74,10 +78,11 @@ pub(crate) struct Analysis {
 #[derive(Debug, Default)]
 pub(crate) struct TokenCache {
     groups: FastMap<Box<[u32]>, Arc<Analysis>>,
-    /// The same analyses by the shape of the group ([`Grammar::shape`])
-    /// and the bytes that may follow its rule: groups of one shape in
-    /// different rules (a string in each of several members) share one.
-    shapes: FastMap<Box<[u32]>, Arc<Analysis>>,
+    /// The same analyses by the shape of the group ([`Grammar::shape`]):
+    /// groups of one shape in different rules (a string in each of several
+    /// members) share one where the bytes that may follow their rules are
+    /// the same, or the walk never asked ([`Analysis::follow`]).
+    shapes: FastMap<Box<[u32]>, Vec<Arc<Analysis>>>,
     dfa: SetDfa,
     /// Per rule, the bytes that may follow its end (set up on first use).
     follow: Option<FollowSets>,
@@ -141,16 +146,17 @@ impl TokenCache {
         if let Some(a) = self.groups.get(states.as_slice()) {
             return Ok(a.clone());
         }
-        let follow = self.follow.get_or_insert_with(|| g.follow_sets()).of(g, rule);
-        let shape = g.shape(&states, &mut self.shape_index).map(|mut shape| {
-            shape.extend(follow.iter().flat_map(|w| [*w as u32, (w >> 32) as u32]));
-            shape.into_boxed_slice()
+        let mut follow = Follow { sets: self.follow.get_or_insert_with(|| g.follow_sets()), rule, set: None };
+        let shape = g.shape(&states, &mut self.shape_index).map(Vec::into_boxed_slice);
+        let shared = shape.as_ref().and_then(|k| self.shapes.get(k)).and_then(|same| {
+            same.iter().find(|a| a.follow.is_none_or(|f| f == follow.get(g))).cloned()
         });
-        let a = match shape.as_ref().and_then(|k| self.shapes.get(k)) {
-            Some(a) => a.clone(),
+        let a = match shared {
+            Some(a) => a,
             None => {
                 let local = self.local.get_or_insert_with(Chart::local);
-                let walked = analyze(g, vocab, &mut self.dfa, local, &self.slice_seqs, &states, &follow, fuel, limit);
+                let walked = analyze(g, vocab, &mut self.dfa, local, &self.slice_seqs, &states, &mut follow, fuel, limit);
+                let mut asked = follow.set;
                 // A failed walk may leave sets open.
                 if local.bytes() != 0 {
                     self.local = None;
@@ -174,12 +180,13 @@ impl TokenCache {
                     }
                     let has = |t: u32| below[(t / 32) as usize] >> (t % 32) & 1 == 1;
                     pending.extend(tails.suffix_ends(vocab).filter(|&(t, _)| has(t)));
+                    asked = asked.or(tails.follow);
                 }
-                let a = Arc::new(Analysis::new(vocab, allowed, &pending));
+                let a = Arc::new(Analysis::new(vocab, allowed, &pending, asked));
                 self.bytes += a.allowed.memory() + a.suffixes.nodes.len() * 20 + a.suffixes.roots.len() * 8 + a.suffixes.tokens.len() * 4 + 64;
                 if let Some(k) = shape {
-                    self.bytes += k.len() * 4;
-                    self.shapes.insert(k, a.clone());
+                    self.bytes += k.len() * 4 + 8;
+                    self.shapes.entry(k).or_default().push(a.clone());
                 }
                 a
             }
@@ -191,8 +198,9 @@ impl TokenCache {
 
 impl Analysis {
     /// The analysis of the tokens `allowed` and of those that die after
-    /// their rule could end, as `(token, depth of the end)`.
-    fn new(vocab: &Vocabulary, allowed: Box<[u32]>, pending: &[(u32, u32)]) -> Analysis {
+    /// their rule could end, as `(token, depth of the end)`, made with
+    /// `follow` where the walk asked for it.
+    fn new(vocab: &Vocabulary, allowed: Box<[u32]>, pending: &[(u32, u32)], follow: Option<[u64; 4]>) -> Analysis {
         let mut sorted: Vec<(&[u8], u32)> = pending
             .iter()
             .filter_map(|&(t, k)| vocab.token_bytes(t).and_then(|b| b.get(k as usize..)).map(|s| (s, t)))
@@ -201,7 +209,7 @@ impl Analysis {
         sorted.sort_unstable();
         sorted.dedup();
         let suffixes = TokenTrie::from_sorted(sorted.into_iter().map(|(s, t)| (t, s)));
-        Analysis { allowed: Tokens::new(allowed), suffixes }
+        Analysis { allowed: Tokens::new(allowed), suffixes, follow }
     }
 
     /// The `(token, depth of the end)` pairs of [`Analysis::suffixes`].
@@ -277,6 +285,26 @@ struct Walked {
     cuts: Vec<(u32, u32)>,
 }
 
+/// The FOLLOW set of a rule (the bytes that may come right after it ends),
+/// computed when first asked: most walks end no rule part-way through a
+/// token, and a rule called from hundreds of places takes a while.
+struct Follow<'a> {
+    sets: &'a mut FollowSets,
+    rule: u32,
+    set: Option<[u64; 4]>,
+}
+
+impl Follow<'_> {
+    fn get(&mut self, g: &Grammar) -> [u64; 4] {
+        *self.set.get_or_insert_with(|| self.sets.of(g, self.rule))
+    }
+
+    /// Whether `b` may follow the rule.
+    fn has(&mut self, g: &Grammar, b: u8) -> bool {
+        self.get(g)[(b / 64) as usize] >> (b % 64) & 1 == 1
+    }
+}
+
 /// Walks every token from the set of `states` (one rule, caller outside).
 /// Tokens alive at their end are allowed; tokens that die after the rule
 /// could have ended at depth `k` get the suffix `bytes[k..]` when its first
@@ -289,7 +317,7 @@ fn analyze(
     chart: &mut Chart,
     slice_seqs: &[ByteSequence],
     states: &[u32],
-    follow: &[u64; 4],
+    follow: &mut Follow,
     fuel: &mut usize,
     limit: usize,
 ) -> Result<Walked, MatchError> {
@@ -369,7 +397,7 @@ fn analyze(
     };
     let mut ends: Vec<u32> = Vec::new(); // depths where the rule could end, on the current path
     let mut path: Vec<u8> = Vec::new(); // the bytes of the current path
-    let follows = |b: u8| follow[(b / 64) as usize] >> (b % 64) & 1 == 1;
+    let mut follows = |b: u8| follow.has(g, b);
     let mut pending: Vec<(u32, u32)> = Vec::new(); // (token, depth of the end)
     let mut kept: Vec<u32> = Vec::new();
     let mut depth = 0u32;
