@@ -12,8 +12,8 @@
 //! has ended, through the real chart. The result is exact: every token is
 //! either decided locally or checked against the full parse. Groups of one
 //! shape (the same automaton reachable from their states, in rules that
-//! the same bytes may follow: a string value inlined into each of several
-//! members) share one analysis.
+//! the same bytes may follow, or whose walks never ended the rule: a string
+//! value inlined into each of several members) share one analysis.
 //!
 //! The walks share a lazily built DFA over outer sets (sets whose items all
 //! belong to rules called from outside the local chart) and open sets
@@ -25,7 +25,11 @@
 //! afterwards. Inside a string or a number nearly every set is one of them,
 //! so a walk costs about one table lookup per trie node. Transitions are
 //! computed once per run of bytes the set's states take alike; the bytes
-//! none of them takes are refused from the start.
+//! none of them takes are refused from the start. No walk takes more bytes
+//! than the vocabulary's longest token, so a state may stand in for another
+//! that takes every string that long alike ([`Grammar::stand_in`]): the
+//! states of a patterned string of bounded length, far from its bound,
+//! make the same sets at every count.
 //!
 //! Inside a string body most of the vocabulary is allowed, and walking it
 //! all is what costs. When every string of JSON string characters keeps the
@@ -49,8 +53,9 @@
 //!
 //! A token that dies after its rule could have ended is kept for the
 //! mask-time walk only when the byte after that end may follow the rule
-//! somewhere in the grammar (its FOLLOW set): inside a string, only the
-//! closing quote can end it, not every character before.
+//! somewhere in the grammar (its FOLLOW set, computed when a walk first
+//! asks): inside a string, only the closing quote can end it, not every
+//! character before.
 
 use crate::error::MatchError;
 use crate::grammar::{Chart, ChartWalker, FollowSets, Grammar, Origin};
