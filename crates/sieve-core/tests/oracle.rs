@@ -65,7 +65,24 @@ const CASES: &[(&str, Option<&str>)] = &[
     ),
 ];
 
-fn check_walks(name: &str, vocab: &Arc<Vocabulary>, c: &Constraint, oracle: &mut Oracle, seed: u64, walks: usize, steps: usize) {
+/// What the walks check masks against: whether some output starts with
+/// `bytes`, and whether `bytes` is one.
+trait Language {
+    fn viable(&mut self, bytes: &[u8]) -> bool;
+    fn full_match(&self, bytes: &[u8]) -> bool;
+}
+
+impl Language for Oracle {
+    fn viable(&mut self, bytes: &[u8]) -> bool {
+        Oracle::viable(self, bytes)
+    }
+
+    fn full_match(&self, bytes: &[u8]) -> bool {
+        Oracle::full_match(self, bytes)
+    }
+}
+
+fn check_walks(name: &str, vocab: &Arc<Vocabulary>, c: &Constraint, oracle: &mut impl Language, seed: u64, walks: usize, steps: usize) {
     let mut rng = Rng(seed);
     let mut mask = vec![0u32; vocab.mask_words()];
     for _ in 0..walks {
@@ -169,5 +186,58 @@ fn any_order_members_equal_the_oracle() {
     for (vname, vocab) in all_vocabs() {
         let (walks, steps) = if vname == "toy" { (30, 16) } else { (4, 8) };
         check_walks(vname, &vocab, &c, &mut Oracle::new(&pattern), 11, walks, steps);
+    }
+}
+
+/// JSON strings `"x@y"`, `x` and `y` lowercase letters, of 5 to 140
+/// characters between the quotes: a pattern with two unbounded parts and
+/// a length bound, which the schema compiler writes as the pattern's
+/// product with a count (far from the bound, states at one count stand in
+/// for those at another, for as many bytes as the longest token has).
+struct BoundedEmails;
+
+impl BoundedEmails {
+    const MAX: usize = 140;
+
+    /// Letters, `@`, letters, with the fewest characters a string starting
+    /// so needs: `None` when none does.
+    fn fewest(body: &[u8]) -> Option<usize> {
+        let letters = |s: &[u8]| s.iter().all(u8::is_ascii_lowercase);
+        let more = match body.iter().position(|&c| c == b'@') {
+            None if letters(body) => usize::from(body.is_empty()) + 2,
+            Some(at) if at > 0 && letters(&body[..at]) && letters(&body[at + 1..]) => usize::from(at + 1 == body.len()),
+            _ => return None,
+        };
+        Some((body.len() + more).max(5))
+    }
+}
+
+impl Language for BoundedEmails {
+    fn viable(&mut self, bytes: &[u8]) -> bool {
+        match bytes.split_first() {
+            None => true,
+            Some((b'"', rest)) => match rest.iter().position(|&c| c == b'"') {
+                Some(end) => end + 1 == rest.len() && self.full_match(bytes),
+                None => Self::fewest(rest).is_some_and(|n| n <= Self::MAX),
+            },
+            Some(_) => false,
+        }
+    }
+
+    fn full_match(&self, bytes: &[u8]) -> bool {
+        let body = bytes.strip_prefix(b"\"").and_then(|b| b.strip_suffix(b"\""));
+        body.is_some_and(|b| b.contains(&b'@') && b.last() != Some(&b'@') && Self::fewest(b) == Some(b.len()) && b.len() <= Self::MAX)
+    }
+}
+
+#[test]
+fn bounded_pattern_strings_equal_the_oracle() {
+    use sieve_core::json_schema::{JsonSchemaOptions, Whitespace};
+    let schema = serde_json::json!({"type": "string", "pattern": "^[a-z]+@[a-z]+$", "minLength": 5, "maxLength": BoundedEmails::MAX});
+    let options = JsonSchemaOptions { whitespace: Whitespace::Compact, ..Default::default() };
+    let (c, _) = Constraint::json_schema(&schema, &options).unwrap();
+    for (vname, vocab) in all_vocabs() {
+        let (walks, steps) = if vname == "toy" { (20, 60) } else { (2, 40) };
+        check_walks(vname, &vocab, &c, &mut BoundedEmails, 13, walks, steps);
     }
 }
