@@ -59,7 +59,7 @@
 
 use crate::error::MatchError;
 use crate::grammar::{Chart, ChartWalker, FollowSets, Grammar, Origin};
-use crate::trie::{Slice, TokenTrie, Walker, BLANKS};
+use crate::trie::{byte_bit, Slice, TokenTrie, Walker, BLANKS};
 use crate::vocab::Vocabulary;
 use crate::hash::{FastMap, FastSet};
 use std::sync::Arc;
@@ -146,6 +146,10 @@ impl TokenCache {
         if self.slice_seqs.is_empty() {
             self.slice_seqs = byte_sequences(g, vocab.string_slice().class);
             self.dfa.horizon = vocab.trie().longest;
+            let bits = vocab.string_slice().class_bits;
+            for b in (b' '..=255).filter(|&b| b >= 0x80 || byte_bit(b) & bits != 0) {
+                self.dfa.slice_bytes[(b / 64) as usize] |= 1 << (b % 64);
+            }
         }
         let states = g.stand_in(&states, self.dfa.horizon).unwrap_or(states);
         if let Some(a) = self.groups.get(states.as_slice()) {
@@ -518,6 +522,14 @@ fn analyze(
                 if walker.outer_end() {
                     ends.push(depth);
                 }
+                // Below a set that refuses every byte of the string slice's
+                // tokens, where no rule could end on the way, the longer
+                // tokens of a subtree of such tokens all die (a string of
+                // bounded length at its end, a key's name once written).
+                if full && walker.refuses_slice() && ends.is_empty() && slice.reach[i] != u8::MAX && node.end as usize - i > 1 {
+                    i = node.end as usize;
+                    continue;
+                }
                 // Worth its cost (a transition per byte class) above large
                 // subtrees only; once known for the set, below any. (A set
                 // past a cut character takes no character's first byte:
@@ -609,6 +621,13 @@ struct SetDfa {
     /// a set may hold the states that stand in for its own for that long
     /// ([`Grammar::stand_in`]). 0 (none does) until the first analysis.
     horizon: u32,
+    /// The bytes of the string slice's tokens (the ASCII bytes of its
+    /// characters, and every byte from 0x80) as a 256-bit set, set up with
+    /// [`SetDfa::horizon`].
+    slice_bytes: [u64; 4],
+    /// Per outer set, then per open set: whether it takes none of those
+    /// bytes (its tokens die on their next byte).
+    refuses: [Vec<bool>; 2],
 }
 
 /// Rows of transitions, in chunks of [`CHUNK_ROWS`] rows: a DFA of tens
@@ -697,12 +716,18 @@ impl SetDfa {
 
     /// Adds the row of new set `id`, whose items have `states`: `UNKNOWN`
     /// on the bytes some of them take ([`Grammar::byte_ranges`]; classes
-    /// never straddle a range's border), `DEAD` on the others.
+    /// never straddle a range's border), `DEAD` on the others; and whether
+    /// it takes no byte of the string slice's tokens.
     fn add_row(&mut self, g: &Grammar, id: u32, states: impl IntoIterator<Item = u32>) {
         let trans = &mut self.trans[(id >> 31) as usize];
         trans.push(self.width, std::iter::repeat_n(DEAD, self.width));
         let row = trans.row(self.width, (id & !OPEN) as usize);
-        g.byte_ranges(states, |lo, hi| row[g.class(lo) as usize..=g.class(hi) as usize].fill(UNKNOWN));
+        let (slice, mut refuses) = (&self.slice_bytes, true);
+        g.byte_ranges(states, |lo, hi| {
+            row[g.class(lo) as usize..=g.class(hi) as usize].fill(UNKNOWN);
+            refuses &= !(lo..=hi).any(|b| slice[(b / 64) as usize] >> (b % 64) & 1 == 1);
+        });
+        self.refuses[(id >> 31) as usize].push(refuses);
     }
 
     fn memory(&self) -> usize {
@@ -1025,6 +1050,15 @@ impl SetWalker<'_, '_> {
                 self.frames.push((to, 0));
                 Ok(true)
             }
+        }
+    }
+
+    /// True when the newest set is a DFA set that takes no byte of the
+    /// string slice's tokens ([`SetDfa::slice_bytes`]).
+    fn refuses_slice(&self) -> bool {
+        match self.frames.last() {
+            Some(&(id, _)) if id != UNKNOWN => self.dfa.refuses[(id >> 31) as usize][(id & !OPEN) as usize],
+            _ => false,
         }
     }
 
