@@ -49,7 +49,9 @@
 //! prefixes), the tokens below go where their tails do from that set: its
 //! own analysis, a walk of the shared trie of tails, decides them. Below a
 //! set that every whitespace byte leads back to (between JSON tokens), the
-//! subtrees of whitespace runs are allowed whole.
+//! subtrees of whitespace runs are allowed whole. Below a set that takes no
+//! byte of the slice's tokens (a bounded string at its end), the longer
+//! tokens of a subtree of them are refused whole.
 //!
 //! A token that dies after its rule could have ended is kept for the
 //! mask-time walk only when the byte after that end may follow the rule
