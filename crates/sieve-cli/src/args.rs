@@ -10,14 +10,15 @@ use std::sync::Arc;
 #[derive(Args, Debug, Clone)]
 #[group(required = true, multiple = false)]
 pub struct ConstraintArgs {
-    /// A regex the whole output must match.
-    #[arg(long)]
+    /// A regex the whole output must match (it may start with `-`).
+    #[arg(long, allow_hyphen_values = true)]
     pub regex: Option<String>,
     /// A GBNF grammar file (start rule `root`).
     #[arg(long, value_name = "FILE")]
     pub grammar: Option<PathBuf>,
-    /// The output must be one of these strings (repeat the flag or separate with commas).
-    #[arg(long, value_delimiter = ',', num_args = 1..)]
+    /// The output must be one of these strings (repeat the flag or separate with commas; they
+    /// may start with `-`).
+    #[arg(long, value_delimiter = ',', allow_hyphen_values = true)]
     pub choices: Option<Vec<String>>,
     /// Any JSON value.
     #[arg(long)]

@@ -35,8 +35,8 @@ pub struct DecodeBenchArgs {
     /// The constraint (required: the benchmark compares decoding under it with free decoding).
     #[command(flatten)]
     pub constraint: GenerateConstraint,
-    /// The prompt, as a user message in the model's chat template.
-    #[arg(long)]
+    /// The prompt, as a user message in the model's chat template (it may start with `-`).
+    #[arg(long, allow_hyphen_values = true)]
     pub prompt: String,
     /// Most tokens of the constrained output.
     #[arg(long, default_value_t = 64)]

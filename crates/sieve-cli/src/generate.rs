@@ -31,8 +31,8 @@ pub struct GenerateArgs {
     pub model: PathBuf,
     #[command(flatten)]
     pub constraint: GenerateConstraint,
-    /// The prompt text.
-    #[arg(long)]
+    /// The prompt text (it may start with `-`).
+    #[arg(long, allow_hyphen_values = true)]
     pub prompt: String,
     /// Wrap the prompt in the model's chat template as a user message.
     #[arg(long)]
@@ -70,8 +70,8 @@ pub struct GenerateConstraint {
     /// A JSON Schema file (compact JSON: no whitespace between tokens).
     #[arg(long, value_name = "FILE")]
     pub json_schema: Option<PathBuf>,
-    /// A regex the whole output must match.
-    #[arg(long)]
+    /// A regex the whole output must match (it may start with `-`).
+    #[arg(long, allow_hyphen_values = true)]
     pub regex: Option<String>,
     /// A GBNF grammar file (start rule `root`).
     #[arg(long, value_name = "FILE")]

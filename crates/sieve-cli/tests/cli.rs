@@ -64,6 +64,34 @@ fn bad_input_is_a_json_error_with_status_2() {
     }
 }
 
+/// A pattern, a choice or a prompt may start with `-` (negative numbers, list items): it is the
+/// option's value, not an unknown flag.
+#[test]
+fn values_may_start_with_a_hyphen() {
+    let t = tokenizer();
+    let negative = temp("negative.txt", "-42");
+    let (code, out) = sieve(&["check", "--tokenizer", &t, "--regex", "-?[0-9]+", "--text", &negative]);
+    assert_eq!((code, &out[0]["accepted"]), (0, &Value::Bool(true)), "{out:?}");
+    let inner = temp("inner.txt", "4-2");
+    assert_eq!(sieve(&["check", "--tokenizer", &t, "--regex", "-?[0-9]+", "--text", &inner]).0, 1);
+    let (code, out) = sieve(&["check", "--tokenizer", &t, "--choices", "-1,-2", "--choices", "-3", "--text", &negative]);
+    assert_eq!((code, &out[0]["accepted"]), (1, &Value::Bool(false)), "{out:?}");
+    let three = temp("three.txt", "-3");
+    assert_eq!(sieve(&["check", "--tokenizer", &t, "--choices", "-1,-2", "--choices", "-3", "--text", &three]).0, 0);
+    let (code, out) = sieve(&["sample", "--tokenizer", &t, "--regex", "-[0-9]", "--n", "2", "--seed", "1"]);
+    assert_eq!(code, 0, "{out:?}");
+    for s in &out {
+        assert!(s["text"].as_str().is_some_and(|x| x.len() == 2 && x.starts_with('-')), "{s}");
+    }
+    // The model commands read their other arguments first: the error is the missing model.
+    for command in ["generate", "bench-decode"] {
+        let args = [command, "--model", "/nonexistent.gguf", "--regex", "-[0-9]+", "--prompt", "- a list item"];
+        let (code, out) = sieve(&args);
+        assert_eq!(code, 2, "{args:?}");
+        assert!(out[0]["error"].as_str().is_some_and(|e| e.contains("/nonexistent.gguf")), "{args:?}: {out:?}");
+    }
+}
+
 #[test]
 fn samples_follow_the_constraint() {
     let t = tokenizer();
