@@ -27,12 +27,11 @@ step "browser: wasm-pack test --headless --chrome"
 export WASM_BINDGEN_TEST_TIMEOUT="${WASM_BINDGEN_TEST_TIMEOUT:-900}"
 # The engine's exactness tests, the same code as natively: the brute-force oracle, the matcher,
 # grammars, JSON Schema cases, properties and the official suite (tokenizers and suite embedded).
-timed wasm-pack test --headless --chrome crates/sieve-core --test oracle --test matcher --test grammar --test gbnf \
-  --test json_schema_cases --test json_schema_props --test json_schema_suite
+timed wasm-pack test --headless --chrome crates/sieve-core --test it
 # The model crate's browser targets: GPU kernels against CPU references, and a constrained
 # generation with the tiny random-weight model on WebGPU (greedy, equal to burn's CPU backend),
 # and the WGSL forward pass against burn's ops on the CPU.
-timed wasm-pack test --headless --chrome crates/sieve-model --test gpu_kernels --test tiny_gpu --test wgsl_forward
+timed wasm-pack test --headless --chrome crates/sieve-model --test it
 
 step "pages: end-to-end tests in Chromium"
 timed bash "$ROOT/scripts/build-web.sh" --dev

@@ -1,6 +1,6 @@
 //! Where schema compile time goes: the JSON Schema translation against
 //! compiling the grammar it gives. Ignored by default; run with
-//! `SIEVE_MASKBENCH_DIR=/path/to/maskbench-files cargo test --release --test json_schema_timing -- --ignored --nocapture`.
+//! `SIEVE_MASKBENCH_DIR=/path/to/maskbench-files cargo test --release --test it json_schema_timing -- --ignored --nocapture`.
 
 use sieve_core::Constraint;
 use sieve_core::json_schema::{JsonSchemaOptions, PropertyOrder, to_grammar};

@@ -1,12 +1,9 @@
 //! GBNF as llama.cpp writes it, and grammars of the size schema compilers emit.
 
-// The same tests run compiled to wasm32 in headless Chromium (wasm-pack test, scripts/test.sh).
 #[cfg(target_family = "wasm")]
 use wasm_bindgen_test::wasm_bindgen_test as test;
-#[cfg(target_family = "wasm")]
-wasm_bindgen_test::wasm_bindgen_test_configure!(run_in_browser);
 
-mod common;
+use crate::common;
 
 use sieve_core::{Constraint, Matcher};
 

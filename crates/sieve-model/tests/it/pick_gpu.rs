@@ -1,31 +1,20 @@
 //! The masked argmax and masked sampling kernels against their CPU reference on random logits
 //! and masks, and the whole decode loop with GPU picking against CPU picking (wgpu natively:
 //! lavapipe where there is no GPU; fails loudly when no adapter comes up).
-// Native only: wasm-pack compiles every test target for the browser, and this one needs
-// the file system, proptest or synchronous device setup. The browser runs gpu_kernels.rs.
-#![cfg(not(target_family = "wasm"))]
 
-mod common;
-
-use std::sync::OnceLock;
+use crate::common;
 
 use burn::tensor::{Device, Tensor, TensorData};
-use futures_lite::future::block_on;
+use pollster::block_on;
 use proptest::prelude::*;
 use sieve_model::decode::{GenerateConfig, Picker, Unconstrained, generate};
+use sieve_model::gpu::wgpu_device;
 use sieve_model::kernels::masked_pick;
 use sieve_model::sampling::{Sampling, pick_reference};
 use sieve_model::{Llama, LlamaConfig, ModelError};
 
 fn wgpu() -> Device {
-    static DEVICE: OnceLock<Device> = OnceLock::new();
-    DEVICE
-        .get_or_init(|| {
-            Device::wgpu_options()
-                .init()
-                .unwrap_or_else(|e| panic!("no wgpu adapter ({e}); install a Vulkan driver (mesa-vulkan-drivers) or a GPU"))
-        })
-        .clone()
+    block_on(wgpu_device()).unwrap_or_else(|e| panic!("no wgpu adapter ({e}); install a Vulkan driver (mesa-vulkan-drivers) or a GPU"))
 }
 
 /// Random logits (a few exact ties and NaNs) and a random mask over `width` ids.

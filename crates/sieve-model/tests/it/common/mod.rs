@@ -13,7 +13,7 @@ pub fn gguf_bytes() -> Vec<u8> {
 
 /// The reference file of the parity tests.
 pub fn reference() -> serde_json::Value {
-    let text = include_str!("../../testdata/smollm2-reference.json");
+    let text = include_str!("../../../testdata/smollm2-reference.json");
     serde_json::from_str(text).expect("reference JSON parses")
 }
 

@@ -1,11 +1,8 @@
 //! The real SmolLM2-135M-Instruct against an independent float32 reference: tokenization, the
 //! top-10 last-position logits (ids in order, values within 0.02) and 32 greedy tokens, with
 //! burn's ops on the CPU and with the WGSL kernels on wgpu (lavapipe without a GPU).
-// Native only: wasm-pack compiles every test target for the browser, and this one needs
-// the file system, proptest or synchronous device setup. The browser runs gpu_kernels.rs.
-#![cfg(not(target_family = "wasm"))]
 
-mod common;
+use crate::common;
 
 use sieve_model::{Gguf, KvCache, Llama, LlamaConfig, Tokenizer};
 

@@ -3,13 +3,10 @@
 //! `prefix + token bytes` (soundness and completeness), over the toy,
 //! SmolLM2, Llama-2, Llama-3 and Qwen3 vocabularies.
 
-// The same tests run compiled to wasm32 in headless Chromium (wasm-pack test, scripts/test.sh).
 #[cfg(target_family = "wasm")]
 use wasm_bindgen_test::wasm_bindgen_test as test;
-#[cfg(target_family = "wasm")]
-wasm_bindgen_test::wasm_bindgen_test_configure!(run_in_browser);
 
-mod common;
+use crate::common;
 
 use common::{Oracle, Rng, all_vocabs, bit};
 use sieve_core::{Constraint, Matcher, Vocabulary};

@@ -5,11 +5,8 @@
 //! and one it accepts must be accepted (instances are written with keys in
 //! declared order, the spelling the grammar promises).
 
-// The same tests run compiled to wasm32 in headless Chromium (wasm-pack test, scripts/test.sh).
 #[cfg(target_family = "wasm")]
 use wasm_bindgen_test::wasm_bindgen_test as test;
-#[cfg(target_family = "wasm")]
-wasm_bindgen_test::wasm_bindgen_test_configure!(run_in_browser);
 
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};

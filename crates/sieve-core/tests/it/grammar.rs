@@ -3,13 +3,10 @@
 //! the built-in JSON grammar against serde_json, and left- against
 //! right-recursive formulations of one language.
 
-// The same tests run compiled to wasm32 in headless Chromium (wasm-pack test, scripts/test.sh).
 #[cfg(target_family = "wasm")]
 use wasm_bindgen_test::wasm_bindgen_test as test;
-#[cfg(target_family = "wasm")]
-wasm_bindgen_test::wasm_bindgen_test_configure!(run_in_browser);
 
-mod common;
+use crate::common;
 
 use common::{Rng, bit, random_tokenization};
 use proptest::prelude::*;

@@ -1,13 +1,10 @@
 //! Matcher operations: rollback, validation, end of sequence, jump-forward,
 //! batches, errors and limits.
 
-// The same tests run compiled to wasm32 in headless Chromium (wasm-pack test, scripts/test.sh).
 #[cfg(target_family = "wasm")]
 use wasm_bindgen_test::wasm_bindgen_test as test;
-#[cfg(target_family = "wasm")]
-wasm_bindgen_test::wasm_bindgen_test_configure!(run_in_browser);
 
-mod common;
+use crate::common;
 
 use common::{Rng, bit};
 use proptest::prelude::*;

@@ -3,15 +3,13 @@
 //! of over a thousand positions.
 //!
 //! Natively this runs on whatever Vulkan adapter wgpu finds (lavapipe on a machine without a
-//! GPU); under `wasm-pack test --headless --chrome` on WebGPU in Chromium. No adapter is a
+//! GPU); under `cargo test --target wasm32-unknown-unknown` on WebGPU in Chromium. No adapter is a
 //! failure, never a skip.
 
 use burn::tensor::{Device, Tensor};
 use sieve_model::gpu::wgpu_device;
 use sieve_model::model::{KvCache, Llama, LlamaConfig};
 use wasm_bindgen_test::wasm_bindgen_test;
-
-wasm_bindgen_test::wasm_bindgen_test_configure!(run_in_browser);
 
 async fn row(t: Tensor<2>) -> Vec<f32> {
     t.into_data_async().await.expect("readback").try_to_vec::<f32>().expect("f32 logits")

@@ -1,18 +1,14 @@
 //! Every code path of the model and the decode loop on a tiny random-weight model (CPU backend):
 //! prefill equals step-by-step decoding, the KV cache truncates, constrained output is always
 //! valid, jump-forward saves forward passes, sampling is reproducible, limits hold.
-// Native only: wasm-pack compiles every test target for the browser, and this one needs
-// the file system, proptest or synchronous device setup. The browser runs gpu_kernels.rs and
-// tiny_gpu.rs (a constrained generation with this model on WebGPU).
-#![cfg(not(target_family = "wasm"))]
 
-mod common;
+use crate::common;
 
 use std::sync::OnceLock;
 use std::time::Instant;
 
 use common::Choices;
-use futures_lite::future::block_on;
+use pollster::block_on;
 use sieve_model::decode::{Deferred, GenerateConfig, Picker, StopReason, TokenConstraint, Unconstrained, generate, generate_streaming};
 use sieve_model::sampling::Sampling;
 use sieve_model::{Gguf, KvCache, Llama, LlamaConfig, ModelError, Tokenizer};

@@ -1,11 +1,8 @@
 //! JSON Schema translation: options, errors, recursion, and numeric bounds
 //! checked against a brute-force oracle.
 
-// The same tests run compiled to wasm32 in headless Chromium (wasm-pack test, scripts/test.sh).
 #[cfg(target_family = "wasm")]
 use wasm_bindgen_test::wasm_bindgen_test as test;
-#[cfg(target_family = "wasm")]
-wasm_bindgen_test::wasm_bindgen_test_configure!(run_in_browser);
 
 use serde_json::json;
 use sieve_core::Constraint;

@@ -53,7 +53,7 @@ pub fn toy() -> Arc<Vocabulary> {
 
 /// SmolLM2's tokenizer, committed as a fixture (embedded: the browser has no file system).
 pub fn smollm2() -> Arc<Vocabulary> {
-    let text = include_str!("../fixtures/smollm2.json");
+    let text = include_str!("../../fixtures/smollm2.json");
     Arc::new(Vocabulary::from_tokenizer_json(text).expect("smollm2 parses"))
 }
 
@@ -71,9 +71,9 @@ pub fn asset(name: &str) -> Arc<Vocabulary> {
 #[cfg(target_family = "wasm")]
 pub fn asset(name: &str) -> Arc<Vocabulary> {
     let text = match name {
-        "llama2" => include_str!("../../../../assets/tokenizers/llama2.json"),
-        "llama3" => include_str!("../../../../assets/tokenizers/llama3.json"),
-        "qwen3" => include_str!("../../../../assets/tokenizers/qwen3.json"),
+        "llama2" => include_str!("../../../../../assets/tokenizers/llama2.json"),
+        "llama3" => include_str!("../../../../../assets/tokenizers/llama3.json"),
+        "qwen3" => include_str!("../../../../../assets/tokenizers/qwen3.json"),
         other => panic!("no embedded tokenizer {other}"),
     };
     Arc::new(Vocabulary::from_tokenizer_json(text).expect("tokenizer parses"))

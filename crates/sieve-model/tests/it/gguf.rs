@@ -1,8 +1,5 @@
 //! The GGUF reader on files written here: values and tensors round-trip, quantized blocks
 //! dequantize as their formula says, and no truncation or corruption makes it panic.
-// Native only: wasm-pack compiles every test target for the browser, and this one needs
-// the file system, proptest or synchronous device setup. The browser runs gpu_kernels.rs.
-#![cfg(not(target_family = "wasm"))]
 
 use half::f16;
 use proptest::prelude::*;

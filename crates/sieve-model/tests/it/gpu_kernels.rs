@@ -2,7 +2,7 @@
 //! argmax and sampling (random logits with ties and NaNs, random masks, vocabulary cuts).
 //!
 //! Natively this runs on whatever Vulkan adapter wgpu finds (lavapipe on a
-//! machine without a GPU); under `wasm-pack test --headless --chrome` it runs on
+//! machine without a GPU); under `cargo test --target wasm32-unknown-unknown` it runs on
 //! WebGPU in Chromium (SwiftShader, see `webdriver.json`). No adapter is a
 //! failure, never a skip.
 
@@ -11,8 +11,6 @@ use sieve_model::gpu::wgpu_device;
 use sieve_model::kernels::{apply_bitmask, apply_bitmask_reference, mask_words, masked_pick};
 use sieve_model::sampling::{Sampling, pick_reference};
 use wasm_bindgen_test::wasm_bindgen_test;
-
-wasm_bindgen_test::wasm_bindgen_test_configure!(run_in_browser);
 
 /// A small deterministic generator (xorshift64*), so failures replay exactly.
 struct Rng(u64);

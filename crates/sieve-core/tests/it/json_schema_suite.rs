@@ -9,11 +9,8 @@
 //! same. Run with `--nocapture` for the per-keyword table of schemas that
 //! compile.
 
-// The same tests run compiled to wasm32 in headless Chromium (wasm-pack test, scripts/test.sh).
 #[cfg(target_family = "wasm")]
 use wasm_bindgen_test::wasm_bindgen_test as test;
-#[cfg(target_family = "wasm")]
-wasm_bindgen_test::wasm_bindgen_test_configure!(run_in_browser);
 
 use serde_json::Value;
 use sieve_core::Constraint;

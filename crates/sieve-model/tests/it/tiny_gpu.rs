@@ -1,6 +1,6 @@
 //! A constrained generation with the tiny random-weight model on a real wgpu device: WebGPU in
-//! Chromium under `wasm-pack test --headless --chrome` (SwiftShader, see `webdriver.json`), Vulkan
-//! natively (lavapipe on a machine without a GPU). The constraint is sieve-core's, compiled from
+//! Chromium under `cargo test --target wasm32-unknown-unknown` (SwiftShader, see
+//! `webdriver.json`), Vulkan natively (lavapipe on a machine without a GPU). The constraint is sieve-core's, compiled from
 //! a JSON Schema over SmolLM2's real tokenizer; the output must satisfy it, and greedy decoding
 //! must pick the same tokens with the GPU picking kernels, with the CPU picker on the same
 //! device, and on burn's CPU backend. No adapter is a failure, never a skip.
@@ -16,10 +16,8 @@ use sieve_model::sampling::Sampling;
 use sieve_model::{Device, Llama, LlamaConfig, Tokenizer};
 use wasm_bindgen_test::wasm_bindgen_test;
 
-wasm_bindgen_test::wasm_bindgen_test_configure!(run_in_browser);
-
 /// SmolLM2's tokenizer.json (the committed fixture, embedded: the browser has no file system).
-const TOKENIZER_JSON: &str = include_str!("../../sieve-core/tests/fixtures/smollm2.json");
+const TOKENIZER_JSON: &str = include_str!("../../../sieve-core/tests/fixtures/smollm2.json");
 
 /// The tokenizer with `<|im_end|>`, SmolLM2-Instruct's end of sequence, as EOS.
 fn tokenizer() -> Tokenizer {

@@ -1,0 +1,24 @@
+//! sieve-model's integration tests, in one binary so that burn and wgpu link once. Compiled to
+//! wasm32 (`cargo test --target wasm32-unknown-unknown -p sieve-model --test it`, scripts/test.sh)
+//! the GPU modules run in headless Chromium on WebGPU; the others need the file system, proptest
+//! or a synchronous device setup, and run natively only.
+
+#[cfg(target_family = "wasm")]
+wasm_bindgen_test::wasm_bindgen_test_configure!(run_in_browser);
+
+// The GPU kernels, the tiny model's constrained generation and the WGSL forward pass, in the
+// browser and natively.
+mod gpu_kernels;
+mod tiny_gpu;
+mod wgsl_forward;
+
+#[cfg(not(target_family = "wasm"))]
+mod common;
+#[cfg(not(target_family = "wasm"))]
+mod gguf;
+#[cfg(not(target_family = "wasm"))]
+mod parity;
+#[cfg(not(target_family = "wasm"))]
+mod pick_gpu;
+#[cfg(not(target_family = "wasm"))]
+mod tiny;
