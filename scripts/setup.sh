@@ -6,22 +6,35 @@
 #   - Debian: chromium, chromium-driver (real browser + driver), mesa-vulkan-drivers (lavapipe
 #     Vulkan for native wgpu), python3, nodejs/npm when missing
 #   - rustup target wasm32-unknown-unknown
-#   - cargo: wasm-pack and wasm-bindgen-cli at the versions pinned below (wasm-bindgen-cli must
-#     equal the wasm-bindgen crate pinned in Cargo.toml)
+#   - cargo: wasm-bindgen-cli at the version pinned below (it must equal the wasm-bindgen crate
+#     pinned in Cargo.toml): `wasm-bindgen` writes the npm package's bindings, and
+#     `wasm-bindgen-test-runner` runs the wasm32 tests in Chromium (.cargo/config.toml)
 #   - npm: the test tooling in tests/e2e (playwright-core, Ajv, Vite for the bundler test) and
 #     the benchmark page's web-xgrammar in web/bench (package-lock.json each)
 #   - model and tokenizers: scripts/fetch-assets.sh (sha256-checked, cached)
+#
+# Each step that does something is timed into STEP_TIMES ("seconds<TAB>name"), which
+# scripts/test.sh prints.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-WASM_PACK_VERSION=0.15.1
 WASM_BINDGEN_VERSION=0.2.130
 export SIEVE_CACHE="${SIEVE_CACHE:-$HOME/.cache/sieve}"
 # Builds live outside the clone so a fresh clone reuses them; a cold machine still builds all.
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$SIEVE_CACHE/target}"
-export PATH="$HOME/.cargo/bin:$PATH"
+export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
 
 say() { printf '\033[1m[setup]\033[0m %s\n' "$*"; }
+
+# timed NAME COMMAND...: runs the command, prints and records how long it took.
+declare -a STEP_TIMES
+timed() {
+  local name="$1" t0=$SECONDS
+  shift
+  "$@"
+  STEP_TIMES+=("$((SECONDS - t0))	$name")
+  printf '\033[2m-- %d s: %s\033[0m\n' $((SECONDS - t0)) "$name"
+}
 
 as_root() {
   if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi
@@ -37,32 +50,32 @@ if command -v node >/dev/null && command -v npm >/dev/null; then
   missing=("${missing[@]/nodejs}"); missing=("${missing[@]/npm}")
 fi
 read -r -a missing <<<"${missing[*]}"
+apt_install() {
+  as_root apt-get update -qq
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
+}
 if [ "${#missing[@]}" -gt 0 ]; then
   say "apt-get install ${missing[*]}"
-  as_root apt-get update -qq
-  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+  timed "setup: apt-get install" apt_install "${missing[@]}"
 fi
 
 if ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then
   say "rustup target add wasm32-unknown-unknown"
-  rustup target add wasm32-unknown-unknown
+  timed "setup: rustup target add" rustup target add wasm32-unknown-unknown
 fi
 
-version_of() { "$1" --version 2>/dev/null | awk '{print $2}'; }
-if [ "$(version_of wasm-pack)" != "$WASM_PACK_VERSION" ]; then
-  say "cargo install wasm-pack $WASM_PACK_VERSION"
-  cargo install --locked --force "wasm-pack@$WASM_PACK_VERSION"
-fi
-if [ "$(version_of wasm-bindgen)" != "$WASM_BINDGEN_VERSION" ]; then
+if [ "$(wasm-bindgen --version 2>/dev/null | awk '{print $2}')" != "$WASM_BINDGEN_VERSION" ]; then
+  # Without TLS (its default feature): the test runner only talks to a local chromedriver.
   # Not --locked: the lockfile published with 0.2.130 names a yanked webpki-roots.
   say "cargo install wasm-bindgen-cli $WASM_BINDGEN_VERSION"
-  cargo install --force "wasm-bindgen-cli@$WASM_BINDGEN_VERSION"
+  timed "setup: cargo install wasm-bindgen-cli" \
+    cargo install --force --no-default-features "wasm-bindgen-cli@$WASM_BINDGEN_VERSION"
 fi
 
 for dir in tests/e2e web/bench; do
   if [ ! -d "$ROOT/$dir/node_modules" ] || [ "$ROOT/$dir/package-lock.json" -nt "$ROOT/$dir/node_modules/.package-lock.json" ]; then
     say "npm ci ($dir)"
-    (cd "$ROOT/$dir" && npm ci --no-audit --no-fund --loglevel=error)
+    timed "setup: npm ci $dir" npm ci --prefix "$ROOT/$dir" --no-audit --no-fund --loglevel=error
   fi
 done
 
@@ -75,4 +88,4 @@ if [ "$free_kib" -lt $((12 * 1024 * 1024)) ]; then
   find "$CARGO_TARGET_DIR" -maxdepth 3 -type d -name incremental -prune -exec rm -rf {} +
 fi
 
-bash "$ROOT/scripts/fetch-assets.sh"
+timed "setup: fetch assets" bash "$ROOT/scripts/fetch-assets.sh"

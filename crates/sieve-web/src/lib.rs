@@ -1,7 +1,8 @@
 //! sieve-web: sieve's JavaScript API, compiled to WebAssembly.
 //!
-//! wasm-pack builds this crate, and `scripts/build-web.sh` adds the JavaScript engine from
-//! `js/` to make the npm package (in `web/pkg`). Two layers:
+//! `scripts/build-web.sh` compiles this crate to wasm32, writes its bindings with
+//! `wasm-bindgen`, and adds the JavaScript engine from `js/` to make the npm package (in
+//! `web/pkg`). Two layers:
 //!
 //! - [`constraint`]: the low-level API for any model: [`constraint::Vocabulary`],
 //!   [`constraint::Constraint`] and [`constraint::Matcher`], which fills token bitmasks.
