@@ -84,7 +84,12 @@ pub fn pick_reference(logits: &[f32], mask: &[u32], vocab: usize, sampling: &Sam
         let mass = |t: u32| -> f64 { kept.iter().filter(|&&s| key(s) >= t).map(|&s| f64::from((s - m).exp())).sum() };
         let goal = f64::from(p) * mass(threshold);
         // The largest key whose head holds the goal; heads only change at the keys themselves.
-        if let Some(&t) = keys.iter().filter(|&&t| t >= threshold).find(|&&t| mass(t) >= goal) {
+        // `keys` is sorted down, and a head's mass (non-negative terms added in index order)
+        // never shrinks as the head grows, so the first key that holds the goal is found by
+        // bisection, with the same sums a scan would make.
+        let candidates = keys.partition_point(|&t| t >= threshold);
+        let first = keys[..candidates].partition_point(|&t| mass(t) < goal);
+        if let Some(&t) = keys[..candidates].get(first) {
             threshold = t;
         }
     }
