@@ -6,7 +6,8 @@
 //!    the new tokens instead of sampling them one by one;
 //! 2. run every queued token through the model in one forward pass (the whole prompt on the
 //!    first step) and flush the device so the GPU starts;
-//! 3. meanwhile compute the constraint's bitmask for the next token on the CPU;
+//! 3. meanwhile compute the constraint's bitmask for the next token on the CPU (on the CPU
+//!    path the pass, which takes every thread, has ended by then);
 //! 4. pick the token from the masked logits ([`Picker`]: on the GPU only the 4-byte id comes
 //!    back) and feed it to the constraint;
 //! 5. stop at end of sequence, when the constraint terminates, or after `max_tokens`.
@@ -17,10 +18,8 @@
 //!
 //! Everything that waits on the device is `async` (wasm forbids blocking readbacks).
 
-use burn::tensor::Tensor;
-
 use crate::error::ModelError;
-use crate::model::{KvCache, Llama};
+use crate::model::{KvCache, Llama, Logits};
 use crate::sampling::{Sampling, pick_reference};
 use crate::tokenizer::Tokenizer;
 
@@ -194,15 +193,12 @@ pub enum Picker {
 }
 
 impl Picker {
-    /// Chooses the next token from `logits` (`[1, V]`) under `mask`.
-    pub async fn pick(self, logits: Tensor<2>, mask: &[u32], vocab: usize, sampling: &Sampling, step: u32) -> Result<u32, ModelError> {
-        match self {
-            Picker::Cpu => {
-                let data = logits.into_data_async().await.map_err(|e| ModelError::Backend(format!("logits readback: {e:?}")))?;
-                let row = data.try_into_vec::<f32>().map_err(|e| ModelError::Backend(format!("logits are not f32: {e:?}")))?;
-                pick_reference(&row, mask, vocab, sampling, step)
-            }
-            Picker::Gpu => crate::kernels::masked_pick(logits, mask, vocab, sampling, step).await,
+    /// Chooses the next token from `logits` under `mask`. Logits already in memory (the CPU
+    /// path) are picked from there, whatever the picker.
+    pub async fn pick(self, logits: Logits, mask: &[u32], vocab: usize, sampling: &Sampling, step: u32) -> Result<u32, ModelError> {
+        match (self, logits) {
+            (Picker::Gpu, Logits::Device(logits)) => crate::kernels::masked_pick(logits, mask, vocab, sampling, step).await,
+            (_, logits) => pick_reference(&logits.into_vec().await?, mask, vocab, sampling, step),
         }
     }
 }
@@ -389,9 +385,9 @@ pub async fn generate_streaming(
 
 /// Runs the tokens of `tokens` that are not in `cache` through the model and flushes the device,
 /// so the GPU works while the caller goes on; returns the last token's logits.
-fn submit(model: &Llama, tokens: &[u32], cache: &mut KvCache) -> Result<Tensor<2>, ModelError> {
+fn submit(model: &Llama, tokens: &[u32], cache: &mut KvCache) -> Result<Logits, ModelError> {
     let logits = model.forward(&tokens[cache.len()..], cache)?;
-    model.device().flush().map_err(|e| ModelError::Backend(format!("flush: {e:?}")))?;
+    model.flush()?;
     Ok(logits)
 }
 

@@ -87,7 +87,7 @@ impl TensorType {
     }
 
     /// (elements per block, bytes per block).
-    fn block(self) -> (u64, u64) {
+    pub fn block(self) -> (usize, usize) {
         match self {
             Self::F32 => (1, 4),
             Self::F16 => (1, 2),
@@ -261,6 +261,7 @@ impl<'a> Gguf<'a> {
                 .try_fold(1u64, |acc, &d| acc.checked_mul(d))
                 .ok_or_else(|| terr("element count overflows".into()))?;
             let (block_elems, block_bytes) = ty.block();
+            let (block_elems, block_bytes) = (block_elems as u64, block_bytes as u64);
             if dims[0] % block_elems != 0 {
                 return Err(terr(format!("row length {} is not a multiple of the block size {block_elems}", dims[0])));
             }
@@ -339,37 +340,58 @@ impl<'a> Gguf<'a> {
 
     /// A tensor dequantized to f32 in row-major order, checked to have `shape`.
     pub fn tensor_f32(&self, name: &str, shape: &[usize]) -> Result<Vec<f32>, ModelError> {
+        let (ty, bytes) = self.tensor_bytes(name, shape)?;
+        Ok(dequantize(ty, bytes))
+    }
+
+    /// A tensor's type and encoded bytes (row-major, rows of whole blocks), checked to have
+    /// `shape`.
+    pub fn tensor_bytes(&self, name: &str, shape: &[usize]) -> Result<(TensorType, &'a [u8]), ModelError> {
         let info = self.tensor(name, shape)?;
-        Ok(dequantize(info.ty, &self.bytes[info.start..info.start + info.len]))
+        Ok((info.ty, &self.bytes[info.start..info.start + info.len]))
     }
 }
 
 /// Dequantizes whole blocks of `ty` to f32. `data.len()` must be a multiple of the block size
 /// (trailing bytes of a partial block are ignored).
 pub fn dequantize(ty: TensorType, data: &[u8]) -> Vec<f32> {
+    let (elems, bytes) = ty.block();
+    let mut out = vec![0.0; data.len() / bytes * elems];
+    dequantize_into(ty, data, &mut out);
+    out
+}
+
+/// [`dequantize`] into `out`, which takes as many values as `data` holds whole blocks of.
+pub fn dequantize_into(ty: TensorType, data: &[u8], out: &mut [f32]) {
     let f16_at = |b: &[u8], i: usize| f16::from_le_bytes([b[i], b[i + 1]]).to_f32();
     match ty {
-        TensorType::F32 => data.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect(),
-        TensorType::F16 => data.chunks_exact(2).map(|c| f16_at(c, 0)).collect(),
-        TensorType::Q4_1 => {
-            let mut out = Vec::with_capacity(data.len() / 20 * 32);
-            for block in data.chunks_exact(20) {
-                let (d, m) = (f16_at(block, 0), f16_at(block, 2));
-                let qs = &block[4..20];
-                // Low nibbles hold elements 0..16, high nibbles 16..32.
-                out.extend(qs.iter().map(|&q| d * f32::from(q & 0x0f) + m));
-                out.extend(qs.iter().map(|&q| d * f32::from(q >> 4) + m));
+        TensorType::F32 => {
+            for (o, c) in out.iter_mut().zip(data.chunks_exact(4)) {
+                *o = f32::from_le_bytes([c[0], c[1], c[2], c[3]]);
             }
-            out
+        }
+        TensorType::F16 => {
+            for (o, c) in out.iter_mut().zip(data.chunks_exact(2)) {
+                *o = f16_at(c, 0);
+            }
+        }
+        TensorType::Q4_1 => {
+            for (o, block) in out.chunks_exact_mut(32).zip(data.chunks_exact(20)) {
+                let (d, m) = (f16_at(block, 0), f16_at(block, 2));
+                // Low nibbles hold elements 0..16, high nibbles 16..32.
+                for (i, &q) in block[4..20].iter().enumerate() {
+                    o[i] = d * f32::from(q & 0x0f) + m;
+                    o[i + 16] = d * f32::from(q >> 4) + m;
+                }
+            }
         }
         TensorType::Q8_0 => {
-            let mut out = Vec::with_capacity(data.len() / 34 * 32);
-            for block in data.chunks_exact(34) {
+            for (o, block) in out.chunks_exact_mut(32).zip(data.chunks_exact(34)) {
                 let d = f16_at(block, 0);
-                out.extend(block[2..34].iter().map(|&q| d * f32::from(q as i8)));
+                for (o, &q) in o.iter_mut().zip(&block[2..34]) {
+                    *o = d * f32::from(q as i8);
+                }
             }
-            out
         }
     }
 }
-

@@ -1,19 +1,25 @@
 //! sieve-model: the language model side of sieve.
 //!
-//! A Llama-architecture model (SmolLM2-135M-Instruct) in burn, running on any burn device (wgpu
-//! for WebGPU/Vulkan, the CPU backend for tests); on wgpu its forward pass is hand-written WGSL
-//! (five kernels per layer), elsewhere burn's ops. WGSL kernels from `shaders/` also mask logits
-//! with a token bitmask and pick the next token on the GPU; and the async constrained decode loop.
+//! A Llama-architecture model (SmolLM2-135M-Instruct) that runs where [`Placement`] says: on the
+//! CPU, with kernels of its own over the GGUF's quantized blocks (SIMD, threads natively); or on
+//! a burn device, where a wgpu device (WebGPU, Vulkan) runs the forward pass as hand-written WGSL
+//! (five kernels per layer) and any other device runs burn's ops, the reference the tests hold
+//! the others to. WGSL kernels from `shaders/` also mask logits with a token bitmask and pick the
+//! next token on the GPU; and the async constrained decode loop.
 //!
 //! # Map
 //!
-//! - [`gguf`]: validating GGUF reader; Q4_1, Q8_0, F16 and F32 dequantized at load.
+//! - [`gguf`]: validating GGUF reader; Q4_1, Q8_0, F16 and F32 blocks and their dequantization.
 //! - [`tokenizer`]: the tokenizer rebuilt from GGUF metadata as a `tokenizer.json` text (the
 //!   same text sieve-core's `Vocabulary::from_tokenizer_json` reads), and the chat prompt.
 //! - [`model`]: [`LlamaConfig`], [`Llama`] (weights, one forward pass for any number of new
-//!   tokens) and its [`KvCache`]; a commented table maps GGUF tensor names to fields. On wgpu
-//!   devices the pass runs as the WGSL kernels of the private `wgsl_forward` module, which
-//!   tests hold to burn's ops.
+//!   tokens, [`Logits`] where the pass left them) and its [`KvCache`]; [`Placement`] says where
+//!   it runs and [`Backend`] which implementation ran; a commented table maps GGUF tensor names
+//!   to fields. On wgpu devices the pass runs as the WGSL kernels of the private
+//!   `wgsl_forward` module.
+//! - [`cpu`]: the forward pass on the CPU: [`cpu::matrix`] keeps weights in their GGUF
+//!   encoding and dequantizes them inside AVX2 or WebAssembly SIMD products; [`cpu::threads`]
+//!   splits them over threads.
 //! - [`sampling`]: [`sampling::Sampling`] settings and the CPU reference of token choice.
 //! - [`gpu`]: the process's one wgpu device; [`kernels`]: the WGSL kernels from `shaders/`
 //!   (apply a bitmask, masked argmax, masked sampling) on the model's own buffers.
@@ -27,12 +33,12 @@
 //! # async fn demo(bytes: Vec<u8>) -> Result<(), sieve_model::ModelError> {
 //! use sieve_model::decode::{generate, GenerateConfig, Picker, Unconstrained};
 //! use sieve_model::sampling::Sampling;
-//! use sieve_model::{Device, Gguf, Llama, LlamaConfig, Tokenizer};
+//! use sieve_model::{Gguf, Llama, LlamaConfig, Placement, Tokenizer};
 //!
 //! let gguf = Gguf::parse(&bytes)?;                        // 1. validate the file
 //! let tokenizer = Tokenizer::from_gguf(&gguf)?;            // 2. tokenizer from metadata
-//! let device = Device::flex();                             //    (or a wgpu device)
-//! let model = Llama::from_gguf(&gguf, LlamaConfig::from_gguf(&gguf, 2048)?, &device)?;
+//! let placement = Placement::cpu();                        //    (or a wgpu device)
+//! let model = Llama::from_gguf(&gguf, LlamaConfig::from_gguf(&gguf, 2048)?, placement)?;
 //! let prompt = tokenizer.encode("Once upon a time")?;     // 3. prompt ids
 //! let config = GenerateConfig {
 //!     max_tokens: 32,
@@ -46,6 +52,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod cpu;
 pub mod decode;
 pub mod error;
 pub mod gguf;
@@ -59,5 +66,5 @@ mod wgsl_forward;
 pub use burn::tensor::Device;
 pub use error::ModelError;
 pub use gguf::Gguf;
-pub use model::{KvCache, Llama, LlamaConfig};
+pub use model::{Backend, KvCache, Llama, LlamaConfig, Logits, Placement};
 pub use tokenizer::Tokenizer;

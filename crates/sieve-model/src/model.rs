@@ -1,14 +1,17 @@
-//! The Llama architecture as SmolLM2 uses it, on any burn device.
+//! The Llama architecture as SmolLM2 uses it, on the CPU or on any burn device.
 //!
 //! Pre-norm decoder blocks (RMSNorm, grouped-query attention with interleaved RoPE, SiLU-gated
 //! MLP), a final RMSNorm and an output head tied to the token embedding. [`Llama::forward`] runs
 //! any number of new tokens in one pass against a [`KvCache`] and returns the logits of the last
-//! one, so a prompt or a forced continuation is prefilled in one call.
+//! one, so a prompt or a forced continuation is prefilled in one call. Three implementations
+//! run it ([`Backend`]): the CPU kernels ([`crate::cpu`]) on the GGUF's own blocks, the WGSL
+//! kernels on a wgpu device, and burn's ops on any other device, the reference.
 //!
 //! # Weight layout
 //!
-//! Projections are kept as `[in, out]` matrices so that `x.matmul(w)` applies them; Q, K and V
-//! are fused into one matrix, gate and up into another, to halve the matmul launches per layer.
+//! On a burn device, projections are kept as `[in, out]` f32 matrices so that `x.matmul(w)`
+//! applies them; Q, K and V are fused into one matrix, gate and up into another, to halve the
+//! matmul launches per layer. The CPU path keeps each tensor as the GGUF has it.
 //!
 //! | GGUF tensor                | GGUF shape (outer first) | field                                 |
 //! |----------------------------|--------------------------|---------------------------------------|
@@ -30,6 +33,7 @@
 
 use burn::tensor::{Device, Int, Tensor, TensorData, activation};
 
+use crate::cpu::{CpuCache, CpuForward, LayerRows};
 use crate::error::ModelError;
 use crate::gguf::Gguf;
 use crate::wgsl_forward::{GpuCache, WgslForward};
@@ -150,10 +154,50 @@ pub(crate) struct Layer {
     pub(crate) w_down: Tensor<2>,
 }
 
-/// A Llama-architecture decoder with its weights on one device.
-pub struct Llama {
-    config: LlamaConfig,
-    device: Device,
+/// Where a model runs.
+#[derive(Debug, Clone)]
+pub enum Placement {
+    /// sieve's CPU kernels on the weights' own encoding (see [`crate::cpu`]), on this many
+    /// threads (one in the browser).
+    Cpu { threads: usize },
+    /// A burn device: the WGSL kernels on a wgpu device, burn's ops on any other (the
+    /// reference the tests hold the other paths to).
+    Device(Device),
+}
+
+impl Placement {
+    /// The CPU kernels on every thread the machine has.
+    pub fn cpu() -> Self {
+        Self::Cpu { threads: crate::cpu::threads::Threads::available() }
+    }
+}
+
+impl From<&Device> for Placement {
+    fn from(device: &Device) -> Self {
+        Self::Device(device.clone())
+    }
+}
+
+impl From<Device> for Placement {
+    fn from(device: Device) -> Self {
+        Self::Device(device)
+    }
+}
+
+/// Which implementation runs a model's forward pass.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    /// The CPU kernels, on `threads` threads.
+    Cpu { threads: usize },
+    /// The WGSL kernels on a wgpu device (WebGPU in the browser, Vulkan natively).
+    Gpu,
+    /// burn's ops, on a device the WGSL kernels do not cover (burn's CPU backend in tests).
+    Reference,
+}
+
+/// A model's weights as burn tensors on one device.
+pub(crate) struct BurnWeights {
+    pub(crate) device: Device,
     /// `[V, D]`
     pub(crate) embed: Tensor<2>,
     /// `[V, D]`, when not tied to `embed`.
@@ -167,6 +211,38 @@ pub struct Llama {
     wgsl: Option<WgslForward>,
 }
 
+enum Weights {
+    Burn(BurnWeights),
+    Cpu(CpuForward),
+}
+
+/// A Llama-architecture decoder with its weights where it runs ([`Placement`]).
+pub struct Llama {
+    config: LlamaConfig,
+    weights: Weights,
+}
+
+/// The last token's logits of a forward pass, where the pass left them.
+pub enum Logits {
+    /// On the model's burn device, `[1, V]`.
+    Device(Tensor<2>),
+    /// In memory (the CPU path).
+    Host(Vec<f32>),
+}
+
+impl Logits {
+    /// The logits as values (read back from the device when they are there).
+    pub async fn into_vec(self) -> Result<Vec<f32>, ModelError> {
+        match self {
+            Logits::Host(values) => Ok(values),
+            Logits::Device(tensor) => {
+                let data = tensor.into_data_async().await.map_err(|e| ModelError::Backend(format!("logits readback: {e:?}")))?;
+                data.try_into_vec::<f32>().map_err(|e| ModelError::Backend(format!("logits are not f32: {e:?}")))
+            }
+        }
+    }
+}
+
 /// The keys and values of the tokens seen so far, per layer.
 pub struct KvCache {
     store: CacheStore,
@@ -178,14 +254,17 @@ enum CacheStore {
     Tensors(Vec<Option<(Tensor<3>, Tensor<3>)>>),
     /// The WGSL path's buffers for the whole context.
     Gpu(GpuCache),
+    /// The CPU path's keys and values in memory.
+    Cpu(CpuCache),
 }
 
 impl KvCache {
     /// An empty cache for `model`.
     pub fn new(model: &Llama) -> Self {
-        let store = match &model.wgsl {
-            Some(wgsl) => CacheStore::Gpu(wgsl.new_cache()),
-            None => CacheStore::Tensors((0..model.config.layers).map(|_| None).collect()),
+        let store = match &model.weights {
+            Weights::Burn(BurnWeights { wgsl: Some(wgsl), .. }) => CacheStore::Gpu(wgsl.new_cache()),
+            Weights::Burn(_) => CacheStore::Tensors((0..model.config.layers).map(|_| None).collect()),
+            Weights::Cpu(cpu) => CacheStore::Cpu(cpu.new_cache()),
         };
         Self { store, len: 0 }
     }
@@ -205,13 +284,17 @@ impl KvCache {
         if len >= self.len {
             return;
         }
-        if let CacheStore::Tensors(layers) = &mut self.store {
-            for entry in layers {
-                *entry = match entry.take() {
-                    Some((k, v)) if len > 0 => Some((k.narrow(1, 0, len), v.narrow(1, 0, len))),
-                    _ => None,
-                };
+        match &mut self.store {
+            CacheStore::Tensors(layers) => {
+                for entry in layers {
+                    *entry = match entry.take() {
+                        Some((k, v)) if len > 0 => Some((k.narrow(1, 0, len), v.narrow(1, 0, len))),
+                        _ => None,
+                    };
+                }
             }
+            CacheStore::Gpu(_) => {}
+            CacheStore::Cpu(cache) => cache.truncate(len),
         }
         self.len = len;
     }
@@ -229,10 +312,10 @@ fn transpose(data: &[f32], rows: usize, cols: usize) -> Vec<f32> {
 }
 
 /// Several `[rows_i, cols]` matrices stacked on rows, then transposed: `[cols, sum rows_i]`.
-fn stack_transposed(parts: &[Vec<f32>], cols: usize) -> (Vec<f32>, usize) {
+fn stack_transposed(parts: &[Vec<f32>], cols: usize) -> Vec<f32> {
     let stacked: Vec<f32> = parts.concat();
     let rows = stacked.len() / cols;
-    (transpose(&stacked, rows, cols), rows)
+    transpose(&stacked, rows, cols)
 }
 
 /// Deterministic weights in `[-scale, scale)` from a SplitMix64 stream.
@@ -249,21 +332,48 @@ fn random_weights(state: &mut u64, n: usize, scale: f32) -> Vec<f32> {
         .collect()
 }
 
+/// Cosines and sines of the rotary angles, `[max_seq, hd / 2]` each: pair `i` of a head turns
+/// by `pos * theta^(-2i / hd)` at position `pos`.
+pub(crate) fn rope_tables(config: &LlamaConfig) -> (Vec<f32>, Vec<f32>) {
+    let hd = config.head_dim();
+    let half = hd / 2;
+    let mut cos = Vec::with_capacity(config.max_seq * half);
+    let mut sin = Vec::with_capacity(config.max_seq * half);
+    for pos in 0..config.max_seq {
+        for i in 0..half {
+            let freq = (config.rope_theta as f64).powf(-((2 * i) as f64) / hd as f64);
+            let angle = pos as f64 * freq;
+            cos.push(angle.cos() as f32);
+            sin.push(angle.sin() as f32);
+        }
+    }
+    (cos, sin)
+}
+
 impl Llama {
-    /// Loads the weights of a llama GGUF onto `device`, dequantized to f32.
-    pub fn from_gguf(gguf: &Gguf<'_>, config: LlamaConfig, device: &Device) -> Result<Self, ModelError> {
-        Self::from_gguf_with_progress(gguf, config, device, &mut |_| {})
+    /// Loads the weights of a llama GGUF where `placement` says: kept in their encoding for the
+    /// CPU path, dequantized to f32 burn tensors on a device.
+    pub fn from_gguf(gguf: &Gguf<'_>, config: LlamaConfig, placement: impl Into<Placement>) -> Result<Self, ModelError> {
+        Self::from_gguf_with_progress(gguf, config, placement, &mut |_| {})
     }
 
     /// [`Llama::from_gguf`], calling `on_progress` with the fraction (0 to 1) of the weights
-    /// dequantized so far, once per layer.
+    /// loaded so far, once per layer.
     pub fn from_gguf_with_progress(
         gguf: &Gguf<'_>,
         config: LlamaConfig,
-        device: &Device,
+        placement: impl Into<Placement>,
         on_progress: &mut dyn FnMut(f64),
     ) -> Result<Self, ModelError> {
         config.validate()?;
+        let device = match placement.into() {
+            Placement::Cpu { threads } => {
+                let cpu = CpuForward::from_gguf(gguf, config.clone(), threads, on_progress)?;
+                on_progress(1.0);
+                return Ok(Self { config, weights: Weights::Cpu(cpu) });
+            }
+            Placement::Device(device) => device,
+        };
         let (d, hd, f) = (config.hidden, config.head_dim(), config.ffn);
         let (qd, kd) = (config.heads * hd, config.kv_heads * hd);
         let get = |name: &str, shape: &[usize]| gguf.tensor_f32(name, shape);
@@ -274,10 +384,10 @@ impl Llama {
             let gate_up = [get(&p("ffn_gate"), &[f, d])?, get(&p("ffn_up"), &[f, d])?];
             layers.push(LayerData {
                 attn_norm: get(&p("attn_norm"), &[d])?,
-                wqkv: stack_transposed(&qkv, d).0,
+                wqkv: stack_transposed(&qkv, d),
                 wo: transpose(&get(&p("attn_output"), &[d, qd])?, d, qd),
                 ffn_norm: get(&p("ffn_norm"), &[d])?,
-                w_gate_up: stack_transposed(&gate_up, d).0,
+                w_gate_up: stack_transposed(&gate_up, d),
                 w_down: transpose(&get(&p("ffn_down"), &[d, f])?, d, f),
             });
             on_progress((i + 1) as f64 / (config.layers + 1) as f64);
@@ -288,19 +398,20 @@ impl Llama {
             false => None,
         };
         let norm = get("output_norm.weight", &[d])?;
-        let model = Self::from_data(config, embed, head, layers, norm, device);
+        let model = Self::on_device(config, embed, head, layers, norm, &device);
         on_progress(1.0);
         Ok(model)
     }
 
-    /// A model with deterministic random weights drawn from `seed`, for tests.
-    pub fn random(config: LlamaConfig, seed: u64, device: &Device) -> Result<Self, ModelError> {
+    /// A model with deterministic random weights drawn from `seed`, for tests: the same weights
+    /// wherever it is placed.
+    pub fn random(config: LlamaConfig, seed: u64, placement: impl Into<Placement>) -> Result<Self, ModelError> {
         config.validate()?;
         let (d, hd, f) = (config.hidden, config.head_dim(), config.ffn);
         let qkv_width = (config.heads + 2 * config.kv_heads) * hd;
         let mut s = seed;
         let w = 1.0 / (d as f32).sqrt();
-        let layers = (0..config.layers)
+        let layers: Vec<LayerData> = (0..config.layers)
             .map(|_| LayerData {
                 attn_norm: random_weights(&mut s, d, 0.2).iter().map(|x| 1.0 + x).collect(),
                 wqkv: random_weights(&mut s, d * qkv_width, w),
@@ -312,10 +423,35 @@ impl Llama {
             .collect();
         let embed = random_weights(&mut s, config.vocab * d, 0.1);
         let norm = vec![1.0; d];
-        Ok(Self::from_data(config, embed, None, layers, norm, device))
+        match placement.into() {
+            Placement::Device(device) => Ok(Self::on_device(config, embed, None, layers, norm, &device)),
+            Placement::Cpu { threads } => {
+                let (qd, kd) = (config.heads * hd, config.kv_heads * hd);
+                let rows = layers
+                    .into_iter()
+                    .map(|l| {
+                        let qkv = transpose(&l.wqkv, d, qkv_width);
+                        let gate_up = transpose(&l.w_gate_up, d, 2 * f);
+                        LayerRows {
+                            attn_norm: l.attn_norm,
+                            q: qkv[..qd * d].to_vec(),
+                            k: qkv[qd * d..(qd + kd) * d].to_vec(),
+                            v: qkv[(qd + kd) * d..].to_vec(),
+                            wo: transpose(&l.wo, qd, d),
+                            ffn_norm: l.ffn_norm,
+                            gate: gate_up[..f * d].to_vec(),
+                            up: gate_up[f * d..].to_vec(),
+                            down: transpose(&l.w_down, f, d),
+                        }
+                    })
+                    .collect();
+                let cpu = CpuForward::from_rows(config.clone(), threads, embed, rows, norm)?;
+                Ok(Self { config, weights: Weights::Cpu(cpu) })
+            }
+        }
     }
 
-    fn from_data(
+    fn on_device(
         config: LlamaConfig,
         embed: Vec<f32>,
         head: Option<Vec<f32>>,
@@ -339,17 +475,8 @@ impl Llama {
             })
             .collect();
         let half = hd / 2;
-        let mut cos = Vec::with_capacity(config.max_seq * half);
-        let mut sin = Vec::with_capacity(config.max_seq * half);
-        for pos in 0..config.max_seq {
-            for i in 0..half {
-                let freq = (config.rope_theta as f64).powf(-((2 * i) as f64) / hd as f64);
-                let angle = pos as f64 * freq;
-                cos.push(angle.cos() as f32);
-                sin.push(angle.sin() as f32);
-            }
-        }
-        let mut model = Self {
+        let (cos, sin) = rope_tables(&config);
+        let mut weights = BurnWeights {
             embed: t2(embed, config.vocab, d),
             head: head.map(|h| t2(h, config.vocab, d)),
             layers,
@@ -357,11 +484,10 @@ impl Llama {
             cos: t2(cos, config.max_seq, half),
             sin: t2(sin, config.max_seq, half),
             device: device.clone(),
-            config,
             wgsl: None,
         };
-        model.wgsl = WgslForward::new(&model);
-        model
+        weights.wgsl = WgslForward::new(&config, &weights);
+        Self { config, weights: Weights::Burn(weights) }
     }
 
     /// The model's hyper-parameters.
@@ -369,24 +495,59 @@ impl Llama {
         &self.config
     }
 
-    /// The device holding the weights.
-    pub fn device(&self) -> &Device {
-        &self.device
+    /// The burn device holding the weights (none on the CPU path).
+    pub fn device(&self) -> Option<&Device> {
+        match &self.weights {
+            Weights::Burn(w) => Some(&w.device),
+            Weights::Cpu(_) => None,
+        }
+    }
+
+    /// Which implementation runs the forward pass.
+    pub fn backend(&self) -> Backend {
+        match &self.weights {
+            Weights::Burn(BurnWeights { wgsl: Some(_), .. }) => Backend::Gpu,
+            Weights::Burn(_) => Backend::Reference,
+            Weights::Cpu(cpu) => Backend::Cpu { threads: cpu.threads() },
+        }
+    }
+
+    /// Bytes the weights take where they run (f32 on a burn device, the GGUF's encoding on the
+    /// CPU path).
+    pub fn weight_bytes(&self) -> usize {
+        match &self.weights {
+            Weights::Burn(w) => {
+                let count = |t: &Tensor<2>| t.dims().iter().product::<usize>();
+                let layer = |l: &Layer| count(&l.wqkv) + count(&l.wo) + count(&l.w_gate_up) + count(&l.w_down) + 2 * self.config.hidden;
+                4 * (count(&w.embed) + w.head.as_ref().map_or(0, count) + self.config.hidden + w.layers.iter().map(layer).sum::<usize>())
+            }
+            Weights::Cpu(cpu) => cpu.weight_bytes(),
+        }
+    }
+
+    /// Sends the work queued on the device to it, so that it runs while the caller goes on
+    /// (nothing to do on the CPU path, whose passes run when called).
+    pub fn flush(&self) -> Result<(), ModelError> {
+        match &self.weights {
+            Weights::Burn(w) => w.device.flush().map_err(|e| ModelError::Backend(format!("flush: {e:?}"))),
+            Weights::Cpu(_) => Ok(()),
+        }
     }
 
     /// GPU launches of one forward pass when it runs as the WGSL kernels (wgpu devices), the
-    /// same for a prefill as for one token; `None` where burn's ops run it.
+    /// same for a prefill as for one token; `None` where burn's ops or the CPU path run it.
     pub fn launches_per_pass(&self) -> Option<usize> {
-        self.wgsl.as_ref().map(|_| crate::wgsl_forward::launches_per_pass(&self.config))
+        match &self.weights {
+            Weights::Burn(BurnWeights { wgsl: Some(_), .. }) => Some(crate::wgsl_forward::launches_per_pass(&self.config)),
+            _ => None,
+        }
     }
 
     /// Runs `tokens` (one or many) after the positions in `cache`, appends their keys and values
-    /// to it, and returns the logits of the last token. On a wgpu device this is the WGSL
-    /// kernels' pass ([`Llama::launches_per_pass`] launches), elsewhere burn's ops.
-    ///
-    /// # Shapes
-    /// - output: `[1, V]`
-    pub fn forward(&self, tokens: &[u32], cache: &mut KvCache) -> Result<Tensor<2>, ModelError> {
+    /// to it, and returns the logits of the last token: in memory on the CPU path, on the
+    /// device elsewhere (the WGSL kernels' pass on wgpu, [`Llama::launches_per_pass`] launches;
+    /// burn's ops on other devices).
+    pub fn forward(&self, tokens: &[u32], cache: &mut KvCache) -> Result<Logits, ModelError> {
         let c = &self.config;
         let n = tokens.len();
         if n == 0 {
@@ -399,15 +560,31 @@ impl Llama {
         if start + n > c.max_seq {
             return Err(ModelError::Input(format!("{} positions exceed the context of {}", start + n, c.max_seq)));
         }
-        let layers = match (&mut cache.store, &self.wgsl) {
-            (CacheStore::Gpu(gpu), Some(wgsl)) if gpu.layers() == c.layers => {
+        let mismatch = || ModelError::Input("KV cache belongs to a different model".into());
+        let (weights, layers) = match (&mut cache.store, &self.weights) {
+            (CacheStore::Cpu(store), Weights::Cpu(cpu)) if store.layers() == c.layers => {
+                let logits = cpu.forward(tokens, start, store);
+                cache.len = start + n;
+                return Ok(Logits::Host(logits));
+            }
+            (CacheStore::Gpu(gpu), Weights::Burn(BurnWeights { wgsl: Some(wgsl), .. })) if gpu.layers() == c.layers => {
                 let logits = wgsl.forward(tokens, start, gpu)?;
                 cache.len = start + n;
-                return Ok(logits);
+                return Ok(Logits::Device(logits));
             }
-            (CacheStore::Tensors(layers), None) if layers.len() == c.layers => layers,
-            _ => return Err(ModelError::Input("KV cache belongs to a different model".into())),
+            (CacheStore::Tensors(layers), Weights::Burn(w @ BurnWeights { wgsl: None, .. })) if layers.len() == c.layers => (w, layers),
+            _ => return Err(mismatch()),
         };
+        let logits = weights.forward(c, tokens, start, layers);
+        cache.len = start + n;
+        Ok(Logits::Device(logits))
+    }
+}
+
+impl BurnWeights {
+    /// burn's ops for one pass over `tokens` at positions `start..`.
+    fn forward(&self, c: &LlamaConfig, tokens: &[u32], start: usize, layers: &mut [Option<(Tensor<3>, Tensor<3>)>]) -> Tensor<2> {
+        let n = tokens.len();
         let (hd, h, hkv) = (c.head_dim(), c.heads, c.kv_heads);
         let group = h / hkv;
         let total = start + n;
@@ -453,10 +630,9 @@ impl Llama {
             let act = activation::silu(gu.clone().narrow(1, 0, c.ffn)) * gu.narrow(1, c.ffn, c.ffn);
             x = x + act.matmul(layer.w_down.clone());
         }
-        cache.len = total;
         let last = rms_norm(x.narrow(0, n - 1, 1), &self.norm, c.rms_eps);
         let head = self.head.as_ref().unwrap_or(&self.embed);
-        Ok(last.matmul(head.clone().transpose()))
+        last.matmul(head.clone().transpose())
     }
 }
 

@@ -27,7 +27,7 @@ use burn::tensor::{DType, Shape, Tensor};
 
 use crate::error::ModelError;
 use crate::kernels::Wgsl;
-use crate::model::{Llama, LlamaConfig};
+use crate::model::{BurnWeights, LlamaConfig};
 
 /// Invocations per workgroup of every kernel here.
 const WG: u32 = 64;
@@ -106,8 +106,7 @@ impl WgslForward {
     /// The kernels' view of a model whose tensors live on a wgpu device; `None` on any other
     /// device or for a shape the kernels do not cover (widths not multiples of 4, a head wider
     /// than [`MAX_HEAD_DIM`], buffers past 32-bit indices).
-    pub(crate) fn new(model: &Llama) -> Option<Self> {
-        let config = model.config();
+    pub(crate) fn new(config: &LlamaConfig, model: &BurnWeights) -> Option<Self> {
         let hd = config.head_dim();
         // Projections take four columns per invocation and RoPE pairs must not straddle them;
         // the attention holds at most 256 dimensions of a head; every index into the

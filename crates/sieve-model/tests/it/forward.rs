@@ -1,18 +1,20 @@
-//! The WGSL forward pass (wgpu devices) against burn's ops on the CPU, for the same random
-//! weights: prefills of several row tiles, single-token steps, a truncated cache, and a context
+//! The fast forward passes against burn's ops on the CPU (the reference), for the same random
+//! weights: the WGSL kernels on a wgpu device and the CPU kernels (on one thread and on two),
+//! through prefills of several row tiles, single-token steps, a truncated cache, and a context
 //! of over a thousand positions.
 //!
-//! Natively this runs on whatever Vulkan adapter wgpu finds (lavapipe on a machine without a
-//! GPU); under `cargo test --target wasm32-unknown-unknown` on WebGPU in Chromium. No adapter is a
-//! failure, never a skip.
+//! Natively the WGSL pass runs on whatever Vulkan adapter wgpu finds (lavapipe on a machine
+//! without a GPU) and the CPU kernels use AVX2 where the processor has it; under `cargo test
+//! --target wasm32-unknown-unknown` the WGSL pass runs on WebGPU in Chromium and the CPU kernels
+//! on WebAssembly SIMD, on one thread. No adapter is a failure, never a skip.
 
-use burn::tensor::{Device, Tensor};
+use burn::tensor::Device;
 use sieve_model::gpu::wgpu_device;
-use sieve_model::model::{KvCache, Llama, LlamaConfig};
+use sieve_model::{Backend, KvCache, Llama, LlamaConfig, Logits, Placement};
 use wasm_bindgen_test::wasm_bindgen_test;
 
-async fn row(t: Tensor<2>) -> Vec<f32> {
-    t.into_data_async().await.expect("readback").try_to_vec::<f32>().expect("f32 logits")
+async fn row(logits: Logits) -> Vec<f32> {
+    logits.into_vec().await.expect("logits")
 }
 
 /// Token ids spread over the vocabulary, reproducibly.
@@ -20,15 +22,30 @@ fn tokens(count: usize, vocab: usize, salt: usize) -> Vec<u32> {
     (0..count).map(|i| ((i * 7919 + salt * 104_729) % vocab) as u32).collect()
 }
 
-/// Runs the same passes on both models and compares every pass's logits.
+/// Runs the same passes with burn's ops and with each fast path and compares every pass's
+/// logits.
 async fn compare(config: LlamaConfig, passes: &[Pass]) {
-    let cpu = Device::flex();
     let gpu = wgpu_device().await.expect("no wgpu adapter: WebGPU (browser) or Vulkan (native) is required");
-    let reference = Llama::random(config.clone(), 7, &cpu).expect("cpu model");
-    let model = Llama::random(config.clone(), 7, &gpu).expect("gpu model");
-    assert_eq!(reference.launches_per_pass(), None, "burn's ops on the CPU");
-    assert_eq!(model.launches_per_pass(), Some(2 + 5 * config.layers), "the WGSL kernels on wgpu");
-    let (mut ref_cache, mut cache) = (KvCache::new(&reference), KvCache::new(&model));
+    let reference = Llama::random(config.clone(), 7, &Device::flex()).expect("reference model");
+    assert_eq!(reference.backend(), Backend::Reference);
+    let threads = if cfg!(target_family = "wasm") { 1 } else { 2 };
+    for (placement, backend) in [
+        (Placement::from(&gpu), Backend::Gpu),
+        (Placement::Cpu { threads: 1 }, Backend::Cpu { threads: 1 }),
+        (Placement::Cpu { threads }, Backend::Cpu { threads }),
+    ] {
+        let model = Llama::random(config.clone(), 7, placement).expect("model");
+        assert_eq!(model.backend(), backend);
+        let launches = (backend == Backend::Gpu).then_some(2 + 5 * config.layers);
+        assert_eq!(model.launches_per_pass(), launches);
+        compare_passes(&reference, &model, passes).await;
+    }
+}
+
+async fn compare_passes(reference: &Llama, model: &Llama, passes: &[Pass]) {
+    let config = model.config();
+    let backend = model.backend();
+    let (mut ref_cache, mut cache) = (KvCache::new(reference), KvCache::new(model));
     for (i, pass) in passes.iter().enumerate() {
         let ids = match *pass {
             Pass::Run(count) => tokens(count, config.vocab, i),
@@ -38,13 +55,13 @@ async fn compare(config: LlamaConfig, passes: &[Pass]) {
                 continue;
             }
         };
-        let expected = row(reference.forward(&ids, &mut ref_cache).expect("cpu forward")).await;
-        let actual = row(model.forward(&ids, &mut cache).expect("gpu forward")).await;
+        let expected = row(reference.forward(&ids, &mut ref_cache).expect("reference forward")).await;
+        let actual = row(model.forward(&ids, &mut cache).expect("forward")).await;
         assert_eq!(cache.len(), ref_cache.len());
         assert_eq!(actual.len(), config.vocab);
         let scale = expected.iter().fold(1.0f32, |m, x| m.max(x.abs()));
         let worst = actual.iter().zip(&expected).map(|(a, e)| (a - e).abs()).fold(0.0f32, f32::max);
-        assert!(worst <= 2e-4 * scale, "pass {i} ({pass:?}): logits differ by {worst} (scale {scale})");
+        assert!(worst <= 2e-4 * scale, "{backend:?}, pass {i} ({pass:?}): logits differ by {worst} (scale {scale})");
     }
 }
 
@@ -57,13 +74,13 @@ enum Pass {
 }
 
 #[wasm_bindgen_test(unsupported = pollster::test)]
-async fn tiny_model_prefill_steps_and_truncation_match_the_cpu() {
+async fn tiny_model_prefill_steps_and_truncation_match_the_reference() {
     use Pass::*;
     compare(LlamaConfig::tiny(300), &[Run(13), Run(1), Run(1), Run(9), Truncate(10), Run(1), Run(3)]).await;
 }
 
 #[wasm_bindgen_test(unsupported = pollster::test)]
-async fn wider_model_with_a_long_context_matches_the_cpu() {
+async fn wider_model_with_a_long_context_matches_the_reference() {
     use Pass::*;
     // A width that leaves a partial workgroup (160 / 4 = 40 of 64 invocations), a head of 32,
     // five query heads per key/value head, and 1030 positions.

@@ -6,11 +6,12 @@
 #[cfg(target_family = "wasm")]
 wasm_bindgen_test::wasm_bindgen_test_configure!(run_in_browser);
 
-// The GPU kernels, the tiny model's constrained generation and the WGSL forward pass, in the
-// browser and natively.
+// The GPU kernels, the tiny model's constrained generation, the WGSL and CPU forward passes
+// and the CPU kernels, in the browser and natively.
+mod cpu_kernels;
+mod forward;
 mod gpu_kernels;
 mod tiny_gpu;
-mod wgsl_forward;
 
 #[cfg(not(target_family = "wasm"))]
 mod common;

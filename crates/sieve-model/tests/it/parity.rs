@@ -1,13 +1,14 @@
 //! The real SmolLM2-135M-Instruct against an independent float32 reference: tokenization, the
 //! top-10 last-position logits (ids in order, values within 0.02) and 32 greedy tokens, with
-//! burn's ops on the CPU and with the WGSL kernels on wgpu (lavapipe without a GPU).
+//! burn's ops on the CPU, with the WGSL kernels on wgpu (lavapipe without a GPU) and with the
+//! CPU kernels on the GGUF's blocks, on one thread and on two.
 
 use crate::common;
 
-use sieve_model::{Gguf, KvCache, Llama, LlamaConfig, Tokenizer};
+use sieve_model::{Backend, Gguf, KvCache, Llama, LlamaConfig, Logits, Placement, Tokenizer};
 
-fn logits_vec(t: burn::tensor::Tensor<2>) -> Vec<f32> {
-    t.into_data().try_into_vec::<f32>().expect("f32 logits")
+fn logits_vec(logits: Logits) -> Vec<f32> {
+    pollster::block_on(logits.into_vec()).expect("f32 logits")
 }
 
 fn argmax(v: &[f32]) -> u32 {
@@ -40,23 +41,32 @@ fn tokenizer_matches_reference() {
 }
 
 #[test]
-fn logits_and_greedy_tokens_match_reference_on_the_cpu() {
-    check_logits_and_greedy_tokens(&common::cpu(), None);
+fn logits_and_greedy_tokens_match_reference_with_burn_ops() {
+    check_logits_and_greedy_tokens(Placement::from(common::cpu()), Backend::Reference);
 }
 
 #[test]
 fn logits_and_greedy_tokens_match_reference_with_the_wgsl_kernels() {
     let device = pollster::block_on(sieve_model::gpu::wgpu_device()).expect("no wgpu adapter: Vulkan is required");
-    check_logits_and_greedy_tokens(&device, Some(2 + 5 * 30));
+    check_logits_and_greedy_tokens(Placement::from(device), Backend::Gpu);
 }
 
-/// `launches` is what the model must report for a forward pass on `device`.
-fn check_logits_and_greedy_tokens(device: &burn::tensor::Device, launches: Option<usize>) {
+#[test]
+fn logits_and_greedy_tokens_match_reference_with_the_cpu_kernels() {
+    for threads in [1, 2] {
+        check_logits_and_greedy_tokens(Placement::Cpu { threads }, Backend::Cpu { threads });
+    }
+}
+
+/// `backend` is what the model placed by `placement` must report.
+fn check_logits_and_greedy_tokens(placement: Placement, backend: Backend) {
     let bytes = common::gguf_bytes();
     let gguf = Gguf::parse(&bytes).unwrap();
     let config = LlamaConfig::from_gguf(&gguf, 512).unwrap();
     assert_eq!(config, LlamaConfig::smollm2_135m(512));
-    let model = Llama::from_gguf(&gguf, config, device).unwrap();
+    let model = Llama::from_gguf(&gguf, config, placement).unwrap();
+    assert_eq!(model.backend(), backend);
+    let launches = (backend == Backend::Gpu).then_some(2 + 5 * 30);
     assert_eq!(model.launches_per_pass(), launches);
     let mut inconsistent = 0;
     for case in common::reference()["cases"].as_array().unwrap() {

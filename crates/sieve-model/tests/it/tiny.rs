@@ -11,7 +11,7 @@ use common::Choices;
 use pollster::block_on;
 use sieve_model::decode::{Deferred, GenerateConfig, Picker, StopReason, TokenConstraint, Unconstrained, generate, generate_streaming};
 use sieve_model::sampling::Sampling;
-use sieve_model::{Gguf, KvCache, Llama, LlamaConfig, ModelError, Tokenizer};
+use sieve_model::{Gguf, KvCache, Llama, LlamaConfig, Logits, ModelError, Tokenizer};
 
 fn tokenizer() -> &'static Tokenizer {
     static TOK: OnceLock<Tokenizer> = OnceLock::new();
@@ -25,8 +25,8 @@ fn tiny() -> Llama {
     Llama::random(LlamaConfig::tiny(49152), 7, &common::cpu()).unwrap()
 }
 
-fn row(t: burn::tensor::Tensor<2>) -> Vec<f32> {
-    t.into_data().try_into_vec::<f32>().unwrap()
+fn row(logits: Logits) -> Vec<f32> {
+    block_on(logits.into_vec()).unwrap()
 }
 
 fn max_diff(a: &[f32], b: &[f32]) -> f32 {

@@ -1,0 +1,544 @@
+//! Weight matrices kept in their GGUF encoding, and their products with f32 activations: the
+//! CPU path's inner loops.
+//!
+//! For one token a row is dequantized block by block inside its dot product, never into
+//! memory, so a quantized model takes about its file's size and a decode step reads each weight
+//! once. For several tokens (a prefill) four rows at a time are dequantized into a small f32
+//! tile that every token's dot products then read, four rows by two tokens per step. The
+//! activations stay f32 (they are not quantized as llama.cpp does), so a product differs from
+//! the dequantized row's f32 dot product only by the order of the additions.
+//!
+//! Each kernel has a portable version, the reference, and versions for AVX2 (x86-64, detected
+//! at run time) and WebAssembly SIMD (compiled in when the module targets `simd128`, as sieve's
+//! wasm builds do).
+
+use half::f16;
+
+use crate::error::ModelError;
+use crate::gguf::{Gguf, TensorType, dequantize_into};
+
+/// Elements per quantization block of the block types.
+const BLOCK: usize = 32;
+/// Rows of a dequantized tile.
+const TILE_ROWS: usize = 4;
+
+/// The instructions the kernels use, chosen once per model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Simd {
+    /// Portable Rust, the reference.
+    Portable,
+    /// AVX2 with FMA and F16C.
+    #[cfg(target_arch = "x86_64")]
+    Avx2,
+    /// WebAssembly's 128-bit SIMD.
+    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+    Simd128,
+}
+
+impl Simd {
+    /// The fastest kind this processor (or this wasm build) has.
+    pub fn detect() -> Self {
+        #[cfg(target_arch = "x86_64")]
+        if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") && is_x86_feature_detected!("f16c") {
+            return Self::Avx2;
+        }
+        #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+        return Self::Simd128;
+        #[allow(unreachable_code)]
+        Self::Portable
+    }
+
+    /// Every kind this processor can run, the portable one first (for tests).
+    pub fn available() -> Vec<Self> {
+        let mut all = vec![Self::Portable];
+        if Self::detect() != Self::Portable {
+            all.push(Self::detect());
+        }
+        all
+    }
+}
+
+/// `a · b` over the shorter of the two, with `simd`.
+pub fn dot(simd: Simd, a: &[f32], b: &[f32]) -> f32 {
+    let n = a.len().min(b.len());
+    let (a, b) = (&a[..n], &b[..n]);
+    match simd {
+        // SAFETY: `Simd::Avx2` is only chosen when the processor has AVX2 and FMA.
+        #[cfg(target_arch = "x86_64")]
+        Simd::Avx2 => unsafe { avx2::f32_dot(a, b) },
+        #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+        Simd::Simd128 => simd128::f32_dot(a, b),
+        Simd::Portable => portable::f32_dot(a, b),
+    }
+}
+
+/// A `[rows, cols]` weight matrix in one of the GGUF encodings, row-major.
+#[derive(Debug, Clone)]
+pub struct Matrix {
+    ty: TensorType,
+    rows: usize,
+    cols: usize,
+    row_bytes: usize,
+    data: Data,
+}
+
+#[derive(Debug, Clone)]
+enum Data {
+    F32(Vec<f32>),
+    Encoded(Vec<u8>),
+}
+
+/// An activation vector prepared for dot products with any row: the values and the sum of each
+/// 32-element block (the block types with a minimum need it).
+pub struct Activation<'a> {
+    x: &'a [f32],
+    block_sums: Vec<f32>,
+}
+
+impl<'a> Activation<'a> {
+    pub fn new(x: &'a [f32]) -> Self {
+        Self { x, block_sums: x.chunks(BLOCK).map(|c| c.iter().sum()).collect() }
+    }
+}
+
+impl Matrix {
+    /// The tensor `name` of `gguf`, checked to have shape `[rows, cols]`.
+    pub fn from_gguf(gguf: &Gguf<'_>, name: &str, rows: usize, cols: usize) -> Result<Self, ModelError> {
+        let (ty, bytes) = gguf.tensor_bytes(name, &[rows, cols])?;
+        Self::from_bytes(ty, rows, cols, bytes.to_vec()).map_err(|message| ModelError::Tensor { name: name.into(), message })
+    }
+
+    /// A matrix from its encoded rows; an error unless `data` holds exactly `rows` rows of
+    /// `cols` values of `ty`.
+    pub fn from_bytes(ty: TensorType, rows: usize, cols: usize, data: Vec<u8>) -> Result<Self, String> {
+        let (block, block_bytes) = ty.block();
+        if !cols.is_multiple_of(block) {
+            return Err(format!("{cols} columns are not whole blocks of {block}"));
+        }
+        let row_bytes = cols / block * block_bytes;
+        if Some(data.len()) != rows.checked_mul(row_bytes) {
+            return Err(format!("{} bytes for {rows} rows of {row_bytes}", data.len()));
+        }
+        let data = match ty {
+            TensorType::F32 => Data::F32(data.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()),
+            _ => Data::Encoded(data),
+        };
+        Ok(Self { ty, rows, cols, row_bytes, data })
+    }
+
+    /// An f32 matrix from `rows * cols` row-major values.
+    pub fn from_f32(rows: usize, cols: usize, values: Vec<f32>) -> Self {
+        assert_eq!(values.len(), rows * cols, "{rows} x {cols} values");
+        Self { ty: TensorType::F32, rows, cols, row_bytes: cols * 4, data: Data::F32(values) }
+    }
+
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+
+    pub fn cols(&self) -> usize {
+        self.cols
+    }
+
+    /// Bytes of weights held.
+    pub fn bytes(&self) -> usize {
+        self.rows * self.row_bytes
+    }
+
+    /// Row `r` as f32 values, into `out` (`cols` of them).
+    pub fn row_into(&self, r: usize, out: &mut [f32]) {
+        match &self.data {
+            Data::F32(values) => out.copy_from_slice(&values[r * self.cols..(r + 1) * self.cols]),
+            Data::Encoded(bytes) => dequantize_into(self.ty, &bytes[r * self.row_bytes..(r + 1) * self.row_bytes], out),
+        }
+    }
+
+    /// `out[i] = row(first + i) · x` for each `i`: one token's products, each row dequantized
+    /// inside its dot product.
+    pub fn dot_rows(&self, simd: Simd, first: usize, x: &Activation<'_>, out: &mut [f32]) {
+        // The kernels read `cols` values of `x` and whole rows.
+        assert!(x.x.len() == self.cols && first + out.len() <= self.rows, "dot_rows out of range");
+        let (x, sums) = (x.x, &x.block_sums[..]);
+        let bytes = match &self.data {
+            Data::F32(values) => {
+                for (o, row) in out.iter_mut().zip(values[first * self.cols..].chunks_exact(self.cols)) {
+                    *o = dot(simd, row, x);
+                }
+                return;
+            }
+            Data::Encoded(bytes) => &bytes[first * self.row_bytes..],
+        };
+        let rows = bytes.chunks_exact(self.row_bytes);
+        macro_rules! each {
+            ($dot:expr) => {
+                for (o, row) in out.iter_mut().zip(rows) {
+                    *o = $dot(row, x, sums);
+                }
+            };
+        }
+        match (simd, self.ty) {
+            (_, TensorType::F32) => unreachable!("f32 rows are not encoded"),
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: `Simd::Avx2` is only chosen when the processor has AVX2, FMA and F16C;
+            // rows and `x` have the lengths the type implies (checked above and at construction).
+            (Simd::Avx2, ty) => unsafe {
+                match ty {
+                    TensorType::F16 => each!(|r, x, _| avx2::f16_dot(r, x)),
+                    TensorType::Q4_1 => each!(avx2::q4_1_dot),
+                    TensorType::Q8_0 => each!(|r, x, _| avx2::q8_0_dot(r, x)),
+                    TensorType::F32 => unreachable!(),
+                }
+            },
+            #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+            (Simd::Simd128, TensorType::Q4_1) => each!(simd128::q4_1_dot),
+            #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+            (Simd::Simd128, TensorType::Q8_0) => each!(|r, x, _| simd128::q8_0_dot(r, x)),
+            (_, TensorType::F16) => each!(|r, x, _| portable::f16_dot(r, x)),
+            (_, TensorType::Q4_1) => each!(portable::q4_1_dot),
+            (_, TensorType::Q8_0) => each!(|r, x, _| portable::q8_0_dot(r, x)),
+        }
+    }
+
+    /// `out[i * n + t] = row(first + i) · xs[t]` for `i` in `0..count` and each of the `n`
+    /// tokens of `xs` (`[n, cols]`): several tokens' products, four rows dequantized at a time
+    /// into a tile that all the tokens read.
+    pub fn product_rows(&self, simd: Simd, first: usize, count: usize, xs: &[f32], out: &mut [f32]) {
+        let cols = self.cols;
+        let n = xs.len() / cols;
+        assert!(xs.len() == n * cols && out.len() == count * n && first + count <= self.rows, "product_rows out of range");
+        let mut tile = vec![0.0; TILE_ROWS * cols];
+        for start in (0..count).step_by(TILE_ROWS) {
+            let rows = (count - start).min(TILE_ROWS);
+            for (r, row) in tile.chunks_exact_mut(cols).enumerate() {
+                match r < rows {
+                    true => self.row_into(first + start + r, row),
+                    false => row.fill(0.0),
+                }
+            }
+            for t in (0..n).step_by(2) {
+                let x0 = &xs[t * cols..(t + 1) * cols];
+                let x1 = if t + 1 < n { &xs[(t + 1) * cols..(t + 2) * cols] } else { x0 };
+                let sums = tile_product(simd, &tile, x0, x1);
+                for r in 0..rows {
+                    out[(start + r) * n + t] = sums[2 * r];
+                    if t + 1 < n {
+                        out[(start + r) * n + t + 1] = sums[2 * r + 1];
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The dot products of the tile's four rows with `x0` and `x1`: `[r0·x0, r0·x1, r1·x0, ...]`.
+fn tile_product(simd: Simd, tile: &[f32], x0: &[f32], x1: &[f32]) -> [f32; 2 * TILE_ROWS] {
+    debug_assert!(tile.len() == TILE_ROWS * x0.len() && x0.len() == x1.len());
+    match simd {
+        // SAFETY: `Simd::Avx2` is only chosen when the processor has AVX2 and FMA; the tile holds
+        // four rows as long as `x0` and `x1`.
+        #[cfg(target_arch = "x86_64")]
+        Simd::Avx2 => unsafe { avx2::tile_product(tile, x0, x1) },
+        #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+        Simd::Simd128 => simd128::tile_product(tile, x0, x1),
+        Simd::Portable => portable::tile_product(tile, x0, x1),
+    }
+}
+
+fn f16_at(bytes: &[u8], at: usize) -> f32 {
+    f16::from_le_bytes([bytes[at], bytes[at + 1]]).to_f32()
+}
+
+/// The reference kernels: plain loops.
+mod portable {
+    use super::{BLOCK, TILE_ROWS, f16_at};
+
+    pub fn f32_dot(a: &[f32], b: &[f32]) -> f32 {
+        a.iter().zip(b).map(|(a, b)| a * b).sum()
+    }
+
+    pub fn f16_dot(row: &[u8], x: &[f32]) -> f32 {
+        (0..x.len()).map(|i| f16_at(row, 2 * i) * x[i]).sum()
+    }
+
+    /// Blocks of 20 bytes: f16 scale `d`, f16 minimum `m`, 16 bytes of nibbles (low nibbles are
+    /// elements 0..16, high nibbles 16..32); `w = d * q + m`, so a block's product is
+    /// `d * sum(q * x) + m * sum(x)`.
+    pub fn q4_1_dot(row: &[u8], x: &[f32], sums: &[f32]) -> f32 {
+        let mut total = 0.0;
+        for (b, block) in row.chunks_exact(20).enumerate() {
+            let xs = &x[b * BLOCK..(b + 1) * BLOCK];
+            let qs = &block[4..20];
+            let q: f32 = qs.iter().zip(&xs[..16]).map(|(&q, x)| f32::from(q & 0x0f) * x).sum::<f32>()
+                + qs.iter().zip(&xs[16..]).map(|(&q, x)| f32::from(q >> 4) * x).sum::<f32>();
+            total += f16_at(block, 0) * q + f16_at(block, 2) * sums[b];
+        }
+        total
+    }
+
+    /// Blocks of 34 bytes: f16 scale `d`, 32 signed bytes `q`; `w = d * q`.
+    pub fn q8_0_dot(row: &[u8], x: &[f32]) -> f32 {
+        let mut total = 0.0;
+        for (b, block) in row.chunks_exact(34).enumerate() {
+            let xs = &x[b * BLOCK..(b + 1) * BLOCK];
+            let q: f32 = block[2..34].iter().zip(xs).map(|(&q, x)| f32::from(q as i8) * x).sum();
+            total += f16_at(block, 0) * q;
+        }
+        total
+    }
+
+    pub fn tile_product(tile: &[f32], x0: &[f32], x1: &[f32]) -> [f32; 2 * TILE_ROWS] {
+        let mut out = [0.0; 2 * TILE_ROWS];
+        for (r, row) in tile.chunks_exact(x0.len()).enumerate() {
+            out[2 * r] = f32_dot(row, x0);
+            out[2 * r + 1] = f32_dot(row, x1);
+        }
+        out
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod avx2 {
+    use std::arch::x86_64::*;
+
+    use super::{BLOCK, TILE_ROWS, f16_at};
+
+    #[target_feature(enable = "avx2,fma")]
+    fn hsum(v: __m256) -> f32 {
+        let s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+        let s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+        let s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
+        _mm_cvtss_f32(s)
+    }
+
+    /// The low 8 unsigned bytes of `v` as f32.
+    #[target_feature(enable = "avx2")]
+    fn u8_to_f32(v: __m128i) -> __m256 {
+        _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(v))
+    }
+
+    /// The low 8 signed bytes of `v` as f32.
+    #[target_feature(enable = "avx2")]
+    fn i8_to_f32(v: __m128i) -> __m256 {
+        _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(v))
+    }
+
+    /// # Safety
+    /// AVX2 and FMA must be available; `a` and `b` have the same length.
+    #[target_feature(enable = "avx2,fma")]
+    pub unsafe fn f32_dot(a: &[f32], b: &[f32]) -> f32 {
+        debug_assert_eq!(a.len(), b.len());
+        let n = a.len() / 8 * 8;
+        let mut acc = _mm256_setzero_ps();
+        for i in (0..n).step_by(8) {
+            // SAFETY: i + 8 <= n <= the length of both.
+            acc = unsafe { _mm256_fmadd_ps(_mm256_loadu_ps(a.as_ptr().add(i)), _mm256_loadu_ps(b.as_ptr().add(i)), acc) };
+        }
+        let tail: f32 = (n..a.len()).map(|i| a[i] * b[i]).sum();
+        hsum(acc) + tail
+    }
+
+    /// # Safety
+    /// AVX2, FMA and F16C must be available; `row` holds `2 * x.len()` bytes.
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub unsafe fn f16_dot(row: &[u8], x: &[f32]) -> f32 {
+        debug_assert_eq!(row.len(), 2 * x.len());
+        let n = x.len() / 8 * 8;
+        let mut acc = _mm256_setzero_ps();
+        for i in (0..n).step_by(8) {
+            // SAFETY: the 16 bytes at 2 * i and the 8 floats at i lie inside `row` and `x`.
+            let w = unsafe { _mm256_cvtph_ps(_mm_loadu_si128(row.as_ptr().add(2 * i) as *const __m128i)) };
+            acc = unsafe { _mm256_fmadd_ps(w, _mm256_loadu_ps(x.as_ptr().add(i)), acc) };
+        }
+        let tail: f32 = (n..x.len()).map(|i| f16_at(row, 2 * i) * x[i]).sum();
+        hsum(acc) + tail
+    }
+
+    /// # Safety
+    /// AVX2 and FMA must be available; `row` holds `x.len() / 32` blocks of 20 bytes and
+    /// `sums` the block sums of `x`.
+    #[target_feature(enable = "avx2,fma")]
+    pub unsafe fn q4_1_dot(row: &[u8], x: &[f32], sums: &[f32]) -> f32 {
+        debug_assert_eq!(row.len() / 20 * BLOCK, x.len());
+        let low = _mm_set1_epi8(0x0f);
+        let mut acc = _mm256_setzero_ps();
+        let mut minimums = 0.0;
+        for (b, block) in row.chunks_exact(20).enumerate() {
+            // SAFETY: a block has 16 bytes of nibbles at 4, and `x` 32 values at 32 * b.
+            unsafe {
+                let qs = _mm_loadu_si128(block.as_ptr().add(4) as *const __m128i);
+                let lo = _mm_and_si128(qs, low);
+                let hi = _mm_and_si128(_mm_srli_epi16(qs, 4), low);
+                let xp = x.as_ptr().add(b * BLOCK);
+                let mut s = _mm256_mul_ps(u8_to_f32(lo), _mm256_loadu_ps(xp));
+                s = _mm256_fmadd_ps(u8_to_f32(_mm_srli_si128(lo, 8)), _mm256_loadu_ps(xp.add(8)), s);
+                s = _mm256_fmadd_ps(u8_to_f32(hi), _mm256_loadu_ps(xp.add(16)), s);
+                s = _mm256_fmadd_ps(u8_to_f32(_mm_srli_si128(hi, 8)), _mm256_loadu_ps(xp.add(24)), s);
+                acc = _mm256_fmadd_ps(_mm256_set1_ps(f16_at(block, 0)), s, acc);
+            }
+            minimums += f16_at(block, 2) * sums[b];
+        }
+        hsum(acc) + minimums
+    }
+
+    /// # Safety
+    /// AVX2 and FMA must be available; `row` holds `x.len() / 32` blocks of 34 bytes.
+    #[target_feature(enable = "avx2,fma")]
+    pub unsafe fn q8_0_dot(row: &[u8], x: &[f32]) -> f32 {
+        debug_assert_eq!(row.len() / 34 * BLOCK, x.len());
+        let mut acc = _mm256_setzero_ps();
+        for (b, block) in row.chunks_exact(34).enumerate() {
+            // SAFETY: a block has 32 bytes of values at 2, and `x` 32 values at 32 * b.
+            unsafe {
+                let q = block.as_ptr().add(2);
+                let xp = x.as_ptr().add(b * BLOCK);
+                let mut s = _mm256_mul_ps(i8_to_f32(_mm_loadl_epi64(q as *const __m128i)), _mm256_loadu_ps(xp));
+                for k in 1..4 {
+                    let w = i8_to_f32(_mm_loadl_epi64(q.add(8 * k) as *const __m128i));
+                    s = _mm256_fmadd_ps(w, _mm256_loadu_ps(xp.add(8 * k)), s);
+                }
+                acc = _mm256_fmadd_ps(_mm256_set1_ps(f16_at(block, 0)), s, acc);
+            }
+        }
+        hsum(acc)
+    }
+
+    /// # Safety
+    /// AVX2 and FMA must be available; `tile` holds four rows as long as `x0` and `x1`.
+    #[target_feature(enable = "avx2,fma")]
+    pub unsafe fn tile_product(tile: &[f32], x0: &[f32], x1: &[f32]) -> [f32; 2 * TILE_ROWS] {
+        let cols = x0.len();
+        debug_assert!(tile.len() == TILE_ROWS * cols && x1.len() == cols);
+        let n = cols / 8 * 8;
+        let mut acc = [_mm256_setzero_ps(); 2 * TILE_ROWS];
+        for k in (0..n).step_by(8) {
+            // SAFETY: k + 8 <= n <= cols, and each of the tile's rows has `cols` values.
+            unsafe {
+                let (a, b) = (_mm256_loadu_ps(x0.as_ptr().add(k)), _mm256_loadu_ps(x1.as_ptr().add(k)));
+                for r in 0..TILE_ROWS {
+                    let w = _mm256_loadu_ps(tile.as_ptr().add(r * cols + k));
+                    acc[2 * r] = _mm256_fmadd_ps(w, a, acc[2 * r]);
+                    acc[2 * r + 1] = _mm256_fmadd_ps(w, b, acc[2 * r + 1]);
+                }
+            }
+        }
+        let mut out = [0.0; 2 * TILE_ROWS];
+        for r in 0..TILE_ROWS {
+            let row = &tile[r * cols..(r + 1) * cols];
+            out[2 * r] = hsum(acc[2 * r]) + (n..cols).map(|k| row[k] * x0[k]).sum::<f32>();
+            out[2 * r + 1] = hsum(acc[2 * r + 1]) + (n..cols).map(|k| row[k] * x1[k]).sum::<f32>();
+        }
+        out
+    }
+}
+
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+mod simd128 {
+    use std::arch::wasm32::*;
+
+    use super::{BLOCK, TILE_ROWS, f16_at};
+
+    fn hsum(v: v128) -> f32 {
+        f32x4_extract_lane::<0>(v) + f32x4_extract_lane::<1>(v) + f32x4_extract_lane::<2>(v) + f32x4_extract_lane::<3>(v)
+    }
+
+    /// Four f32 values from `x` at `at`.
+    #[inline(always)]
+    fn load(x: &[f32], at: usize) -> v128 {
+        assert!(at + 4 <= x.len());
+        // SAFETY: the four values at `at` lie inside `x`; wasm loads need no alignment.
+        unsafe { v128_load(x.as_ptr().add(at) as *const v128) }
+    }
+
+    #[inline(always)]
+    fn bytes16(bytes: &[u8], at: usize) -> v128 {
+        assert!(at + 16 <= bytes.len());
+        // SAFETY: the 16 bytes at `at` lie inside `bytes`.
+        unsafe { v128_load(bytes.as_ptr().add(at) as *const v128) }
+    }
+
+    /// The 16 unsigned bytes of `v` as four vectors of f32, in order.
+    fn u8_to_f32(v: v128) -> [v128; 4] {
+        let (lo, hi) = (u16x8_extend_low_u8x16(v), u16x8_extend_high_u8x16(v));
+        [
+            f32x4_convert_u32x4(u32x4_extend_low_u16x8(lo)),
+            f32x4_convert_u32x4(u32x4_extend_high_u16x8(lo)),
+            f32x4_convert_u32x4(u32x4_extend_low_u16x8(hi)),
+            f32x4_convert_u32x4(u32x4_extend_high_u16x8(hi)),
+        ]
+    }
+
+    /// The 16 signed bytes of `v` as four vectors of f32, in order.
+    fn i8_to_f32(v: v128) -> [v128; 4] {
+        let (lo, hi) = (i16x8_extend_low_i8x16(v), i16x8_extend_high_i8x16(v));
+        [
+            f32x4_convert_i32x4(i32x4_extend_low_i16x8(lo)),
+            f32x4_convert_i32x4(i32x4_extend_high_i16x8(lo)),
+            f32x4_convert_i32x4(i32x4_extend_low_i16x8(hi)),
+            f32x4_convert_i32x4(i32x4_extend_high_i16x8(hi)),
+        ]
+    }
+
+    /// `acc + sum(w[i] * x[at + 4 i ..])` over four vectors of weights.
+    fn dot4(w: [v128; 4], x: &[f32], at: usize, mut acc: v128) -> v128 {
+        for (i, w) in w.into_iter().enumerate() {
+            acc = f32x4_add(acc, f32x4_mul(w, load(x, at + 4 * i)));
+        }
+        acc
+    }
+
+    pub fn f32_dot(a: &[f32], b: &[f32]) -> f32 {
+        let n = a.len() / 4 * 4;
+        let mut acc = f32x4_splat(0.0);
+        for i in (0..n).step_by(4) {
+            acc = f32x4_add(acc, f32x4_mul(load(a, i), load(b, i)));
+        }
+        hsum(acc) + (n..a.len()).map(|i| a[i] * b[i]).sum::<f32>()
+    }
+
+    pub fn q4_1_dot(row: &[u8], x: &[f32], sums: &[f32]) -> f32 {
+        let low = u8x16_splat(0x0f);
+        let mut acc = f32x4_splat(0.0);
+        let mut minimums = 0.0;
+        for (b, block) in row.chunks_exact(20).enumerate() {
+            let qs = bytes16(block, 4);
+            let at = b * BLOCK;
+            let mut s = dot4(u8_to_f32(v128_and(qs, low)), x, at, f32x4_splat(0.0));
+            s = dot4(u8_to_f32(u8x16_shr(qs, 4)), x, at + 16, s);
+            acc = f32x4_add(acc, f32x4_mul(f32x4_splat(f16_at(block, 0)), s));
+            minimums += f16_at(block, 2) * sums[b];
+        }
+        hsum(acc) + minimums
+    }
+
+    pub fn q8_0_dot(row: &[u8], x: &[f32]) -> f32 {
+        let mut acc = f32x4_splat(0.0);
+        for (b, block) in row.chunks_exact(34).enumerate() {
+            let at = b * BLOCK;
+            let mut s = dot4(i8_to_f32(bytes16(block, 2)), x, at, f32x4_splat(0.0));
+            s = dot4(i8_to_f32(bytes16(block, 18)), x, at + 16, s);
+            acc = f32x4_add(acc, f32x4_mul(f32x4_splat(f16_at(block, 0)), s));
+        }
+        hsum(acc)
+    }
+
+    pub fn tile_product(tile: &[f32], x0: &[f32], x1: &[f32]) -> [f32; 2 * TILE_ROWS] {
+        let cols = x0.len();
+        let n = cols / 4 * 4;
+        let mut acc = [f32x4_splat(0.0); 2 * TILE_ROWS];
+        for k in (0..n).step_by(4) {
+            let (a, b) = (load(x0, k), load(x1, k));
+            for r in 0..TILE_ROWS {
+                let w = load(tile, r * cols + k);
+                acc[2 * r] = f32x4_add(acc[2 * r], f32x4_mul(w, a));
+                acc[2 * r + 1] = f32x4_add(acc[2 * r + 1], f32x4_mul(w, b));
+            }
+        }
+        let mut out = [0.0; 2 * TILE_ROWS];
+        for r in 0..TILE_ROWS {
+            let row = &tile[r * cols..(r + 1) * cols];
+            out[2 * r] = hsum(acc[2 * r]) + (n..cols).map(|k| row[k] * x0[k]).sum::<f32>();
+            out[2 * r + 1] = hsum(acc[2 * r + 1]) + (n..cols).map(|k| row[k] * x1[k]).sum::<f32>();
+        }
+        out
+    }
+}

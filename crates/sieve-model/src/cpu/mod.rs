@@ -1,0 +1,326 @@
+//! The forward pass on the CPU, over the GGUF's own quantized blocks.
+//!
+//! Where there is no real GPU (a software adapter such as SwiftShader or lavapipe emulates one
+//! on the CPU, tens of times slower than the CPU itself), this path runs the model: weights stay
+//! in their GGUF encoding ([`matrix::Matrix`]) and are dequantized block by block inside SIMD
+//! dot products with f32 activations; the products of a pass are split by rows over
+//! [`threads::Threads`]; keys and values are kept in f32 in memory. A decoder layer:
+//!
+//! 1. RMSNorm, the Q/K/V projections and RoPE (adjacent pairs, as llama.cpp stores Q and K);
+//!    keys and values appended to the cache;
+//! 2. causal grouped-query attention, per token and head;
+//! 3. the output projection added to the residual stream;
+//! 4. RMSNorm, the gate and up projections, `silu(gate) * up`, and the down projection added
+//!    to the residual stream.
+//!
+//! Only the last token of a pass goes through the final norm and the output head. Tests hold
+//! this path to burn's ops (the reference) and to the WGSL kernels.
+
+pub mod matrix;
+pub mod threads;
+
+use crate::error::ModelError;
+use crate::gguf::Gguf;
+use crate::model::{LlamaConfig, rope_tables};
+use matrix::{Activation, Matrix, Simd, dot};
+use threads::Threads;
+
+/// One decoder layer's weights (matrices `[out, in]`, as GGUF stores them).
+struct Layer {
+    attn_norm: Vec<f32>,
+    /// Q, K and V, stacked on their rows.
+    qkv: [Matrix; 3],
+    wo: Matrix,
+    ffn_norm: Vec<f32>,
+    /// Gate and up, stacked on their rows.
+    gate_up: [Matrix; 2],
+    down: Matrix,
+}
+
+/// A model's weights in memory and the CPU kernels that run it.
+pub(crate) struct CpuForward {
+    config: LlamaConfig,
+    simd: Simd,
+    threads: Threads,
+    /// `[V, D]`
+    embed: Matrix,
+    /// `[V, D]`, when not tied to `embed`.
+    head: Option<Matrix>,
+    norm: Vec<f32>,
+    layers: Vec<Layer>,
+    /// `[max_seq, hd / 2]` cosines and sines of the rotary angles.
+    cos: Vec<f32>,
+    sin: Vec<f32>,
+}
+
+/// Keys and values of the positions seen so far: per layer, `[position, width]` each, where
+/// `width` is `Hkv * hd`.
+pub(crate) struct CpuCache {
+    layers: Vec<(Vec<f32>, Vec<f32>)>,
+    width: usize,
+}
+
+impl CpuCache {
+    pub(crate) fn layers(&self) -> usize {
+        self.layers.len()
+    }
+
+    /// Forgets every position from `len` on.
+    pub(crate) fn truncate(&mut self, len: usize) {
+        for (k, v) in &mut self.layers {
+            k.truncate(len * self.width);
+            v.truncate(len * self.width);
+        }
+    }
+}
+
+/// A layer's tensors as `[out, in]` f32 rows, for models made in memory.
+pub(crate) struct LayerRows {
+    pub attn_norm: Vec<f32>,
+    pub q: Vec<f32>,
+    pub k: Vec<f32>,
+    pub v: Vec<f32>,
+    pub wo: Vec<f32>,
+    pub ffn_norm: Vec<f32>,
+    pub gate: Vec<f32>,
+    pub up: Vec<f32>,
+    pub down: Vec<f32>,
+}
+
+impl CpuForward {
+    /// The weights of a llama GGUF, kept in their encoding, run on `threads` threads.
+    pub(crate) fn from_gguf(
+        gguf: &Gguf<'_>,
+        config: LlamaConfig,
+        threads: usize,
+        on_progress: &mut dyn FnMut(f64),
+    ) -> Result<Self, ModelError> {
+        let (d, f) = (config.hidden, config.ffn);
+        let (qd, kd) = (config.heads * config.head_dim(), config.kv_heads * config.head_dim());
+        let mut layers = Vec::with_capacity(config.layers);
+        for i in 0..config.layers {
+            let p = |s: &str| format!("blk.{i}.{s}.weight");
+            let m = |s: &str, rows: usize, cols: usize| Matrix::from_gguf(gguf, &p(s), rows, cols);
+            layers.push(Layer {
+                attn_norm: gguf.tensor_f32(&p("attn_norm"), &[d])?,
+                qkv: [m("attn_q", qd, d)?, m("attn_k", kd, d)?, m("attn_v", kd, d)?],
+                wo: m("attn_output", d, qd)?,
+                ffn_norm: gguf.tensor_f32(&p("ffn_norm"), &[d])?,
+                gate_up: [m("ffn_gate", f, d)?, m("ffn_up", f, d)?],
+                down: m("ffn_down", d, f)?,
+            });
+            on_progress((i + 1) as f64 / (config.layers + 1) as f64);
+        }
+        let embed = Matrix::from_gguf(gguf, "token_embd.weight", config.vocab, d)?;
+        let head = match gguf.tensors.contains_key("output.weight") {
+            true => Some(Matrix::from_gguf(gguf, "output.weight", config.vocab, d)?),
+            false => None,
+        };
+        let norm = gguf.tensor_f32("output_norm.weight", &[d])?;
+        Self::new(config, threads, embed, head, layers, norm)
+    }
+
+    /// A model from f32 rows (`embed`: `[V, D]`).
+    pub(crate) fn from_rows(
+        config: LlamaConfig,
+        threads: usize,
+        embed: Vec<f32>,
+        layers: Vec<LayerRows>,
+        norm: Vec<f32>,
+    ) -> Result<Self, ModelError> {
+        let (d, f) = (config.hidden, config.ffn);
+        let (qd, kd) = (config.heads * config.head_dim(), config.kv_heads * config.head_dim());
+        let layers = layers
+            .into_iter()
+            .map(|l| Layer {
+                attn_norm: l.attn_norm,
+                qkv: [Matrix::from_f32(qd, d, l.q), Matrix::from_f32(kd, d, l.k), Matrix::from_f32(kd, d, l.v)],
+                wo: Matrix::from_f32(d, qd, l.wo),
+                ffn_norm: l.ffn_norm,
+                gate_up: [Matrix::from_f32(f, d, l.gate), Matrix::from_f32(f, d, l.up)],
+                down: Matrix::from_f32(d, f, l.down),
+            })
+            .collect();
+        let embed = Matrix::from_f32(config.vocab, d, embed);
+        Self::new(config, threads, embed, None, layers, norm)
+    }
+
+    fn new(
+        config: LlamaConfig,
+        threads: usize,
+        embed: Matrix,
+        head: Option<Matrix>,
+        layers: Vec<Layer>,
+        norm: Vec<f32>,
+    ) -> Result<Self, ModelError> {
+        let (cos, sin) = rope_tables(&config);
+        Ok(Self { simd: Simd::detect(), threads: Threads::new(threads)?, config, embed, head, norm, layers, cos, sin })
+    }
+
+    pub(crate) fn threads(&self) -> usize {
+        self.threads.count()
+    }
+
+    /// Bytes of weights held.
+    pub(crate) fn weight_bytes(&self) -> usize {
+        let layer = |l: &Layer| {
+            l.qkv.iter().chain(&l.gate_up).chain([&l.wo, &l.down]).map(Matrix::bytes).sum::<usize>()
+                + 4 * (l.attn_norm.len() + l.ffn_norm.len())
+        };
+        self.embed.bytes() + self.head.as_ref().map_or(0, Matrix::bytes) + 4 * self.norm.len() + self.layers.iter().map(layer).sum::<usize>()
+    }
+
+    pub(crate) fn new_cache(&self) -> CpuCache {
+        CpuCache { layers: (0..self.config.layers).map(|_| (Vec::new(), Vec::new())).collect(), width: self.kv_width() }
+    }
+
+    /// Width of a position's keys (or values): `Hkv * hd`.
+    pub(crate) fn kv_width(&self) -> usize {
+        self.config.kv_heads * self.config.head_dim()
+    }
+
+    /// Runs `tokens` at positions `start..` (the cache holds `start` positions) and returns the
+    /// last token's logits. The caller has checked the ids and the context.
+    pub(crate) fn forward(&self, tokens: &[u32], start: usize, cache: &mut CpuCache) -> Vec<f32> {
+        let c = &self.config;
+        let (n, d, hd) = (tokens.len(), c.hidden, c.head_dim());
+        let (qd, kvw) = (c.heads * hd, self.kv_width());
+        let mut x = vec![0.0; n * d];
+        for (&t, row) in tokens.iter().zip(x.chunks_exact_mut(d)) {
+            self.embed.row_into(t as usize, row);
+        }
+        let mut normed = vec![0.0; n * d];
+        for (layer, (keys, values)) in self.layers.iter().zip(&mut cache.layers) {
+            rms_norm(&x, &layer.attn_norm, c.rms_eps, &mut normed);
+            let mut qkv = self.product(&layer.qkv, &normed, d);
+            let width = qd + 2 * kvw;
+            for (t, row) in qkv.chunks_exact_mut(width).enumerate() {
+                let pos = start + t;
+                let (q, kv) = row.split_at_mut(qd);
+                self.rope(q, pos);
+                self.rope(&mut kv[..kvw], pos);
+                keys.extend_from_slice(&kv[..kvw]);
+                values.extend_from_slice(&kv[kvw..]);
+            }
+            let attended = self.attention(&qkv, width, start, n, keys, values);
+            drop(qkv);
+            add(&mut x, &self.product(std::slice::from_ref(&layer.wo), &attended, qd));
+            rms_norm(&x, &layer.ffn_norm, c.rms_eps, &mut normed);
+            let gate_up = self.product(&layer.gate_up, &normed, d);
+            let act: Vec<f32> = gate_up
+                .chunks_exact(2 * c.ffn)
+                .flat_map(|row| {
+                    let (gate, up) = row.split_at(c.ffn);
+                    gate.iter().zip(up).map(|(&g, &u)| g / (1.0 + (-g).exp()) * u)
+                })
+                .collect();
+            add(&mut x, &self.product(std::slice::from_ref(&layer.down), &act, c.ffn));
+        }
+        let mut last = vec![0.0; d];
+        rms_norm(&x[(n - 1) * d..], &self.norm, c.rms_eps, &mut last);
+        let head = self.head.as_ref().unwrap_or(&self.embed);
+        self.product(std::slice::from_ref(head), &last, d)
+    }
+
+    /// `x` (`[n, cols]`) times the matrices stacked on their rows: `[n, sum of rows]`.
+    fn product(&self, stack: &[Matrix], x: &[f32], cols: usize) -> Vec<f32> {
+        let n = x.len() / cols;
+        let total: usize = stack.iter().map(Matrix::rows).sum();
+        // One token: each row's dot product dequantizes it as it goes.
+        let acts: Vec<Activation<'_>> = if n == 1 { vec![Activation::new(x)] } else { Vec::new() };
+        // Rows outermost (`[row, token]`), so that a thread's run of rows is contiguous.
+        let mut by_row = vec![0.0; total * n];
+        self.threads.rows(&mut by_row, n, |first, run| {
+            let last = first + run.len() / n;
+            let mut offset = 0;
+            for m in stack {
+                let (from, to) = (first.max(offset), last.min(offset + m.rows()));
+                if from < to {
+                    let out = &mut run[(from - first) * n..(to - first) * n];
+                    match n {
+                        1 => m.dot_rows(self.simd, from - offset, &acts[0], out),
+                        _ => m.product_rows(self.simd, from - offset, to - from, x, out),
+                    }
+                }
+                offset += m.rows();
+            }
+        });
+        if n == 1 {
+            return by_row;
+        }
+        let mut out = vec![0.0; total * n];
+        for (r, row) in by_row.chunks_exact(n).enumerate() {
+            for (t, &v) in row.iter().enumerate() {
+                out[t * total + r] = v;
+            }
+        }
+        out
+    }
+
+    /// Rotates adjacent pairs `(2i, 2i+1)` of each head in `x` by position `pos`'s angles.
+    fn rope(&self, x: &mut [f32], pos: usize) {
+        let half = self.config.head_dim() / 2;
+        let (cos, sin) = (&self.cos[pos * half..(pos + 1) * half], &self.sin[pos * half..(pos + 1) * half]);
+        for head in x.chunks_exact_mut(2 * half) {
+            for (i, pair) in head.chunks_exact_mut(2).enumerate() {
+                let (x0, x1) = (pair[0], pair[1]);
+                pair[0] = x0 * cos[i] - x1 * sin[i];
+                pair[1] = x0 * sin[i] + x1 * cos[i];
+            }
+        }
+    }
+
+    /// Causal attention of the `n` new tokens' queries (in `qkv`, rows of `width`) over the
+    /// cached positions: `[n, H * hd]`.
+    fn attention(&self, qkv: &[f32], width: usize, start: usize, n: usize, keys: &[f32], values: &[f32]) -> Vec<f32> {
+        let c = &self.config;
+        let (hd, kvw) = (c.head_dim(), self.kv_width());
+        let group = c.heads / c.kv_heads;
+        let scale = 1.0 / (hd as f32).sqrt();
+        let mut out = vec![0.0; n * c.heads * hd];
+        self.threads.rows(&mut out, hd, |first, run| {
+            let mut scores = Vec::new();
+            for (i, o) in run.chunks_exact_mut(hd).enumerate() {
+                let (t, h) = ((first + i) / c.heads, (first + i) % c.heads);
+                let q = &qkv[t * width + h * hd..][..hd];
+                let kv_off = (h / group) * hd;
+                let seen = start + t + 1;
+                scores.clear();
+                scores.extend((0..seen).map(|j| dot(self.simd, q, &keys[j * kvw + kv_off..][..hd]) * scale));
+                let max = scores.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+                let mut sum = 0.0;
+                for s in &mut scores {
+                    *s = (*s - max).exp();
+                    sum += *s;
+                }
+                for (j, &p) in scores.iter().enumerate() {
+                    let v = &values[j * kvw + kv_off..][..hd];
+                    for (o, &v) in o.iter_mut().zip(v) {
+                        *o += p * v;
+                    }
+                }
+                for o in o.iter_mut() {
+                    *o /= sum;
+                }
+            }
+        });
+        out
+    }
+}
+
+fn add(x: &mut [f32], y: &[f32]) {
+    for (x, y) in x.iter_mut().zip(y) {
+        *x += y;
+    }
+}
+
+/// `x / sqrt(mean(x^2) + eps) * w` for each row of `x` (rows of `w.len()`), into `out`.
+fn rms_norm(x: &[f32], w: &[f32], eps: f32, out: &mut [f32]) {
+    for (row, out) in x.chunks_exact(w.len()).zip(out.chunks_exact_mut(w.len())) {
+        let mean = row.iter().map(|v| v * v).sum::<f32>() / w.len() as f32;
+        let inv = 1.0 / (mean + eps).sqrt();
+        for ((o, &v), &w) in out.iter_mut().zip(row).zip(w) {
+            *o = v * inv * w;
+        }
+    }
+}

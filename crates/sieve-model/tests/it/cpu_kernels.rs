@@ -1,0 +1,142 @@
+//! The CPU path's products against the dequantized rows, in f64: one token's dot products and
+//! several tokens' tile products, for every weight type, random blocks (scales of both signs,
+//! every nibble and byte value), rows taken from the middle of a matrix, and each instruction
+//! set this processor (or this wasm build) runs: the portable kernels and AVX2 natively,
+//! WebAssembly SIMD in the browser.
+
+use half::f16;
+use sieve_model::cpu::matrix::{Activation, Matrix, Simd};
+use sieve_model::gguf::{TensorType, dequantize};
+use wasm_bindgen_test::wasm_bindgen_test;
+
+/// A small deterministic generator (xorshift64*).
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    /// Uniform in `[-scale, scale)`.
+    fn value(&mut self, scale: f32) -> f32 {
+        ((self.next() >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0) * scale
+    }
+
+    fn bytes(&mut self, n: usize) -> Vec<u8> {
+        (0..n).map(|_| self.next() as u8).collect()
+    }
+}
+
+fn f16_bytes(x: f32) -> [u8; 2] {
+    f16::from_f32(x).to_le_bytes()
+}
+
+/// `rows` random rows of `cols` values of `ty`, encoded.
+fn random_rows(ty: TensorType, rows: usize, cols: usize, rng: &mut Rng) -> Vec<u8> {
+    let mut out = Vec::new();
+    for _ in 0..rows * cols / ty.block().0 {
+        match ty {
+            TensorType::F32 => out.extend(rng.value(2.0).to_le_bytes()),
+            TensorType::F16 => out.extend(f16_bytes(rng.value(2.0))),
+            TensorType::Q4_1 => {
+                out.extend(f16_bytes(rng.value(0.1)));
+                out.extend(f16_bytes(rng.value(1.0)));
+                out.extend(rng.bytes(16));
+            }
+            TensorType::Q8_0 => {
+                out.extend(f16_bytes(rng.value(0.02)));
+                out.extend(rng.bytes(32));
+            }
+        }
+    }
+    out
+}
+
+#[wasm_bindgen_test(unsupported = test)]
+fn dot_products_match_the_dequantized_rows() {
+    let mut rng = Rng(0x5eed);
+    let simds = Simd::available();
+    // Every sieve wasm build has WebAssembly SIMD; natively AVX2 is tested where the processor
+    // has it.
+    assert!(simds.len() == 2 || !cfg!(target_family = "wasm"), "no SIMD kernels: {simds:?}");
+    for ty in [TensorType::F32, TensorType::F16, TensorType::Q4_1, TensorType::Q8_0] {
+        let widths: &[usize] = match ty.block().0 {
+            1 => &[1, 7, 8, 37, 576],
+            _ => &[32, 64, 96, 576, 1536],
+        };
+        for &cols in widths {
+            let rows = 6;
+            let data = random_rows(ty, rows, cols, &mut rng);
+            let matrix = Matrix::from_bytes(ty, rows, cols, data.clone()).expect("whole rows");
+            let x: Vec<f32> = (0..cols).map(|_| rng.value(3.0)).collect();
+            let act = Activation::new(&x);
+            let weights = dequantize(ty, &data);
+            let expected: Vec<(f64, f64)> = weights
+                .chunks_exact(cols)
+                .map(|w| {
+                    let exact = w.iter().zip(&x).map(|(&w, &x)| f64::from(w) * f64::from(x)).sum();
+                    let magnitude = w.iter().zip(&x).map(|(&w, &x)| f64::from((w * x).abs())).sum();
+                    (exact, magnitude)
+                })
+                .collect();
+            for &simd in &simds {
+                // All rows, then the rows from the third on.
+                for first in [0, 2] {
+                    let mut out = vec![f32::NAN; rows - first];
+                    matrix.dot_rows(simd, first, &act, &mut out);
+                    for (i, &got) in out.iter().enumerate() {
+                        let (exact, magnitude) = expected[first + i];
+                        let error = (f64::from(got) - exact).abs();
+                        assert!(error <= 1e-5 * magnitude + 1e-6, "{ty:?} x {cols}, {simd:?}, row {}: {got} vs {exact}", first + i);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Several tokens at once (a prefill): rows dequantized into tiles of four, the last tile
+/// partial, and an odd number of tokens.
+#[wasm_bindgen_test(unsupported = test)]
+fn tile_products_match_the_dequantized_rows() {
+    let mut rng = Rng(0x7113);
+    for ty in [TensorType::F32, TensorType::F16, TensorType::Q4_1, TensorType::Q8_0] {
+        let (rows, cols) = (7, if ty.block().0 == 1 { 37 } else { 96 });
+        let data = random_rows(ty, rows, cols, &mut rng);
+        let matrix = Matrix::from_bytes(ty, rows, cols, data.clone()).expect("whole rows");
+        let weights = dequantize(ty, &data);
+        for n in [2, 3, 5] {
+            let xs: Vec<f32> = (0..n * cols).map(|_| rng.value(3.0)).collect();
+            for &simd in &Simd::available() {
+                for first in [0, 1] {
+                    let count = rows - first;
+                    let mut out = vec![f32::NAN; count * n];
+                    matrix.product_rows(simd, first, count, &xs, &mut out);
+                    for (i, w) in weights.chunks_exact(cols).skip(first).enumerate() {
+                        for (t, x) in xs.chunks_exact(cols).enumerate() {
+                            let exact: f64 = w.iter().zip(x).map(|(&w, &x)| f64::from(w) * f64::from(x)).sum();
+                            let magnitude: f64 = w.iter().zip(x).map(|(&w, &x)| f64::from((w * x).abs())).sum();
+                            let got = out[i * n + t];
+                            assert!(
+                                (f64::from(got) - exact).abs() <= 1e-5 * magnitude + 1e-6,
+                                "{ty:?}, {simd:?}, {n} tokens, row {}, token {t}: {got} vs {exact}",
+                                first + i
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[wasm_bindgen_test(unsupported = test)]
+fn encoded_rows_of_the_wrong_size_are_errors() {
+    assert!(Matrix::from_bytes(TensorType::Q4_1, 2, 32, vec![0; 40]).is_ok());
+    assert!(Matrix::from_bytes(TensorType::Q4_1, 2, 32, vec![0; 39]).is_err());
+    assert!(Matrix::from_bytes(TensorType::Q4_1, 2, 48, vec![0; 60]).is_err(), "48 columns are not whole blocks");
+    assert!(Matrix::from_bytes(TensorType::F32, usize::MAX, 4, vec![0; 16]).is_err());
+}
