@@ -1,11 +1,13 @@
-// The demo page: loads SmolLM2 through sieve's engine (in a Web Worker), then runs the chosen
-// constraint on a prompt, streaming forced and sampled text in different colours.
+// The demo page: loads SmolLM2 through sieve's engine (in a Web Worker) on the chosen device,
+// then runs the chosen constraint on a prompt, streaming forced and sampled text in different
+// colours.
 import { createEngine } from "./pkg/index.js";
 import { PRESETS, sourceText } from "./presets.js";
 
 const MODEL_URL = new URL("../assets/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf", import.meta.url);
 const $ = (id) => document.getElementById(id);
 const ui = {
+  device: $("device"),
   loadStatus: $("load-status"),
   loadProgress: $("load-progress"),
   preset: $("preset"),
@@ -169,31 +171,39 @@ function finish(reason, format) {
   setStatus(ui.verdict, "ok", verdict);
 }
 
-async function load() {
-  for (const p of PRESETS) ui.preset.append(new Option(p.label, p.id));
-  choosePreset(PRESETS[0].id);
-  ui.preset.addEventListener("change", () => choosePreset(ui.preset.value));
-  ui.run.addEventListener("click", run);
-  ui.stop.addEventListener("click", () => controller?.abort());
-  ui.constraint.addEventListener("input", () => showConstraintError(null));
+/** Loads the model on the device chosen in the picker (`?device=` sets it at start). */
+async function loadModel() {
+  engine?.unload();
+  engine = null;
+  ui.run.disabled = true;
+  document.body.dataset.engine = "loading";
+  ui.loadProgress.value = 0;
   setStatus(ui.loadStatus, "pending", "Loading the model…");
+  const where = (device) => (device === "cpu" ? "the CPU" : "the GPU");
   try {
     engine = await createEngine({
       model: MODEL_URL.href,
-      onProgress: ({ stage, fraction, loaded, total }) => {
+      device: ui.device.value,
+      onProgress: ({ stage, fraction, loaded, total, device }) => {
         ui.loadProgress.value = fraction ?? 0;
         const mb = (n) => (n / 1e6).toFixed(0);
         const text = {
           download: `Downloading the model: ${mb(loaded ?? 0)} of ${total ? mb(total) : "?"} MB`,
           cache: `Reading the model from the browser cache: ${mb(loaded ?? 0)} MB`,
-          weights: `Loading the weights onto the GPU: ${Math.round((fraction ?? 0) * 100)}%`,
+          weights: `Loading the weights for ${where(device)}: ${Math.round((fraction ?? 0) * 100)}%`,
           ready: "Ready.",
         }[stage];
         setStatus(ui.loadStatus, "pending", text);
       },
     });
     const info = engine.info;
-    setStatus(ui.loadStatus, "ready", `SmolLM2-135M-Instruct ready on WebGPU (${info.layers} layers, ${info.vocab} tokens).`);
+    const on =
+      info.device === "cpu"
+        ? `on the CPU (${info.threads} thread${info.threads === 1 ? "" : "s"}${info.adapter ? `; the WebGPU adapter, ${info.adapter}, is a software one` : ""})`
+        : `on WebGPU (${info.adapter || "adapter"})`;
+    const mb = (info.weightBytes / 1e6).toFixed(0);
+    setStatus(ui.loadStatus, "ready", `SmolLM2-135M-Instruct ready ${on}: ${info.layers} layers, ${info.vocab} tokens, ${mb} MB of weights.`);
+    ui.loadStatus.dataset.device = info.device;
     ui.loadProgress.value = 1;
     document.body.dataset.engine = "ready";
     ui.run.disabled = false;
@@ -203,4 +213,17 @@ async function load() {
   }
 }
 
-load();
+function start() {
+  for (const p of PRESETS) ui.preset.append(new Option(p.label, p.id));
+  choosePreset(PRESETS[0].id);
+  ui.preset.addEventListener("change", () => choosePreset(ui.preset.value));
+  ui.run.addEventListener("click", run);
+  ui.stop.addEventListener("click", () => controller?.abort());
+  ui.constraint.addEventListener("input", () => showConstraintError(null));
+  const asked = new URLSearchParams(location.search).get("device");
+  if ([...ui.device.options].some((o) => o.value === asked)) ui.device.value = asked;
+  ui.device.addEventListener("change", loadModel);
+  loadModel();
+}
+
+start();

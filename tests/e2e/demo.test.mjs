@@ -1,7 +1,8 @@
-// The demo page in a real headless Chromium (WebGPU through SwiftShader) with the real SmolLM2
-// model: a JSON-schema preset streams output that parses and validates against the schema
-// (checked here with Ajv, independently of sieve); a bad schema shows an error next to the
-// editor and the next run works.
+// The demo page in a real headless Chromium with the real SmolLM2 model: the device picker's
+// `auto` puts the model on the CPU, since Chromium's only WebGPU adapter here is SwiftShader (a
+// software one); a JSON-schema preset streams output that parses and validates against the
+// schema (checked here with Ajv, independently of sieve); a bad schema shows an error next to
+// the editor and the next run works.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { mkdir } from "node:fs/promises";
@@ -10,7 +11,7 @@ import addFormats from "ajv-formats";
 import { start } from "./browser.mjs";
 import { PRESETS } from "../../web/presets.js";
 
-// SwiftShader runs the model on the CPU: a forward pass takes seconds on a small machine.
+// A slow machine, or WebGPU on SwiftShader, takes seconds per forward pass.
 const RUN_TIMEOUT = 15 * 60_000;
 
 let ctx;
@@ -45,6 +46,8 @@ test("the demo page generates schema-valid JSON with the real model, and recover
   await page.waitForFunction(() => document.body.dataset.engine !== "loading", null, { timeout: RUN_TIMEOUT });
   const status = await page.textContent("#load-status");
   assert.equal(await page.getAttribute("body", "data-engine"), "ready", `the model did not load: ${status}`);
+  assert.equal(await page.getAttribute("#load-status", "data-device"), "cpu", status);
+  assert.match(status, /on the CPU \(1 thread; the WebGPU adapter, .*, is a software one\)/);
 
   // A JSON-schema preset: the output parses and Ajv accepts it.
   const preset = PRESETS.find((p) => p.id === "form");

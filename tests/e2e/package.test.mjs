@@ -1,6 +1,7 @@
 // The packed npm tarball in a plain page (no bundler): `npm pack web/pkg`, install the tarball,
 // and import it from an HTML page. The low-level API masks tokens for a tokenizer.json, and the
-// engine runs one constrained completion with the real model.
+// engine runs one constrained completion with the real model on each device: WebGPU (here
+// SwiftShader) and the CPU, with the same greedy answer.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { writeFile } from "node:fs/promises";
@@ -33,15 +34,16 @@ const PAGE = `<!doctype html>
     const sameAgain = mask.every((word, w) => longer[w] === word);
     return { size: vocab.size, warmed, allowed: allowed.map(text), jump: matcher.jumpForward(), shortError, sameAgain, extra: longer[vocab.maskWords] };
   };
-  window.complete = async () => {
-    const engine = await createEngine({ model: "/assets/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf" });
+  window.complete = async (device) => {
+    const engine = await createEngine({ model: "/assets/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf", device });
     const r = await engine.completions.create({
       prompt: "Q: Is water wet? Answer yes or no.\\nA:",
       response_format: { type: "regex", pattern: " (yes|no)" },
       max_tokens: 4,
     });
+    const info = engine.info;
     engine.unload();
-    return r;
+    return { ...r, info };
   };
 </script>`;
 
@@ -70,10 +72,16 @@ test("a plain page imports the packed tarball and runs a constrained completion"
   assert.ok(low.sameAgain, "the mask after the error is the same as before");
   assert.equal(low.extra, 7);
 
-  const r = await page.evaluate(() => window.complete());
-  assert.equal(r.object, "text_completion");
-  assert.match(r.choices[0].text, /^ (yes|no)$/);
-  assert.equal(r.choices[0].finish_reason, "stop");
-  assert.ok(r.usage.completion_tokens >= 1);
+  const answers = [];
+  for (const device of ["webgpu", "cpu"]) {
+    const r = await page.evaluate((device) => window.complete(device), device);
+    assert.equal(r.info.device, device);
+    assert.equal(r.object, "text_completion");
+    assert.match(r.choices[0].text, /^ (yes|no)$/);
+    assert.equal(r.choices[0].finish_reason, "stop");
+    assert.ok(r.usage.completion_tokens >= 1);
+    answers.push(r.choices[0].text);
+  }
+  assert.equal(answers[0], answers[1], "WebGPU and the CPU answer alike");
   assert.deepEqual(errors, []);
 });

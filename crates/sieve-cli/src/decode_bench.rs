@@ -19,12 +19,12 @@ use std::time::Instant;
 use clap::Args;
 use serde_json::{Value, json};
 use sieve_core::Matcher;
-use sieve_model::decode::{GenerateConfig, Generation, Picker, StopReason, TokenConstraint, Unconstrained, generate};
+use sieve_model::decode::{GenerateConfig, Generation, StopReason, TokenConstraint, Unconstrained, generate};
 use sieve_model::sampling::Sampling;
 use sieve_model::tokenizer::chat_prompt;
 
 use crate::fail::CliError;
-use crate::generate::{Backend, GenerateConstraint, Loaded};
+use crate::generate::{DeviceChoice, GenerateConstraint, Loaded};
 
 /// Measure decoding with and without a constraint and jump-forward.
 #[derive(Args, Debug)]
@@ -45,8 +45,11 @@ pub struct DecodeBenchArgs {
     #[arg(long, default_value_t = 3)]
     pub rounds: usize,
     /// Where the model runs.
-    #[arg(long, value_enum, default_value_t = Backend::Auto)]
-    pub device: Backend,
+    #[arg(long, value_enum, default_value_t = DeviceChoice::Auto)]
+    pub device: DeviceChoice,
+    /// CPU threads when the model runs on the CPU (0: all the machine has).
+    #[arg(long, default_value_t = 0)]
+    pub threads: usize,
 }
 
 /// One timed generation.
@@ -73,7 +76,7 @@ pub fn run(args: &DecodeBenchArgs) -> Result<i32, CliError> {
     if args.rounds == 0 {
         return Err(CliError::new("--rounds must be at least 1"));
     }
-    let loaded = Loaded::new(&args.model, args.device)?;
+    let loaded = Loaded::new(&args.model, args.device, args.threads)?;
     let vocab = loaded.vocabulary()?;
     let Loaded { model, tokenizer, picker } = &loaded;
     let picker = *picker;
@@ -89,7 +92,7 @@ pub fn run(args: &DecodeBenchArgs) -> Result<i32, CliError> {
     };
     let constrained = |jump_forward: bool| timed(&mut Matcher::new(&constraint, &vocab), args.max_tokens, jump_forward);
 
-    constrained(false)?; // compiles the shaders
+    constrained(false)?; // compiles the shaders, warms the caches
     let (mut plain, mut masked, mut jumped) = (vec![], vec![], vec![]);
     for _ in 0..args.rounds {
         let off = constrained(false)?;
@@ -127,7 +130,8 @@ pub fn run(args: &DecodeBenchArgs) -> Result<i32, CliError> {
     let ratios = |a: &[Run], b: &[Run]| median(a.iter().zip(b).map(|(a, b)| a.ms / b.ms).collect());
     let (off_passes, on_passes) = (masked[0].out.stats.forward_passes, jumped[0].out.stats.forward_passes);
     let report = json!({
-        "device": if picker == Picker::Gpu { "wgpu" } else { "cpu" },
+        "device": loaded.device().0,
+        "threads": loaded.device().1,
         "launches_per_pass": model.launches_per_pass(),
         "prompt_tokens": prompt.len(),
         "rounds": args.rounds,

@@ -1,8 +1,9 @@
 //! `sieve generate`: SmolLM2 from a GGUF file, decoding under a constraint.
 //!
-//! Runs on the native wgpu device (Vulkan, Metal, DX12; lavapipe on a machine without a GPU),
-//! with masking and token choice on the GPU. When no adapter comes up it says so and falls back
-//! to burn's CPU backend, choosing tokens on the CPU.
+//! Runs on a GPU through wgpu (Vulkan, Metal, DX12), with masking and token choice on the GPU,
+//! or on the CPU kernels, which choose tokens on the CPU. `--device auto` takes the GPU when
+//! wgpu's adapter is a real one and the CPU otherwise: a software adapter (lavapipe on a
+//! machine without a GPU) is many times slower than the CPU path.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -15,7 +16,8 @@ use sieve_core::{Constraint, ConstraintSource, Limits, Matcher, Vocabulary};
 use sieve_model::decode::{GenerateConfig, Picker, TokenConstraint, Unconstrained, generate};
 use sieve_model::sampling::Sampling;
 use sieve_model::tokenizer::chat_prompt;
-use sieve_model::{Device, Gguf, Llama, LlamaConfig, Tokenizer};
+use sieve_model::gpu::{Adapter, default_adapter};
+use sieve_model::{Backend, Device, Gguf, Llama, LlamaConfig, Placement, Tokenizer};
 
 use crate::args::read;
 use crate::fail::CliError;
@@ -59,8 +61,11 @@ pub struct GenerateArgs {
     #[arg(long)]
     pub json: bool,
     /// Where the model runs.
-    #[arg(long, value_enum, default_value_t = Backend::Auto)]
-    pub device: Backend,
+    #[arg(long, value_enum, default_value_t = DeviceChoice::Auto)]
+    pub device: DeviceChoice,
+    /// CPU threads when the model runs on the CPU (0: all the machine has).
+    #[arg(long, default_value_t = 0)]
+    pub threads: usize,
 }
 
 /// At most one constraint; none means free generation.
@@ -78,14 +83,15 @@ pub struct GenerateConstraint {
     pub grammar: Option<PathBuf>,
 }
 
-/// The device choice.
+/// Where the model runs.
 #[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Backend {
-    /// wgpu, or the CPU when no adapter comes up.
+pub enum DeviceChoice {
+    /// The GPU when wgpu's adapter is a real GPU, the CPU otherwise.
     Auto,
-    /// wgpu only.
-    Wgpu,
-    /// burn's CPU backend.
+    /// The GPU through wgpu, whatever the adapter (lavapipe included).
+    #[value(alias = "wgpu")]
+    Gpu,
+    /// The CPU kernels.
     Cpu,
 }
 
@@ -108,18 +114,21 @@ impl GenerateConstraint {
     }
 }
 
-/// The device for `choice`, and where tokens are chosen on it.
-fn device(choice: Backend) -> Result<(Device, Picker), CliError> {
-    if choice == Backend::Cpu {
-        return Ok((Device::flex(), Picker::Cpu));
-    }
-    match Device::wgpu_options().init() {
-        Ok(device) => Ok((device, Picker::Gpu)),
-        Err(e) if choice == Backend::Auto => {
-            eprintln!("sieve: no wgpu adapter ({e}); falling back to the CPU backend, which is much slower");
-            Ok((Device::flex(), Picker::Cpu))
-        }
+/// Where the model runs for `choice`, on `threads` CPU threads (0: all), and where tokens are
+/// chosen.
+fn placement(choice: DeviceChoice, threads: usize) -> Result<(Placement, Picker), CliError> {
+    let cpu = || (if threads == 0 { Placement::cpu() } else { Placement::Cpu { threads } }, Picker::Cpu);
+    let gpu = || match Device::wgpu_options().init() {
+        Ok(device) => Ok((Placement::Device(device), Picker::Gpu)),
         Err(e) => Err(CliError::new(format!("no wgpu adapter: {e}"))),
+    };
+    match choice {
+        DeviceChoice::Cpu => Ok(cpu()),
+        DeviceChoice::Gpu => gpu(),
+        DeviceChoice::Auto => match pollster::block_on(default_adapter()) {
+            Adapter::Hardware(_) => gpu(),
+            Adapter::Software(_) | Adapter::None(_) => Ok(cpu()),
+        },
     }
 }
 
@@ -132,13 +141,23 @@ pub(crate) struct Loaded {
 
 impl Loaded {
     /// Reads the model file and loads it for a context of [`MAX_CONTEXT`] tokens.
-    pub(crate) fn new(path: &Path, backend: Backend) -> Result<Self, CliError> {
+    pub(crate) fn new(path: &Path, device: DeviceChoice, threads: usize) -> Result<Self, CliError> {
         let bytes = std::fs::read(path).map_err(|e| CliError::new(format!("{}: {e}", path.display())))?;
         let gguf = Gguf::parse(&bytes)?;
         let tokenizer = Tokenizer::from_gguf(&gguf)?;
-        let (device, picker) = device(backend)?;
-        let model = Llama::from_gguf(&gguf, LlamaConfig::from_gguf(&gguf, MAX_CONTEXT)?, &device)?;
+        let (placement, picker) = placement(device, threads)?;
+        let model = Llama::from_gguf(&gguf, LlamaConfig::from_gguf(&gguf, MAX_CONTEXT)?, placement)?;
         Ok(Self { model, tokenizer, picker })
+    }
+
+    /// Where the model runs, for reports: `"gpu"`, `"cpu"` or `"reference"`, and the CPU
+    /// threads.
+    pub(crate) fn device(&self) -> (&'static str, Option<usize>) {
+        match self.model.backend() {
+            Backend::Gpu => ("gpu", None),
+            Backend::Cpu { threads } => ("cpu", Some(threads)),
+            Backend::Reference => ("reference", None),
+        }
     }
 
     /// The tokenizer's vocabulary for sieve-core, ending at the model's end-of-sequence token.
@@ -151,7 +170,7 @@ impl Loaded {
 /// Generates and prints the completion; returns the exit status.
 pub fn run(args: &GenerateArgs) -> Result<i32, CliError> {
     let constraint = args.constraint.compile()?;
-    let loaded = Loaded::new(&args.model, args.device)?;
+    let loaded = Loaded::new(&args.model, args.device, args.threads)?;
     let Loaded { model, tokenizer, picker } = &loaded;
     let picker = *picker;
     let prompt = match args.chat {
@@ -179,6 +198,8 @@ pub fn run(args: &GenerateArgs) -> Result<i32, CliError> {
             "completion_tokens": s.completion_tokens,
             "forced_tokens": s.forced_tokens,
             "forward_passes": s.forward_passes,
+            "device": loaded.device().0,
+            "threads": loaded.device().1,
             "launches_per_pass": model.launches_per_pass(),
             "tokens_per_s": s.tokens_per_s(),
             "mask_us_p50": s.mask_us_quantile(0.5),

@@ -174,18 +174,18 @@ fn model() -> String {
     p.display().to_string()
 }
 
-/// The real model on wgpu (lavapipe without a GPU): a schema-valid completion with its stats, and
-/// the decode benchmark's figures (behaviour only: the same number of tokens free and
-/// constrained, fewer passes with jump-forward).
+/// The real model on the CPU kernels: a schema-valid completion with its stats, and the decode
+/// benchmark's figures (behaviour only: the same number of tokens free and constrained, fewer
+/// passes with jump-forward).
 #[test]
 fn generate_and_bench_decode_with_the_real_model() {
     let m = model();
     let schema = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../bench/person.schema.json").display().to_string();
     let prompt = "Describe a person as JSON with name, age, city and email.";
-    let (code, out) = sieve(&["generate", "--model", &m, "--json-schema", &schema, "--chat", "--prompt", prompt, "--max-tokens", "48", "--device", "wgpu", "--json"]);
+    let (code, out) = sieve(&["generate", "--model", &m, "--json-schema", &schema, "--chat", "--prompt", prompt, "--max-tokens", "48", "--device", "cpu", "--threads", "2", "--json"]);
     assert_eq!(code, 0);
     let stats = &out[0]["stats"];
-    assert_eq!(stats["launches_per_pass"], 2 + 5 * 30);
+    assert_eq!((&stats["device"], &stats["threads"], &stats["launches_per_pass"]), (&Value::from("cpu"), &Value::from(2), &Value::Null));
     assert!(stats["forced_tokens"].as_u64().unwrap() > 0, "the keys are forced: {stats}");
     let text = out[0]["text"].as_str().unwrap();
     if stats["completion_tokens"].as_u64().unwrap() < 48 {
@@ -195,11 +195,34 @@ fn generate_and_bench_decode_with_the_real_model() {
         }
     }
 
-    let (code, out) = sieve(&["bench-decode", "--model", &m, "--json-schema", &schema, "--prompt", prompt, "--max-tokens", "40", "--rounds", "1", "--device", "wgpu"]);
+    let (code, out) = sieve(&["bench-decode", "--model", &m, "--json-schema", &schema, "--prompt", prompt, "--max-tokens", "40", "--rounds", "1", "--device", "cpu"]);
     assert_eq!(code, 0);
     let r = &out[0];
+    assert_eq!(r["device"], "cpu");
     assert_eq!(r["unconstrained"]["completion_tokens"], r["constrained"]["completion_tokens"]);
     assert_eq!(r["constrained"]["forward_passes"], r["constrained"]["completion_tokens"]);
     assert!(r["jump_forward"]["forward_passes"].as_u64().unwrap() < r["constrained"]["forward_passes"].as_u64().unwrap(), "{r}");
     assert!(r["constrained_overhead_pct"].as_f64().is_some() && r["tokens_per_s_unconstrained"].as_f64().unwrap() > 0.0);
+}
+
+/// `--device gpu` runs the WGSL kernels (lavapipe without a GPU) and `--device auto` takes the GPU
+/// only when wgpu's adapter is a real one; both give the CPU path's greedy tokens.
+#[test]
+fn the_device_flag_picks_where_the_model_runs() {
+    let m = model();
+    let run = |device: &str| {
+        let (code, out) = sieve(&["generate", "--model", &m, "--regex", "[A-Z][a-z]+", "--chat", "--prompt", "Name a colour.", "--max-tokens", "3", "--device", device, "--json"]);
+        assert_eq!(code, 0, "--device {device}: {out:?}");
+        out[0].clone()
+    };
+    let gpu = run("gpu");
+    assert_eq!(gpu["stats"]["device"], "gpu");
+    assert_eq!(gpu["stats"]["launches_per_pass"], 2 + 5 * 30);
+    let cpu = run("cpu");
+    assert_eq!(cpu["tokens"], gpu["tokens"], "greedy tokens on the CPU and on the GPU");
+    let expected = match pollster::block_on(sieve_model::gpu::default_adapter()) {
+        sieve_model::gpu::Adapter::Hardware(_) => "gpu",
+        _ => "cpu",
+    };
+    assert_eq!(run("auto")["stats"]["device"], expected);
 }

@@ -26,6 +26,37 @@ pub async fn wgpu_device() -> Result<Device, WgpuInitError> {
     Ok(initialised)
 }
 
+/// The adapter wgpu would choose natively, found without starting a device on it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Adapter {
+    /// A GPU (discrete, integrated or virtual), by name.
+    Hardware(String),
+    /// A GPU emulated on the CPU (lavapipe, SwiftShader, WARP), by name: slower than the CPU
+    /// path.
+    Software(String),
+    /// No adapter; the reason.
+    None(String),
+}
+
+/// The adapter [`wgpu_device`] would come up on: the high-performance one of the first graphics
+/// API that has one, as burn's runtime chooses.
+#[cfg(not(target_family = "wasm"))]
+pub async fn default_adapter() -> Adapter {
+    use burn::tensor::wgpu::wgpu;
+    let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle());
+    let options = wgpu::RequestAdapterOptions { power_preference: wgpu::PowerPreference::HighPerformance, ..Default::default() };
+    match instance.request_adapter(&options).await {
+        Ok(adapter) => {
+            let info = adapter.get_info();
+            match info.device_type {
+                wgpu::DeviceType::Cpu => Adapter::Software(info.name),
+                _ => Adapter::Hardware(info.name),
+            }
+        }
+        Err(e) => Adapter::None(e.to_string()),
+    }
+}
+
 /// The page's (or worker's) WebGPU device, initialised on first call.
 ///
 /// # Errors

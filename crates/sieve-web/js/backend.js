@@ -1,5 +1,5 @@
-// The engine's working half: fetches (and caches) the model, loads it on WebGPU, and runs
-// requests. It runs inside the Web Worker (worker.js) by default, or on the page itself.
+// The engine's working half: fetches (and caches) the model, loads it on WebGPU or on the CPU,
+// and runs requests. It runs inside the Web Worker (worker.js) by default, or on the page itself.
 import init, { Model } from "./sieve_web.js";
 
 const CACHE_NAME = "sieve-models-v1";
@@ -46,21 +46,47 @@ async function fetchModel(url, useCache, onProgress) {
   return bytes;
 }
 
+/** The WebGPU adapter's description, and whether it is a GPU emulated on the CPU. */
+function describeAdapter(adapter) {
+  const info = adapter.info ?? {};
+  const text = [info.vendor, info.architecture, info.device, info.description].filter(Boolean).join(" ");
+  const software = Boolean(info.isFallbackAdapter ?? adapter.isFallbackAdapter) || /swiftshader|llvmpipe|lavapipe|basic render/i.test(text);
+  return { text, software };
+}
+
+/**
+ * Where the model runs for `requested` ("auto", "webgpu" or "cpu"), and the adapter seen:
+ * "auto" takes WebGPU when its adapter is a real GPU and the CPU when it is a software one
+ * (SwiftShader runs the GPU's work on the CPU, far slower than the CPU path) or there is none.
+ */
+async function chooseDevice(requested) {
+  if (requested === "cpu") return { device: "cpu", adapter: null };
+  const gpu = typeof navigator !== "undefined" ? navigator.gpu : undefined;
+  const adapter = gpu ? await gpu.requestAdapter().catch(() => null) : null;
+  const described = adapter ? describeAdapter(adapter) : null;
+  if (requested === "webgpu") {
+    if (!adapter) throw new Error("WebGPU is not available in this browser (no adapter); use device: \"cpu\" or \"auto\"");
+    return { device: "webgpu", adapter: described.text };
+  }
+  return described && !described.software ? { device: "webgpu", adapter: described.text } : { device: "cpu", adapter: described?.text ?? null };
+}
+
 /** A loaded model and the request runner. */
 export class Backend {
   #model = null;
 
-  /** Loads `source`: a URL string, or the GGUF bytes as an ArrayBuffer (engine.js normalises). */
-  async load(source, { cache = true, onProgress = () => {} } = {}) {
-    if (typeof navigator === "undefined" || !navigator.gpu) {
-      throw new Error("WebGPU is not available in this browser (navigator.gpu is missing); sieve needs it to run the model");
-    }
+  /**
+   * Loads `source`: a URL string, or the GGUF bytes as an ArrayBuffer (engine.js normalises),
+   * on `device` ("auto", "webgpu" or "cpu").
+   */
+  async load(source, { cache = true, device = "auto", onProgress = () => {} } = {}) {
+    const chosen = await chooseDevice(device);
     await init();
     const bytes = typeof source === "string" ? await fetchModel(source, cache, onProgress) : new Uint8Array(source);
-    onProgress({ stage: "weights", fraction: 0 });
-    this.#model = await Model.load(bytes, (fraction) => onProgress({ stage: "weights", fraction }));
-    onProgress({ stage: "ready", fraction: 1 });
-    return this.#model.info;
+    onProgress({ stage: "weights", fraction: 0, device: chosen.device });
+    this.#model = await Model.load(bytes, chosen.device, (fraction) => onProgress({ stage: "weights", fraction, device: chosen.device }));
+    onProgress({ stage: "ready", fraction: 1, device: chosen.device });
+    return { ...this.#model.info, adapter: chosen.adapter };
   }
 
   /** Runs one request; `onDelta(text, forced)` streams, `isAborted()` is polled each step. */

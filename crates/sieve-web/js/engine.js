@@ -49,9 +49,9 @@ class WorkerChannel {
     };
   }
 
-  load(source, { cache, onProgress }) {
+  load(source, { cache, device, onProgress }) {
     const transfer = source instanceof ArrayBuffer ? [source] : [];
-    return this.#call({ op: "load", source, cache }, { onProgress }, transfer).done;
+    return this.#call({ op: "load", source, cache, device }, { onProgress }, transfer).done;
   }
 
   generate(request, onDelta, isAborted) {
@@ -120,16 +120,19 @@ function channelIterator() {
 
 let completionCounter = 0;
 
+const DEVICES = ["auto", "webgpu", "cpu"];
+
 /** Loads a model and returns the engine. See index.d.ts for the options. */
-export async function createEngine({ model, onProgress = () => {}, worker = true, cache = true } = {}) {
+export async function createEngine({ model, device = "auto", onProgress = () => {}, worker = true, cache = true } = {}) {
   if (model === undefined) throw new TypeError("createEngine: `model` (a URL or the GGUF bytes) is required");
+  if (!DEVICES.includes(device)) throw new TypeError(`createEngine: \`device\` is one of ${DEVICES.join(", ")}, not ${JSON.stringify(device)}`);
   if (worker && typeof Worker === "undefined") throw new Error("createEngine: Web Workers are not available; pass worker: false");
   let source = model instanceof URL ? String(model) : model;
   if (ArrayBuffer.isView(source)) source = source.buffer.slice(source.byteOffset, source.byteOffset + source.byteLength);
   const open = async () => {
     const channel = worker ? new WorkerChannel() : new LocalChannel();
     const copy = source instanceof ArrayBuffer ? source.slice(0) : source;
-    const info = await channel.load(copy, { cache, onProgress });
+    const info = await channel.load(copy, { cache, device, onProgress });
     return { channel, info };
   };
   let current = await open();
@@ -206,7 +209,7 @@ export async function createEngine({ model, onProgress = () => {}, worker = true
   }
 
   return {
-    /** `{vocab, layers, hidden, maxContext}` of the loaded model. */
+    /** The loaded model and where it runs: see `EngineInfo` in index.d.ts. */
     get info() {
       return current?.info ?? null;
     },

@@ -1,11 +1,17 @@
 // Types of the sieve-web package: the engine (engine.js) and the low-level API (sieve_web.js).
 export { default as init, Vocabulary, Constraint, Matcher, initGpu } from "./sieve_web.js";
 
+/** Where the model runs: `auto` (the default) takes WebGPU when the browser's adapter is a real
+ * GPU, and the CPU when it is a software one (SwiftShader) or there is none. */
+export type DeviceChoice = "auto" | "webgpu" | "cpu";
+
 /** Where loading the model stands. */
 export interface LoadProgress {
   /** `download` (from the network), `cache` (from the Cache API), `weights` (dequantizing and
-   * uploading to the GPU), `ready`. */
+   * uploading to the GPU, or reading them for the CPU), `ready`. */
   stage: "download" | "cache" | "weights" | "ready";
+  /** Where the model is being loaded (weights and ready stages). */
+  device?: "webgpu" | "cpu";
   /** 0 to 1, or null when the size is unknown. */
   fraction: number | null;
   /** Bytes read so far (download and cache stages). */
@@ -17,7 +23,9 @@ export interface LoadProgress {
 export interface EngineOptions {
   /** The GGUF model (SmolLM2-135M-Instruct Q4_1): a URL, or its bytes. */
   model: string | URL | ArrayBuffer | Uint8Array;
-  /** Called while the model downloads and while its weights load onto the GPU. */
+  /** Where the model runs (default `auto`). */
+  device?: DeviceChoice;
+  /** Called while the model downloads and while its weights load. */
   onProgress?: (progress: LoadProgress) => void;
   /** Run the model in a Web Worker (default true) so the page never freezes. */
   worker?: boolean;
@@ -116,8 +124,24 @@ export interface Completion {
   sieve?: { forced: boolean };
 }
 
+/** The loaded model and where it runs. */
+export interface EngineInfo {
+  vocab: number;
+  layers: number;
+  hidden: number;
+  maxContext: number;
+  /** Where the model runs: the choice `auto` made, or the one asked for. */
+  device: "webgpu" | "cpu";
+  /** CPU threads on the CPU, null on WebGPU. */
+  threads: number | null;
+  /** Memory the weights take where they run, in bytes. */
+  weightBytes: number;
+  /** The browser's WebGPU adapter (vendor, architecture, description), null without one. */
+  adapter: string | null;
+}
+
 export interface Engine {
-  readonly info: { vocab: number; layers: number; hidden: number; maxContext: number } | null;
+  readonly info: EngineInfo | null;
   chat: {
     completions: {
       create(body: SamplingOptions & { messages: ChatMessage[]; stream?: false }): Promise<ChatCompletion>;
@@ -132,6 +156,6 @@ export interface Engine {
   unload(): void;
 }
 
-/** Loads the model and returns the engine. Rejects when WebGPU is unavailable or the model
- * cannot be fetched or read. */
+/** Loads the model and returns the engine. Rejects when `device` is `webgpu` and WebGPU is
+ * unavailable, or when the model cannot be fetched or read. */
 export function createEngine(options: EngineOptions): Promise<Engine>;

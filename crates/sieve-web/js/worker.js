@@ -1,5 +1,5 @@
 // The engine's Web Worker: the model and the decode loop run here so the page never freezes.
-// Messages in: {id, op: "load", source, cache} | {id, op: "generate", request} | {id, op: "abort"}.
+// Messages in: {id, op: "load", source, cache, device} | {id, op: "generate", request} | {id, op: "abort"}.
 // Messages out: {id, type: "progress" | "delta" | "done" | "error", ...}.
 import { Backend } from "./backend.js";
 
@@ -21,6 +21,7 @@ self.onmessage = async ({ data }) => {
     if (op === "load") {
       const info = await backend.load(data.source, {
         cache: data.cache,
+        device: data.device,
         onProgress: (progress) => postMessage({ id, type: "progress", progress }),
       });
       postMessage({ id, type: "done", result: info });

@@ -1,4 +1,4 @@
-//! SmolLM2 on WebGPU with the constrained decode loop, for the JavaScript engine.
+//! SmolLM2 on WebGPU or on the CPU, with the constrained decode loop, for the JavaScript engine.
 
 use std::cell::Cell;
 use std::rc::Rc;
@@ -9,7 +9,7 @@ use sieve_core::{Constraint, ConstraintCache, Limits, Matcher};
 use sieve_model::decode::{Deferred, Delta, GenerateConfig, Picker, StopReason, TokenConstraint, Unconstrained, generate_streaming};
 use sieve_model::sampling::Sampling;
 use sieve_model::tokenizer::chat_prompt;
-use sieve_model::{Gguf, Llama, LlamaConfig, ModelError, Tokenizer};
+use sieve_model::{Backend, Gguf, Llama, LlamaConfig, ModelError, Placement, Tokenizer};
 use wasm_bindgen::prelude::*;
 
 use crate::constraint::{Vocabulary, from_js, to_js};
@@ -38,10 +38,15 @@ struct Loaded {
 
 #[wasm_bindgen]
 impl Model {
-    /// Loads a llama-architecture GGUF (SmolLM2-135M-Instruct) from its bytes onto WebGPU.
-    /// `onProgress(fraction)` is called as the weights are dequantized and uploaded.
-    pub async fn load(bytes: Vec<u8>, on_progress: Option<js_sys::Function>) -> Result<Model, JsError> {
-        let device = sieve_model::gpu::wgpu_device().await.map_err(no_webgpu)?;
+    /// Loads a llama-architecture GGUF (SmolLM2-135M-Instruct) from its bytes onto `device`:
+    /// `"webgpu"` (the WGSL kernels) or `"cpu"` (the CPU kernels, on this thread).
+    /// `onProgress(fraction)` is called as the weights are loaded.
+    pub async fn load(bytes: Vec<u8>, device: &str, on_progress: Option<js_sys::Function>) -> Result<Model, JsError> {
+        let placement = match device {
+            "webgpu" => Placement::from(sieve_model::gpu::wgpu_device().await.map_err(no_webgpu)?),
+            "cpu" => Placement::Cpu { threads: 1 },
+            other => return Err(JsError::new(&format!("unknown device {other:?}: \"webgpu\" or \"cpu\""))),
+        };
         let gguf = Gguf::parse(&bytes).map_err(js_error)?;
         let tokenizer = Tokenizer::from_gguf(&gguf).map_err(js_error)?;
         let config = LlamaConfig::from_gguf(&gguf, MAX_CONTEXT).map_err(js_error)?;
@@ -50,7 +55,7 @@ impl Model {
                 let _ = f.call1(&JsValue::NULL, &JsValue::from_f64(fraction));
             }
         };
-        let model = Llama::from_gguf_with_progress(&gguf, config, &device, &mut report).map_err(js_error)?;
+        let model = Llama::from_gguf_with_progress(&gguf, config, placement, &mut report).map_err(js_error)?;
         let vocab = sieve_core::Vocabulary::from_tokenizer_json(tokenizer.json())
             .and_then(|v| v.with_eos_ids(&[tokenizer.eos()]))
             .and_then(|v| v.with_width(model.config().vocab))
@@ -68,11 +73,26 @@ impl Model {
         Vocabulary::new(self.inner.vocab.clone())
     }
 
-    /// `{vocab, layers, hidden, maxContext}`.
+    /// `{vocab, layers, hidden, maxContext, device, threads, weightBytes}`: `device` is
+    /// `"webgpu"` or `"cpu"`, `threads` the CPU threads (null on WebGPU), `weightBytes` the
+    /// memory the weights take where they run.
     #[wasm_bindgen(getter)]
     pub fn info(&self) -> Result<JsValue, JsError> {
-        let c = self.inner.model.config();
-        to_js(&json!({"vocab": c.vocab, "layers": c.layers, "hidden": c.hidden, "maxContext": c.max_seq}))
+        let model = &self.inner.model;
+        let c = model.config();
+        let (device, threads) = match model.backend() {
+            Backend::Cpu { threads } => ("cpu", Some(threads)),
+            Backend::Gpu | Backend::Reference => ("webgpu", None),
+        };
+        to_js(&json!({
+            "vocab": c.vocab,
+            "layers": c.layers,
+            "hidden": c.hidden,
+            "maxContext": c.max_seq,
+            "device": device,
+            "threads": threads,
+            "weightBytes": model.weight_bytes(),
+        }))
     }
 
     /// Runs one completion request (OpenAI-shaped: `messages` or `prompt`, `response_format`,
@@ -112,7 +132,9 @@ async fn run(loaded: &Loaded, request: &Request, on_delta: Option<&js_sys::Funct
         top_p: request.top_p.unwrap_or(1.0),
         seed: request.seed.unwrap_or(0),
     };
-    let config = GenerateConfig { max_tokens, sampling, jump_forward: request.jump_forward.unwrap_or(true), picker: Picker::Gpu };
+    // Tokens are chosen where the logits are: on the GPU with WebGPU, on the CPU otherwise.
+    let picker = if loaded.model.backend() == Backend::Gpu { Picker::Gpu } else { Picker::Cpu };
+    let config = GenerateConfig { max_tokens, sampling, jump_forward: request.jump_forward.unwrap_or(true), picker };
     let mut constraint: Box<dyn TokenConstraint> = match planned.output {
         Output::Text => Box::new(Unconstrained::new(loaded.model.config().vocab)),
         Output::Ready(c) => Box::new(Matcher::new(&c, &loaded.vocab)),
