@@ -203,6 +203,16 @@ fn generate_and_bench_decode_with_the_real_model() {
     assert_eq!(r["constrained"]["forward_passes"], r["constrained"]["completion_tokens"]);
     assert!(r["jump_forward"]["forward_passes"].as_u64().unwrap() < r["constrained"]["forward_passes"].as_u64().unwrap(), "{r}");
     assert!(r["constrained_overhead_pct"].as_f64().is_some() && r["tokens_per_s_unconstrained"].as_f64().unwrap() > 0.0);
+
+    // Without a constraint: free decoding of a raw prompt, exactly --max-tokens tokens.
+    let (code, out) = sieve(&["bench-decode", "--model", &m, "--raw", "--prompt", "Once upon a time", "--max-tokens", "8", "--rounds", "1", "--device", "cpu", "--threads", "1"]);
+    assert_eq!(code, 0, "{out:?}");
+    let r = &out[0];
+    assert_eq!((&r["threads"], &r["unconstrained"]["completion_tokens"], &r["constrained"]), (&Value::from(1), &Value::from(8), &Value::Null), "{r}");
+    assert!(r["prompt_tokens"].as_u64().unwrap() < 8, "no chat template around the prompt: {r}");
+    for key in ["prefill_tokens_per_s", "decode_tokens_per_s"] {
+        assert!(r[key].as_f64().is_some_and(|x| x > 0.0), "{key}: {r}");
+    }
 }
 
 /// `--device gpu` runs the WGSL kernels (lavapipe without a GPU) and `--device auto` takes the GPU

@@ -247,6 +247,9 @@ pub struct Stats {
     pub forward_passes: usize,
     /// Wall time of the whole generation, prompt prefill included, in milliseconds.
     pub elapsed_ms: f64,
+    /// Wall time to the first sampled token (the prompt's prefill, its mask and the pick), in
+    /// milliseconds; `None` when no token was sampled.
+    pub first_token_ms: Option<f64>,
     /// Time to compute each step's mask, in microseconds.
     pub mask_us: Vec<f64>,
 }
@@ -362,6 +365,7 @@ pub async fn generate_streaming(
         stats.mask_us.push((clock() - t0) * 1000.0);
         let token = config.picker.pick(logits, &mask, vocab, &config.sampling, step).await?;
         step += 1;
+        stats.first_token_ms.get_or_insert_with(|| clock() - start);
         jumped = false;
         constraint.accept_token(token)?;
         tokens.push(token);
