@@ -33,6 +33,7 @@
 
 use burn::tensor::{Device, Int, Tensor, TensorData, activation};
 
+use crate::cpu::parts::{Helpers, Shard};
 use crate::cpu::{CpuCache, CpuForward, LayerRows};
 use crate::error::ModelError;
 use crate::gguf::Gguf;
@@ -503,6 +504,28 @@ impl Llama {
         }
     }
 
+    /// On the CPU path: from now on this worker computes part 0 of every product's rows and
+    /// `helpers` the others (workers holding [`Llama::shard`]s of the same model). An error
+    /// elsewhere.
+    pub fn set_helpers(&mut self, helpers: Box<dyn Helpers>) -> Result<(), ModelError> {
+        match &mut self.weights {
+            Weights::Cpu(cpu) => {
+                cpu.set_helpers(helpers);
+                Ok(())
+            }
+            Weights::Burn(_) => Err(ModelError::Input("helpers are for the CPU path".into())),
+        }
+    }
+
+    /// On the CPU path: part `part` of `parts` of every product's rows, for a helper of a worker
+    /// running the same model (see [`crate::cpu::parts`]). An error elsewhere.
+    pub fn shard(&self, part: usize, parts: usize) -> Result<Shard, ModelError> {
+        match &self.weights {
+            Weights::Cpu(cpu) => cpu.shard(part, parts),
+            Weights::Burn(_) => Err(ModelError::Input("shards are of the CPU path".into())),
+        }
+    }
+
     /// Which implementation runs the forward pass.
     pub fn backend(&self) -> Backend {
         match &self.weights {
@@ -563,7 +586,7 @@ impl Llama {
         let mismatch = || ModelError::Input("KV cache belongs to a different model".into());
         let (weights, layers) = match (&mut cache.store, &self.weights) {
             (CacheStore::Cpu(store), Weights::Cpu(cpu)) if store.layers() == c.layers => {
-                let logits = cpu.forward(tokens, start, store);
+                let logits = cpu.forward(tokens, start, store)?;
                 cache.len = start + n;
                 return Ok(Logits::Host(logits));
             }

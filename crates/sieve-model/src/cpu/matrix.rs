@@ -136,6 +136,16 @@ impl Matrix {
         self.rows
     }
 
+    /// Rows `range` as a matrix of their own (a copy).
+    pub fn rows_range(&self, range: std::ops::Range<usize>) -> Self {
+        assert!(range.start <= range.end && range.end <= self.rows, "rows {range:?} of {}", self.rows);
+        let data = match &self.data {
+            Data::F32(values) => Data::F32(values[range.start * self.cols..range.end * self.cols].to_vec()),
+            Data::Encoded(bytes) => Data::Encoded(bytes[range.start * self.row_bytes..range.end * self.row_bytes].to_vec()),
+        };
+        Self { rows: range.len(), data, ..*self }
+    }
+
     pub fn cols(&self) -> usize {
         self.cols
     }

@@ -15,14 +15,21 @@
 //!
 //! Only the last token of a pass goes through the final norm and the output head. Tests hold
 //! this path to burn's ops (the reference) and to the WGSL kernels.
+//!
+//! Where threads share no memory (Web Workers, each with a wasm instance of its own), the
+//! products' rows are split into parts across workers instead ([`parts`]).
 
 pub mod matrix;
+pub mod parts;
 pub mod threads;
+
+use std::slice::from_ref;
 
 use crate::error::ModelError;
 use crate::gguf::Gguf;
 use crate::model::{LlamaConfig, rope_tables};
 use matrix::{Activation, Matrix, Simd, dot};
+use parts::{Helpers, Shard, StackPart, part_rows};
 use threads::Threads;
 
 /// One decoder layer's weights (matrices `[out, in]`, as GGUF stores them).
@@ -51,7 +58,17 @@ pub(crate) struct CpuForward {
     /// `[max_seq, hd / 2]` cosines and sines of the rotary angles.
     cos: Vec<f32>,
     sin: Vec<f32>,
+    /// Workers holding the other parts of every product's rows, when there are any.
+    helpers: Option<Box<dyn Helpers>>,
 }
+
+/// Products of a pass are numbered (see [`CpuForward::stack`]): per layer these four, in order;
+/// the output head last.
+const QKV: usize = 0;
+const OUTPUT: usize = 1;
+const GATE_UP: usize = 2;
+const DOWN: usize = 3;
+const PER_LAYER: usize = 4;
 
 /// Keys and values of the positions seen so far: per layer, `[position, width]` each, where
 /// `width` is `Hkv * hd`.
@@ -154,11 +171,62 @@ impl CpuForward {
         norm: Vec<f32>,
     ) -> Result<Self, ModelError> {
         let (cos, sin) = rope_tables(&config);
-        Ok(Self { simd: Simd::detect(), threads: Threads::new(threads)?, config, embed, head, norm, layers, cos, sin })
+        let threads = Threads::new(threads)?;
+        Ok(Self { simd: Simd::detect(), threads, config, embed, head, norm, layers, cos, sin, helpers: None })
     }
 
+    /// Threads of this worker, times the parts the rows are split into.
     pub(crate) fn threads(&self) -> usize {
-        self.threads.count()
+        self.threads.count() * self.helpers.as_ref().map_or(1, |h| h.parts())
+    }
+
+    /// From now on computes part 0 of each product's rows and has `helpers` compute the others.
+    pub(crate) fn set_helpers(&mut self, helpers: Box<dyn Helpers>) {
+        self.helpers = Some(helpers);
+    }
+
+    /// Part `part` of `parts` of every product's rows, for a worker that helps this model's.
+    pub(crate) fn shard(&self, part: usize, parts: usize) -> Result<Shard, ModelError> {
+        if part >= parts {
+            return Err(ModelError::Input(format!("part {part} of {parts}")));
+        }
+        let stacks = (0..self.stacks())
+            .map(|id| {
+                let stack = self.stack(id);
+                let total = stack.iter().map(Matrix::rows).sum();
+                let want = part_rows(total, part, parts);
+                let mut offset = 0;
+                let mut pieces = Vec::new();
+                for m in stack {
+                    let (from, to) = (want.start.max(offset), want.end.min(offset + m.rows()));
+                    if from < to {
+                        pieces.push(m.rows_range(from - offset..to - offset));
+                    }
+                    offset += m.rows();
+                }
+                StackPart { pieces, total, cols: stack[0].cols() }
+            })
+            .collect();
+        Ok(Shard::new(self.simd, part, parts, stacks))
+    }
+
+    /// How many products a pass has.
+    fn stacks(&self) -> usize {
+        PER_LAYER * self.layers.len() + 1
+    }
+
+    /// Product `id`'s matrices, stacked on their rows: a layer's Q/K/V, output, gate/up or down
+    /// projection (`PER_LAYER * layer + QKV`, ...), or the output head (the last).
+    fn stack(&self, id: usize) -> &[Matrix] {
+        match self.layers.get(id / PER_LAYER) {
+            Some(l) => match id % PER_LAYER {
+                QKV => &l.qkv,
+                OUTPUT => from_ref(&l.wo),
+                GATE_UP => &l.gate_up,
+                _ => from_ref(&l.down),
+            },
+            None => from_ref(self.head.as_ref().unwrap_or(&self.embed)),
+        }
     }
 
     /// Bytes of weights held.
@@ -180,8 +248,19 @@ impl CpuForward {
     }
 
     /// Runs `tokens` at positions `start..` (the cache holds `start` positions) and returns the
-    /// last token's logits. The caller has checked the ids and the context.
-    pub(crate) fn forward(&self, tokens: &[u32], start: usize, cache: &mut CpuCache) -> Vec<f32> {
+    /// last token's logits. The caller has checked the ids and the context. An error only
+    /// comes from the helpers, and leaves the cache unusable.
+    pub(crate) fn forward(&self, tokens: &[u32], start: usize, cache: &mut CpuCache) -> Result<Vec<f32>, ModelError> {
+        // The helpers take so many tokens at a time; a longer prompt runs in passes.
+        if let Some(max) = self.helpers.as_ref().map(|h| h.max_tokens().max(1))
+            && tokens.len() > max
+        {
+            let mut logits = Vec::new();
+            for (i, chunk) in tokens.chunks(max).enumerate() {
+                logits = self.forward(chunk, start + i * max, cache)?;
+            }
+            return Ok(logits);
+        }
         let c = &self.config;
         let (n, d, hd) = (tokens.len(), c.hidden, c.head_dim());
         let (qd, kvw) = (c.heads * hd, self.kv_width());
@@ -190,9 +269,10 @@ impl CpuForward {
             self.embed.row_into(t as usize, row);
         }
         let mut normed = vec![0.0; n * d];
-        for (layer, (keys, values)) in self.layers.iter().zip(&mut cache.layers) {
+        for (i, (layer, (keys, values))) in self.layers.iter().zip(&mut cache.layers).enumerate() {
+            let id = PER_LAYER * i;
             rms_norm(&x, &layer.attn_norm, c.rms_eps, &mut normed);
-            let mut qkv = self.product(&layer.qkv, &normed, d);
+            let mut qkv = self.product(id + QKV, &normed, d)?;
             let width = qd + 2 * kvw;
             for (t, row) in qkv.chunks_exact_mut(width).enumerate() {
                 let pos = start + t;
@@ -204,9 +284,9 @@ impl CpuForward {
             }
             let attended = self.attention(&qkv, width, start, n, keys, values);
             drop(qkv);
-            add(&mut x, &self.product(std::slice::from_ref(&layer.wo), &attended, qd));
+            add(&mut x, &self.product(id + OUTPUT, &attended, qd)?);
             rms_norm(&x, &layer.ffn_norm, c.rms_eps, &mut normed);
-            let gate_up = self.product(&layer.gate_up, &normed, d);
+            let gate_up = self.product(id + GATE_UP, &normed, d)?;
             let act: Vec<f32> = gate_up
                 .chunks_exact(2 * c.ffn)
                 .flat_map(|row| {
@@ -214,39 +294,36 @@ impl CpuForward {
                     gate.iter().zip(up).map(|(&g, &u)| g / (1.0 + (-g).exp()) * u)
                 })
                 .collect();
-            add(&mut x, &self.product(std::slice::from_ref(&layer.down), &act, c.ffn));
+            add(&mut x, &self.product(id + DOWN, &act, c.ffn)?);
         }
         let mut last = vec![0.0; d];
         rms_norm(&x[(n - 1) * d..], &self.norm, c.rms_eps, &mut last);
-        let head = self.head.as_ref().unwrap_or(&self.embed);
-        self.product(std::slice::from_ref(head), &last, d)
+        self.product(self.stacks() - 1, &last, d)
     }
 
-    /// `x` (`[n, cols]`) times the matrices stacked on their rows: `[n, sum of rows]`.
-    fn product(&self, stack: &[Matrix], x: &[f32], cols: usize) -> Vec<f32> {
+    /// `x` (`[n, cols]`) times product `id`'s matrices stacked on their rows: `[n, sum of rows]`.
+    /// With helpers, this worker computes part 0 of the rows while they compute the others.
+    fn product(&self, id: usize, x: &[f32], cols: usize) -> Result<Vec<f32>, ModelError> {
+        let stack = self.stack(id);
         let n = x.len() / cols;
         let total: usize = stack.iter().map(Matrix::rows).sum();
-        // One token: each row's dot product dequantizes it as it goes.
-        let acts: Vec<Activation<'_>> = if n == 1 { vec![Activation::new(x)] } else { Vec::new() };
+        let own = match &self.helpers {
+            Some(helpers) => {
+                helpers.start(id, n, x);
+                part_rows(total, 0, helpers.parts()).end
+            }
+            None => total,
+        };
         // Rows outermost (`[row, token]`), so that a thread's run of rows is contiguous.
         let mut by_row = vec![0.0; total * n];
-        self.threads.rows(&mut by_row, n, |first, run| {
-            let last = first + run.len() / n;
-            let mut offset = 0;
-            for m in stack {
-                let (from, to) = (first.max(offset), last.min(offset + m.rows()));
-                if from < to {
-                    let out = &mut run[(from - first) * n..(to - first) * n];
-                    match n {
-                        1 => m.dot_rows(self.simd, from - offset, &acts[0], out),
-                        _ => m.product_rows(self.simd, from - offset, to - from, x, out),
-                    }
-                }
-                offset += m.rows();
-            }
-        });
+        let (mine, theirs) = by_row.split_at_mut(own * n);
+        let simd = self.simd;
+        self.threads.rows(mine, n, |first, run| stack_rows(simd, stack, first, x, n, run));
+        if let Some(helpers) = &self.helpers {
+            helpers.finish(theirs)?;
+        }
         if n == 1 {
-            return by_row;
+            return Ok(by_row);
         }
         let mut out = vec![0.0; total * n];
         for (r, row) in by_row.chunks_exact(n).enumerate() {
@@ -254,7 +331,7 @@ impl CpuForward {
                 out[t * total + r] = v;
             }
         }
-        out
+        Ok(out)
     }
 
     /// Rotates adjacent pairs `(2i, 2i+1)` of each head in `x` by position `pos`'s angles.
@@ -273,7 +350,7 @@ impl CpuForward {
     /// Causal attention of the `n` new tokens' queries (in `qkv`, rows of `width`) over the
     /// cached positions: `[n, H * hd]`.
     fn attention(&self, qkv: &[f32], width: usize, start: usize, n: usize, keys: &[f32], values: &[f32]) -> Vec<f32> {
-        let c = &self.config;
+        let (c, simd) = (&self.config, self.simd);
         let (hd, kvw) = (c.head_dim(), self.kv_width());
         let group = c.heads / c.kv_heads;
         let scale = 1.0 / (hd as f32).sqrt();
@@ -286,7 +363,7 @@ impl CpuForward {
                 let kv_off = (h / group) * hd;
                 let seen = start + t + 1;
                 scores.clear();
-                scores.extend((0..seen).map(|j| dot(self.simd, q, &keys[j * kvw + kv_off..][..hd]) * scale));
+                scores.extend((0..seen).map(|j| dot(simd, q, &keys[j * kvw + kv_off..][..hd]) * scale));
                 let max = scores.iter().copied().fold(f32::NEG_INFINITY, f32::max);
                 let mut sum = 0.0;
                 for s in &mut scores {
@@ -305,6 +382,26 @@ impl CpuForward {
             }
         });
         out
+    }
+}
+
+/// Rows `first..` of the product of `x` (`n` tokens) with the matrices of `stack` stacked on
+/// their rows, as many as `out` holds (`[row, token]`).
+fn stack_rows(simd: Simd, stack: &[Matrix], first: usize, x: &[f32], n: usize, out: &mut [f32]) {
+    let last = first + out.len() / n;
+    // One token: each row's dot product dequantizes it as it goes.
+    let act = (n == 1).then(|| Activation::new(x));
+    let mut offset = 0;
+    for m in stack {
+        let (from, to) = (first.max(offset), last.min(offset + m.rows()));
+        if from < to {
+            let run = &mut out[(from - first) * n..(to - first) * n];
+            match &act {
+                Some(act) => m.dot_rows(simd, from - offset, act, run),
+                None => m.product_rows(simd, from - offset, to - from, x, run),
+            }
+        }
+        offset += m.rows();
     }
 }
 

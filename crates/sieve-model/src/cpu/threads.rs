@@ -1,7 +1,8 @@
 //! The threads a CPU forward pass splits its products over.
 //!
 //! Natively a pool of its own (rayon) with the requested number of threads; in the browser one
-//! thread, the caller's.
+//! thread, the caller's (the page's other threads are workers with memories of their own, which
+//! take parts of the rows instead: see [`super::parts`]).
 
 use crate::error::ModelError;
 

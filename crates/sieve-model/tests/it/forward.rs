@@ -8,9 +8,12 @@
 //! --target wasm32-unknown-unknown` the WGSL pass runs on WebGPU in Chromium and the CPU kernels
 //! on WebAssembly SIMD, on one thread. No adapter is a failure, never a skip.
 
+use std::cell::RefCell;
+
 use burn::tensor::Device;
+use sieve_model::cpu::parts::{Helpers, Shard};
 use sieve_model::gpu::wgpu_device;
-use sieve_model::{Backend, KvCache, Llama, LlamaConfig, Logits, Placement};
+use sieve_model::{Backend, KvCache, Llama, LlamaConfig, Logits, ModelError, Placement};
 use wasm_bindgen_test::wasm_bindgen_test;
 
 async fn row(logits: Logits) -> Vec<f32> {
@@ -86,4 +89,60 @@ async fn wider_model_with_a_long_context_matches_the_reference() {
     // five query heads per key/value head, and 1030 positions.
     let config = LlamaConfig { vocab: 1000, hidden: 160, layers: 2, heads: 5, kv_heads: 1, ffn: 200, rms_eps: 1e-5, rope_theta: 1e4, max_seq: 1100 };
     compare(config, &[Run(1020), Run(1), Run(9), Truncate(1025), Run(1)]).await;
+}
+
+/// Helpers that compute their shards' rows on this thread, when their rows are asked for.
+struct LocalHelpers {
+    shards: Vec<Shard>,
+    max_tokens: usize,
+    pending: RefCell<Option<(usize, usize, Vec<f32>)>>,
+}
+
+impl Helpers for LocalHelpers {
+    fn parts(&self) -> usize {
+        self.shards.len() + 1
+    }
+
+    fn max_tokens(&self) -> usize {
+        self.max_tokens
+    }
+
+    fn start(&self, stack: usize, n: usize, x: &[f32]) {
+        assert!(n <= self.max_tokens || stack == 4 * 2, "{n} tokens");
+        *self.pending.borrow_mut() = Some((stack, n, x.to_vec()));
+    }
+
+    fn finish(&self, out: &mut [f32]) -> Result<(), ModelError> {
+        let (stack, n, x) = self.pending.borrow_mut().take().expect("finish after start");
+        for shard in &self.shards {
+            let (offset, rows) = shard.rows(stack)?;
+            out[offset * n..(offset + rows) * n].copy_from_slice(&shard.product(stack, n, &x)?);
+        }
+        Ok(())
+    }
+}
+
+/// The CPU path with its products' rows split into parts held by helpers (as Web Workers hold
+/// them in the browser) gives the same logits, bit for bit, as on one thread: a prefill longer
+/// than the helpers take runs in passes (of at least two tokens here, so that the same kernels
+/// run), then single steps.
+#[wasm_bindgen_test(unsupported = pollster::test)]
+async fn rows_split_into_parts_give_the_same_logits() {
+    let config = LlamaConfig::tiny(300);
+    assert_eq!(config.layers, 2, "the output head is product 4 * 2");
+    let whole = Llama::random(config.clone(), 7, Placement::Cpu { threads: 1 }).expect("model");
+    for parts in [2, 3] {
+        let mut split = Llama::random(config.clone(), 7, Placement::Cpu { threads: 1 }).expect("model");
+        let shards = (1..parts).map(|p| whole.shard(p, parts).expect("shard")).collect();
+        split.set_helpers(Box::new(LocalHelpers { shards, max_tokens: 5, pending: RefCell::default() })).expect("helpers");
+        assert_eq!(split.backend(), Backend::Cpu { threads: parts });
+        let (mut a, mut b) = (KvCache::new(&whole), KvCache::new(&split));
+        for (i, count) in [13, 1, 1, 9].into_iter().enumerate() {
+            let ids = tokens(count, config.vocab, i);
+            let expected = row(whole.forward(&ids, &mut a).expect("forward")).await;
+            let actual = row(split.forward(&ids, &mut b).expect("forward")).await;
+            assert_eq!(actual, expected, "{parts} parts, pass {i} of {count} tokens");
+        }
+    }
+    assert!(whole.shard(2, 2).is_err(), "part 2 of 2");
 }
