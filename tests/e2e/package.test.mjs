@@ -1,7 +1,9 @@
 // The packed npm tarball in a plain page (no bundler): `npm pack web/pkg`, install the tarball,
 // and import it from an HTML page. The low-level API masks tokens for a tokenizer.json, and the
 // engine runs one constrained completion with the real model on each device: WebGPU (here
-// SwiftShader) and the CPU, with the same greedy answer.
+// SwiftShader) and the CPU, on one thread and on two (the page is cross-origin isolated, so the
+// second thread is a helper worker holding half of each product's rows), with the same greedy
+// answer.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { writeFile } from "node:fs/promises";
@@ -34,8 +36,8 @@ const PAGE = `<!doctype html>
     const sameAgain = mask.every((word, w) => longer[w] === word);
     return { size: vocab.size, warmed, allowed: allowed.map(text), jump: matcher.jumpForward(), shortError, sameAgain, extra: longer[vocab.maskWords] };
   };
-  window.complete = async (device) => {
-    const engine = await createEngine({ model: "/assets/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf", device });
+  window.complete = async (device, threads) => {
+    const engine = await createEngine({ model: "/assets/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf", device, threads });
     const r = await engine.completions.create({
       prompt: "Q: Is water wet? Answer yes or no.\\nA:",
       response_format: { type: "regex", pattern: " (yes|no)" },
@@ -73,15 +75,16 @@ test("a plain page imports the packed tarball and runs a constrained completion"
   assert.equal(low.extra, 7);
 
   const answers = [];
-  for (const device of ["webgpu", "cpu"]) {
-    const r = await page.evaluate((device) => window.complete(device), device);
+  for (const [device, threads] of [["webgpu", null], ["cpu", 1], ["cpu", 2]]) {
+    const r = await page.evaluate(([device, threads]) => window.complete(device, threads), [device, threads]);
     assert.equal(r.info.device, device);
+    assert.equal(r.info.threads, threads, `${device}, ${threads} threads`);
     assert.equal(r.object, "text_completion");
     assert.match(r.choices[0].text, /^ (yes|no)$/);
     assert.equal(r.choices[0].finish_reason, "stop");
     assert.ok(r.usage.completion_tokens >= 1);
     answers.push(r.choices[0].text);
   }
-  assert.equal(answers[0], answers[1], "WebGPU and the CPU answer alike");
+  assert.deepEqual(answers, Array(3).fill(answers[0]), "WebGPU and the CPU on one and two threads answer alike");
   assert.deepEqual(errors, []);
 });

@@ -1,6 +1,7 @@
 // The engine's working half: fetches (and caches) the model, loads it on WebGPU or on the CPU,
 // and runs requests. It runs inside the Web Worker (worker.js) by default, or on the page itself.
 import init, { Model } from "./sieve_web.js";
+import { HelperPool, canUseHelpers } from "./parts.js";
 
 const CACHE_NAME = "sieve-models-v1";
 
@@ -71,6 +72,24 @@ async function chooseDevice(requested) {
   return described && !described.software ? { device: "webgpu", adapter: described.text } : { device: "cpu", adapter: described?.text ?? null };
 }
 
+/**
+ * Threads for the CPU path: `requested` (a number), or every core the browser reports; one
+ * where this context cannot run helper workers (a page that is not cross-origin isolated, or
+ * the engine on the page's main thread, which may not block).
+ */
+function cpuThreads(requested) {
+  if (!canUseHelpers()) return 1;
+  const cores = navigator.hardwareConcurrency || 1;
+  return Math.max(1, Math.min(requested ?? cores, cores));
+}
+
+/** Helper workers holding parts 1..parts of the model (see parts.js), on the same module. */
+async function startHelpers(bytes, parts) {
+  const url = new URL("./sieve_web_bg.wasm", import.meta.url);
+  const module = await WebAssembly.compileStreaming(fetch(url)).catch(async () => WebAssembly.compile(await (await fetch(url)).arrayBuffer()));
+  return HelperPool.start({ module, bytes, parts });
+}
+
 /** A loaded model and the request runner. */
 export class Backend {
   #model = null;
@@ -79,12 +98,19 @@ export class Backend {
    * Loads `source`: a URL string, or the GGUF bytes as an ArrayBuffer (engine.js normalises),
    * on `device` ("auto", "webgpu" or "cpu").
    */
-  async load(source, { cache = true, device = "auto", onProgress = () => {} } = {}) {
+  async load(source, { cache = true, device = "auto", threads = null, onProgress = () => {} } = {}) {
     const chosen = await chooseDevice(device);
     await init();
     const bytes = typeof source === "string" ? await fetchModel(source, cache, onProgress) : new Uint8Array(source);
     onProgress({ stage: "weights", fraction: 0, device: chosen.device });
-    this.#model = await Model.load(bytes, chosen.device, (fraction) => onProgress({ stage: "weights", fraction, device: chosen.device }));
+    const parts = chosen.device === "cpu" ? cpuThreads(threads) : 1;
+    const helpers = parts > 1 ? await startHelpers(bytes, parts) : undefined;
+    try {
+      this.#model = await Model.load(bytes, chosen.device, (fraction) => onProgress({ stage: "weights", fraction, device: chosen.device }), helpers);
+    } catch (err) {
+      helpers?.close();
+      throw err;
+    }
     onProgress({ stage: "ready", fraction: 1, device: chosen.device });
     return { ...this.#model.info, adapter: chosen.adapter };
   }

@@ -25,6 +25,10 @@ export interface EngineOptions {
   model: string | URL | ArrayBuffer | Uint8Array;
   /** Where the model runs (default `auto`). */
   device?: DeviceChoice;
+  /** Threads of the CPU path (default: every core the browser reports). More than one needs a
+   * cross-origin isolated page (SharedArrayBuffer) and the engine in its Web Worker; each
+   * extra thread is a helper worker holding a part of the weights. Ignored on WebGPU. */
+  threads?: number;
   /** Called while the model downloads and while its weights load. */
   onProgress?: (progress: LoadProgress) => void;
   /** Run the model in a Web Worker (default true) so the page never freezes. */
@@ -132,7 +136,7 @@ export interface EngineInfo {
   maxContext: number;
   /** Where the model runs: the choice `auto` made, or the one asked for. */
   device: "webgpu" | "cpu";
-  /** CPU threads on the CPU, null on WebGPU. */
+  /** CPU threads on the CPU (the engine's worker and its helpers), null on WebGPU. */
   threads: number | null;
   /** Memory the weights take where they run, in bytes. */
   weightBytes: number;

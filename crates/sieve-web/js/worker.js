@@ -1,5 +1,5 @@
 // The engine's Web Worker: the model and the decode loop run here so the page never freezes.
-// Messages in: {id, op: "load", source, cache, device} | {id, op: "generate", request} | {id, op: "abort"}.
+// Messages in: {id, op: "load", source, cache, device, threads} | {id, op: "generate", request} | {id, op: "abort"}.
 // Messages out: {id, type: "progress" | "delta" | "done" | "error", ...}.
 import { Backend } from "./backend.js";
 
@@ -22,6 +22,7 @@ self.onmessage = async ({ data }) => {
       const info = await backend.load(data.source, {
         cache: data.cache,
         device: data.device,
+        threads: data.threads,
         onProgress: (progress) => postMessage({ id, type: "progress", progress }),
       });
       postMessage({ id, type: "done", result: info });

@@ -6,14 +6,16 @@
 //!
 //! - [`constraint`]: the low-level API for any model: [`constraint::Vocabulary`],
 //!   [`constraint::Constraint`] and [`constraint::Matcher`], which fills token bitmasks.
-//! - [`model`]: SmolLM2 on WebGPU with the constrained decode loop ([`model::Model`]), which the
-//!   JavaScript engine (`js/engine.js`) drives from a Web Worker.
+//! - [`model`]: SmolLM2 on WebGPU or the CPU with the constrained decode loop
+//!   ([`model::Model`]), which the JavaScript engine (`js/engine.js`) drives from a Web Worker;
+//!   [`parts`]: the CPU path's other threads, helper workers that each hold a part of the rows.
 //!
 //! Every export returns a JS `Error` on failure; none may panic, since a panic aborts the
 //! module and the loaded model with it.
 
 pub mod constraint;
 pub mod model;
+pub mod parts;
 mod request;
 
 use wasm_bindgen::prelude::*;
@@ -61,6 +63,14 @@ fn no_webgpu(e: impl std::fmt::Display) -> JsError {
 /// A JS error carrying `e`'s message.
 fn js_error(e: impl std::fmt::Display) -> JsError {
     JsError::new(&e.to_string())
+}
+
+/// The message of a thrown JS value: an `Error`'s, or the value as text.
+fn js_message(e: &JsValue) -> String {
+    match e.dyn_ref::<js_sys::Error>() {
+        Some(error) => error.message().into(),
+        None => e.as_string().unwrap_or_else(|| format!("{e:?}")),
+    }
 }
 
 /// Milliseconds from the page's or worker's time origin (`performance.now()`).

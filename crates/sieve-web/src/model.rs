@@ -13,11 +13,12 @@ use sieve_model::{Backend, Gguf, Llama, LlamaConfig, ModelError, Placement, Toke
 use wasm_bindgen::prelude::*;
 
 use crate::constraint::{Vocabulary, from_js, to_js};
+use crate::parts::{HelperPool, PoolHelpers};
 use crate::request::{Output, Request};
 use crate::{js_error, no_webgpu, now_ms};
 
 /// Longest context (prompt plus completion) a model is loaded for.
-const MAX_CONTEXT: usize = 2048;
+pub(crate) const MAX_CONTEXT: usize = 2048;
 /// Completion tokens when a request names no `max_tokens`.
 const DEFAULT_MAX_TOKENS: usize = 256;
 /// Compiled constraints kept by source text, so a repeated schema is free.
@@ -39,9 +40,15 @@ struct Loaded {
 #[wasm_bindgen]
 impl Model {
     /// Loads a llama-architecture GGUF (SmolLM2-135M-Instruct) from its bytes onto `device`:
-    /// `"webgpu"` (the WGSL kernels) or `"cpu"` (the CPU kernels, on this thread).
-    /// `onProgress(fraction)` is called as the weights are loaded.
-    pub async fn load(bytes: Vec<u8>, device: &str, on_progress: Option<js_sys::Function>) -> Result<Model, JsError> {
+    /// `"webgpu"` (the WGSL kernels) or `"cpu"` (the CPU kernels, on this thread, and on the
+    /// `helpers` workers when given: see [`crate::parts`]). `onProgress(fraction)` is called as
+    /// the weights are loaded.
+    pub async fn load(
+        bytes: Vec<u8>,
+        device: &str,
+        on_progress: Option<js_sys::Function>,
+        helpers: Option<HelperPool>,
+    ) -> Result<Model, JsError> {
         let placement = match device {
             "webgpu" => Placement::from(sieve_model::gpu::wgpu_device().await.map_err(no_webgpu)?),
             "cpu" => Placement::Cpu { threads: 1 },
@@ -55,7 +62,10 @@ impl Model {
                 let _ = f.call1(&JsValue::NULL, &JsValue::from_f64(fraction));
             }
         };
-        let model = Llama::from_gguf_with_progress(&gguf, config, placement, &mut report).map_err(js_error)?;
+        let mut model = Llama::from_gguf_with_progress(&gguf, config, placement, &mut report).map_err(js_error)?;
+        if let Some(pool) = helpers {
+            model.set_helpers(Box::new(PoolHelpers(pool))).map_err(js_error)?;
+        }
         let vocab = sieve_core::Vocabulary::from_tokenizer_json(tokenizer.json())
             .and_then(|v| v.with_eos_ids(&[tokenizer.eos()]))
             .and_then(|v| v.with_width(model.config().vocab))
