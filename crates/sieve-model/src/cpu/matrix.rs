@@ -163,16 +163,23 @@ impl Matrix {
         }
     }
 
-    /// `out[i] = row(first + i) · x` for each `i`: one token's products, each row dequantized
-    /// inside its dot product.
-    pub fn dot_rows(&self, simd: Simd, first: usize, x: &Activation<'_>, out: &mut [f32]) {
-        // The kernels read `cols` values of `x` and whole rows.
-        assert!(x.x.len() == self.cols && first + out.len() <= self.rows, "dot_rows out of range");
-        let (x, sums) = (x.x, &x.block_sums[..]);
+    /// `out[i * n + t] = row(first + i) · xs[t]` for each row `i` and each of the `n` tokens of
+    /// `xs`: each row dequantized inside its dot products, which read it from memory once and
+    /// from the cache for the other tokens. For a few tokens this beats dequantizing whole rows
+    /// into tiles ([`Matrix::product_rows`]).
+    pub fn dot_rows(&self, simd: Simd, first: usize, xs: &[Activation<'_>], out: &mut [f32]) {
+        let n = xs.len();
+        // The kernels read `cols` values of each `x` and whole rows.
+        assert!(
+            n > 0 && xs.iter().all(|x| x.x.len() == self.cols) && out.len().is_multiple_of(n) && first + out.len() / n <= self.rows,
+            "dot_rows out of range"
+        );
         let bytes = match &self.data {
             Data::F32(values) => {
-                for (o, row) in out.iter_mut().zip(values[first * self.cols..].chunks_exact(self.cols)) {
-                    *o = dot(simd, row, x);
+                for (o, row) in out.chunks_exact_mut(n).zip(values[first * self.cols..].chunks_exact(self.cols)) {
+                    for (o, x) in o.iter_mut().zip(xs) {
+                        *o = dot(simd, row, x.x);
+                    }
                 }
                 return;
             }
@@ -181,8 +188,10 @@ impl Matrix {
         let rows = bytes.chunks_exact(self.row_bytes);
         macro_rules! each {
             ($dot:expr) => {
-                for (o, row) in out.iter_mut().zip(rows) {
-                    *o = $dot(row, x, sums);
+                for (o, row) in out.chunks_exact_mut(n).zip(rows) {
+                    for (o, x) in o.iter_mut().zip(xs) {
+                        *o = $dot(row, x.x, &x.block_sums[..]);
+                    }
                 }
             };
         }
@@ -190,7 +199,8 @@ impl Matrix {
             (_, TensorType::F32) => unreachable!("f32 rows are not encoded"),
             #[cfg(target_arch = "x86_64")]
             // SAFETY: `Simd::Avx2` is only chosen when the processor has AVX2, FMA and F16C;
-            // rows and `x` have the lengths the type implies (checked above and at construction).
+            // rows and each `x` have the lengths the type implies (checked above and at
+            // construction).
             (Simd::Avx2, ty) => unsafe {
                 match ty {
                     TensorType::F16 => each!(|r, x, _| avx2::f16_dot(r, x)),
@@ -254,8 +264,24 @@ fn tile_product(simd: Simd, tile: &[f32], x0: &[f32], x1: &[f32]) -> [f32; 2 * T
     }
 }
 
+/// The f16 at `at` in `bytes`, as f32.
+#[inline(always)]
 fn f16_at(bytes: &[u8], at: usize) -> f32 {
-    f16::from_le_bytes([bytes[at], bytes[at + 1]]).to_f32()
+    f16_to_f32(u16::from_le_bytes([bytes[at], bytes[at + 1]]))
+}
+
+/// An f16's value as f32, exactly as `half` converts it, but without branches for finite values
+/// (WebAssembly has no conversion instruction, and `half`'s branches cost more than a block's
+/// products): the bits move into f32's places and a multiply by 2^112 moves the exponent's bias
+/// from 15 to 127, which also normalises subnormals.
+#[inline(always)]
+fn f16_to_f32(h: u16) -> f32 {
+    if h & 0x7c00 == 0x7c00 {
+        return f16::from_bits(h).to_f32(); // infinities and NaNs
+    }
+    let h = u32::from(h);
+    let magnitude = f32::from_bits((h & 0x7fff) << 13) * f32::from_bits(0x7780_0000);
+    f32::from_bits(magnitude.to_bits() | (h & 0x8000) << 16)
 }
 
 /// The reference kernels: plain loops.
@@ -363,16 +389,26 @@ mod avx2 {
         hsum(acc) + tail
     }
 
+    /// The two f16 values at the start of `block` (a block's scale, and its minimum where it has
+    /// one), converted by F16C.
+    #[target_feature(enable = "avx2,f16c")]
+    fn f16_pair(block: &[u8]) -> (f32, f32) {
+        let bits = i32::from_le_bytes([block[0], block[1], block[2], block[3]]);
+        let both = _mm_cvtph_ps(_mm_cvtsi32_si128(bits));
+        (_mm_cvtss_f32(both), _mm_cvtss_f32(_mm_movehdup_ps(both)))
+    }
+
     /// # Safety
-    /// AVX2 and FMA must be available; `row` holds `x.len() / 32` blocks of 20 bytes and
+    /// AVX2, FMA and F16C must be available; `row` holds `x.len() / 32` blocks of 20 bytes and
     /// `sums` the block sums of `x`.
-    #[target_feature(enable = "avx2,fma")]
+    #[target_feature(enable = "avx2,fma,f16c")]
     pub unsafe fn q4_1_dot(row: &[u8], x: &[f32], sums: &[f32]) -> f32 {
         debug_assert_eq!(row.len() / 20 * BLOCK, x.len());
         let low = _mm_set1_epi8(0x0f);
         let mut acc = _mm256_setzero_ps();
         let mut minimums = 0.0;
         for (b, block) in row.chunks_exact(20).enumerate() {
+            let (scale, minimum) = f16_pair(block);
             // SAFETY: a block has 16 bytes of nibbles at 4, and `x` 32 values at 32 * b.
             unsafe {
                 let qs = _mm_loadu_si128(block.as_ptr().add(4) as *const __m128i);
@@ -383,16 +419,16 @@ mod avx2 {
                 s = _mm256_fmadd_ps(u8_to_f32(_mm_srli_si128(lo, 8)), _mm256_loadu_ps(xp.add(8)), s);
                 s = _mm256_fmadd_ps(u8_to_f32(hi), _mm256_loadu_ps(xp.add(16)), s);
                 s = _mm256_fmadd_ps(u8_to_f32(_mm_srli_si128(hi, 8)), _mm256_loadu_ps(xp.add(24)), s);
-                acc = _mm256_fmadd_ps(_mm256_set1_ps(f16_at(block, 0)), s, acc);
+                acc = _mm256_fmadd_ps(_mm256_set1_ps(scale), s, acc);
             }
-            minimums += f16_at(block, 2) * sums[b];
+            minimums += minimum * sums[b];
         }
         hsum(acc) + minimums
     }
 
     /// # Safety
-    /// AVX2 and FMA must be available; `row` holds `x.len() / 32` blocks of 34 bytes.
-    #[target_feature(enable = "avx2,fma")]
+    /// AVX2, FMA and F16C must be available; `row` holds `x.len() / 32` blocks of 34 bytes.
+    #[target_feature(enable = "avx2,fma,f16c")]
     pub unsafe fn q8_0_dot(row: &[u8], x: &[f32]) -> f32 {
         debug_assert_eq!(row.len() / 34 * BLOCK, x.len());
         let mut acc = _mm256_setzero_ps();
@@ -406,7 +442,7 @@ mod avx2 {
                     let w = i8_to_f32(_mm_loadl_epi64(q.add(8 * k) as *const __m128i));
                     s = _mm256_fmadd_ps(w, _mm256_loadu_ps(xp.add(8 * k)), s);
                 }
-                acc = _mm256_fmadd_ps(_mm256_set1_ps(f16_at(block, 0)), s, acc);
+                acc = _mm256_fmadd_ps(_mm256_set1_ps(f16_pair(block).0), s, acc);
             }
         }
         hsum(acc)
@@ -550,5 +586,19 @@ mod simd128 {
             out[2 * r + 1] = hsum(acc[2 * r + 1]) + (n..cols).map(|k| row[k] * x1[k]).sum::<f32>();
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use half::f16;
+
+    /// Every f16 converts as `half` converts it.
+    #[test]
+    fn f16_conversion_is_exact() {
+        for h in 0..=u16::MAX {
+            let (fast, reference) = (super::f16_to_f32(h), f16::from_bits(h).to_f32());
+            assert!(fast.to_bits() == reference.to_bits() || (fast.is_nan() && reference.is_nan()), "{h:#06x}: {fast} != {reference}");
+        }
     }
 }

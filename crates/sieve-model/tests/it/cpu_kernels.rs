@@ -71,26 +71,31 @@ fn dot_products_match_the_dequantized_rows() {
             let rows = 6;
             let data = random_rows(ty, rows, cols, &mut rng);
             let matrix = Matrix::from_bytes(ty, rows, cols, data.clone()).expect("whole rows");
-            let x: Vec<f32> = (0..cols).map(|_| rng.value(3.0)).collect();
-            let act = Activation::new(&x);
+            let xs: Vec<Vec<f32>> = (0..3).map(|_| (0..cols).map(|_| rng.value(3.0)).collect()).collect();
+            let acts: Vec<Activation<'_>> = xs.iter().map(|x| Activation::new(x)).collect();
             let weights = dequantize(ty, &data);
-            let expected: Vec<(f64, f64)> = weights
+            // Per row, per token: the exact product and the sum of the terms' magnitudes.
+            let expected: Vec<Vec<(f64, f64)>> = weights
                 .chunks_exact(cols)
                 .map(|w| {
-                    let exact = w.iter().zip(&x).map(|(&w, &x)| f64::from(w) * f64::from(x)).sum();
-                    let magnitude = w.iter().zip(&x).map(|(&w, &x)| f64::from((w * x).abs())).sum();
-                    (exact, magnitude)
+                    xs.iter()
+                        .map(|x| {
+                            let exact = w.iter().zip(x).map(|(&w, &x)| f64::from(w) * f64::from(x)).sum();
+                            let magnitude = w.iter().zip(x).map(|(&w, &x)| f64::from((w * x).abs())).sum();
+                            (exact, magnitude)
+                        })
+                        .collect()
                 })
                 .collect();
             for &simd in &simds {
-                // All rows, then the rows from the third on.
-                for first in [0, 2] {
-                    let mut out = vec![f32::NAN; rows - first];
-                    matrix.dot_rows(simd, first, &act, &mut out);
+                // All rows, then the rows from the third on; one token, then three.
+                for (first, n) in [(0, 1), (2, 1), (0, 3), (2, 3)] {
+                    let mut out = vec![f32::NAN; (rows - first) * n];
+                    matrix.dot_rows(simd, first, &acts[..n], &mut out);
                     for (i, &got) in out.iter().enumerate() {
-                        let (exact, magnitude) = expected[first + i];
+                        let (exact, magnitude) = expected[first + i / n][i % n];
                         let error = (f64::from(got) - exact).abs();
-                        assert!(error <= 1e-5 * magnitude + 1e-6, "{ty:?} x {cols}, {simd:?}, row {}: {got} vs {exact}", first + i);
+                        assert!(error <= 1e-5 * magnitude + 1e-6, "{ty:?} x {cols}, {simd:?}, row {}, token {}: {got} vs {exact}", first + i / n, i % n);
                     }
                 }
             }
