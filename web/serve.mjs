@@ -4,7 +4,9 @@
 //   node web/serve.mjs [--port N]     (default 8080; the next free port is taken if it is busy)
 //
 // Also importable: `const { url, close } = await serve({ port: 0 })`; `mounts` maps a URL prefix
-// to another folder (`{ "/web/pkg/": "/tmp/pkg-release" }`), to serve a second build of the package.
+// to another folder (`{ "/web/pkg/": "/tmp/pkg-release" }`), to serve a second build of the package;
+// `isolated: false` leaves out the cross-origin isolation headers (no SharedArrayBuffer, so no
+// threads in the page), as on a site that does not send them.
 import { createServer } from "node:http";
 import { createReadStream } from "node:fs";
 import { stat } from "node:fs/promises";
@@ -25,7 +27,7 @@ const TYPES = {
   ".ts": "text/plain; charset=utf-8",
 };
 
-async function handle(req, res, mounts) {
+async function handle(req, res, mounts, isolated) {
   let path = decodeURIComponent(new URL(req.url, "http://localhost").pathname);
   let root = ROOT;
   const prefix = Object.keys(mounts).find((p) => path.startsWith(p));
@@ -48,9 +50,9 @@ async function handle(req, res, mounts) {
       "Content-Type": TYPES[extname(file)] ?? "application/octet-stream",
       "Content-Length": info.size,
       "Cache-Control": "no-cache",
-      // Cross-origin isolation: performance.now() at 5 µs instead of 100 µs, for the benchmarks.
-      "Cross-Origin-Opener-Policy": "same-origin",
-      "Cross-Origin-Embedder-Policy": "require-corp",
+      // Cross-origin isolation: SharedArrayBuffer for threads, and performance.now() at 5 µs
+      // instead of 100 µs, for the benchmarks.
+      ...(isolated && { "Cross-Origin-Opener-Policy": "same-origin", "Cross-Origin-Embedder-Policy": "require-corp" }),
     });
     createReadStream(file).pipe(res);
   } catch {
@@ -59,14 +61,14 @@ async function handle(req, res, mounts) {
 }
 
 /** Starts the server; resolves to its URL and a close function. Port 0 picks any free port. */
-export function serve({ port = 8080, host = "127.0.0.1", tries = 20, mounts = {} } = {}) {
+export function serve({ port = 8080, host = "127.0.0.1", tries = 20, mounts = {}, isolated = true } = {}) {
   return new Promise((resolvePromise, reject) => {
     const server = createServer((req, res) => {
-      handle(req, res, mounts).catch((err) => res.writeHead(500).end(String(err)));
+      handle(req, res, mounts, isolated).catch((err) => res.writeHead(500).end(String(err)));
     });
     server.once("error", (err) => {
       if (err.code === "EADDRINUSE" && port !== 0 && tries > 1) {
-        serve({ port: port + 1, host, tries: tries - 1, mounts }).then(resolvePromise, reject);
+        serve({ port: port + 1, host, tries: tries - 1, mounts, isolated }).then(resolvePromise, reject);
       } else {
         reject(err);
       }

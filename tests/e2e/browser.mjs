@@ -18,9 +18,9 @@ const ARGS = [
 ];
 
 /** Starts the server and the browser; `close()` stops both. Page errors are collected.
- * `mounts` is passed to the server (see web/serve.mjs). */
-export async function start({ mounts } = {}) {
-  const server = await serve({ port: 0, mounts });
+ * `mounts` and `isolated` are passed to the server (see web/serve.mjs). */
+export async function start({ mounts, isolated } = {}) {
+  const server = await serve({ port: 0, mounts, isolated });
   const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ARGS });
   const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
   const errors = [];

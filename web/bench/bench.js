@@ -1,6 +1,7 @@
 // The browser benchmark: the MaskBench protocol in wasm for sieve and for web-xgrammar in the
-// same page (instances.json comes from bench/browser_instances.py), and decode tokens/s of the
-// model with and without a constraint. Results land in the table and in `window.benchResults`.
+// same page (instances.json comes from bench/browser_instances.py), decode tokens/s of the
+// model with and without a constraint, and prefill and decode speed of sieve and wllama on the
+// same model and prompt. Results land in the table and in `window.benchResults`.
 import { init, Vocabulary, Constraint, Matcher, createEngine } from "../pkg/index.js";
 
 // web-xgrammar ships a UMD bundle: index.html loads it as a classic script, which sets `xgrammar`.
@@ -9,6 +10,8 @@ const { GrammarCompiler, GrammarMatcher, TokenizerInfo } = globalThis.xgrammar;
 const $ = (id) => document.getElementById(id);
 const TOKENIZER_URL = new URL("../../assets/tokenizers/llama3.json", import.meta.url);
 const MODEL_URL = new URL("../../assets/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf", import.meta.url);
+const PROMPT_URL = new URL("../../bench/prompt.txt", import.meta.url);
+const WLLAMA_WASM_URL = new URL("./node_modules/@wllama/wllama/esm/wasm/wllama.wasm", import.meta.url);
 
 function quantile(sorted, q) {
   return sorted.length ? sorted[Math.min(sorted.length - 1, Math.round((sorted.length - 1) * q))] : NaN;
@@ -231,6 +234,116 @@ async function runDecode() {
   document.body.dataset.state = "done";
 }
 
+/**
+ * Times one streamed completion from the page: prefill is the prompt's tokens over the time to
+ * the first text, decode the tokens after the first over the time after it. `stream` yields
+ * chunks whose `choices[0].text` is new text; the last one has `usage`.
+ */
+async function timeStream(start, stream) {
+  let first = null;
+  let usage = null;
+  let text = "";
+  for await (const chunk of stream) {
+    const piece = chunk.choices?.[0]?.text ?? "";
+    if (piece && first === null) first = performance.now();
+    text += piece;
+    usage = chunk.usage ?? usage;
+  }
+  const end = performance.now();
+  const tokens = usage.completion_tokens;
+  return {
+    prompt_tokens: usage.prompt_tokens,
+    tokens,
+    prefill_tokens_per_s: (usage.prompt_tokens * 1000) / (first - start),
+    decode_tokens_per_s: ((tokens - 1) * 1000) / (end - first),
+    text,
+  };
+}
+
+/** sieve's engine on `device` (`threads` on the CPU, one when the page is not cross-origin
+ * isolated): one streamed raw completion of `prompt`, greedy. */
+async function sieveSpeed(device, threads) {
+  const engine = await createEngine({ model: MODEL_URL.href, device, threads });
+  return {
+    engine: "sieve",
+    device: engine.info.device,
+    threads: engine.info.threads,
+    run: async (prompt, tokens) => {
+      const start = performance.now();
+      const stream = await engine.completions.create({ prompt, max_tokens: tokens, temperature: 0, jump_forward: false, stream: true });
+      return timeStream(start, stream);
+    },
+    close: () => engine.unload(),
+  };
+}
+
+/** wllama (llama.cpp in wasm) on the CPU with `threads` threads (1 when the page is not
+ * cross-origin isolated): its wasm from this page's node_modules, never a CDN. */
+async function wllamaSpeed(threads) {
+  const { Wllama } = await import("./node_modules/@wllama/wllama/esm/index.js");
+  const wllama = new Wllama({ default: WLLAMA_WASM_URL.href }, { suppressNativeLog: true, logger: { ...console, debug() {}, log() {}, info() {}, warn() {} } });
+  wllama.setCompat(null);
+  const model = await fetch(MODEL_URL).then((r) => r.blob());
+  await wllama.loadModel([model], { n_threads: threads, n_gpu_layers: 0, n_ctx: 1024 });
+  return {
+    engine: "wllama",
+    device: "cpu",
+    threads: crossOriginIsolated ? threads : 1,
+    run: async (prompt, tokens) => {
+      const start = performance.now();
+      // A fresh prompt each time (no prompt cache), exactly `tokens` tokens (no end of sequence).
+      const stream = await wllama.createCompletion({ prompt, max_tokens: tokens, temperature: 0, stream: true, cache_prompt: false, ignore_eos: true });
+      return timeStream(start, stream);
+    },
+    close: () => wllama.exit(),
+  };
+}
+
+/**
+ * Prefill and decode tokens/s of each engine named in the query (`?engines=sieve,wllama`), on
+ * the same model and prompt (bench/prompt.txt), greedy, `tokens` tokens: a first run warms up,
+ * then the median of `rounds`. Query: `device` (sieve's: cpu or webgpu), `threads` (both
+ * engines', on the CPU), `tokens`, `rounds`.
+ */
+async function runSpeed() {
+  document.body.dataset.state = "running";
+  const q = new URLSearchParams(location.search);
+  const engines = (q.get("engines") ?? "sieve,wllama").split(",");
+  const tokens = Number(q.get("tokens") ?? 64);
+  const rounds = Number(q.get("rounds") ?? 3);
+  const prompt = (await fetch(PROMPT_URL).then((r) => r.text())).trimEnd();
+  const rows = [];
+  for (const name of engines) {
+    $("status").textContent = `Loading ${name}…`;
+    const threads = Number(q.get("threads") ?? 1);
+    const engine = name === "wllama" ? await wllamaSpeed(threads) : await sieveSpeed(q.get("device") ?? "cpu", threads);
+    $("status").textContent = `Warming ${name} up…`;
+    await engine.run(prompt, 4);
+    const runs = [];
+    for (let round = 0; round < rounds; round++) {
+      $("status").textContent = `${name}: round ${round + 1} of ${rounds}…`;
+      runs.push(await engine.run(prompt, tokens));
+    }
+    await engine.close();
+    const med = (key) => median(runs.map((r) => r[key]));
+    rows.push({
+      engine: engine.engine,
+      device: engine.device,
+      threads: engine.threads,
+      cross_origin_isolated: crossOriginIsolated,
+      rounds,
+      prompt_tokens: runs[0].prompt_tokens,
+      tokens: runs[0].tokens,
+      prefill_tokens_per_s: med("prefill_tokens_per_s"),
+      decode_tokens_per_s: med("decode_tokens_per_s"),
+      text: runs[0].text,
+    });
+  }
+  window.benchResults = { ...window.benchResults, speed: rows };
+  $("status").textContent = `Speed: ${JSON.stringify(rows)}`;
+  document.body.dataset.state = "done";
+}
+
 function guard(fn) {
   return () =>
     fn().catch((err) => {
@@ -241,3 +354,4 @@ function guard(fn) {
 
 $("run-masks").addEventListener("click", guard(runMasks));
 $("run-decode").addEventListener("click", guard(runDecode));
+$("run-speed").addEventListener("click", guard(runSpeed));
