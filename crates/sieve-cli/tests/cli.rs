@@ -5,8 +5,14 @@ use serde_json::Value;
 use std::path::PathBuf;
 use std::process::Command;
 
+/// This package's folder, as cargo names it when it runs the tests (not the one the binary was
+/// built from: a shared target folder may hold it from another clone).
+fn package_dir() -> PathBuf {
+    PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("tests run under cargo"))
+}
+
 fn tokenizer() -> String {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+    package_dir()
         .join("../sieve-core/tests/fixtures/smollm2.json")
         .display()
         .to_string()
@@ -169,7 +175,7 @@ fn maskbench_follows_the_protocol() {
     let _ = std::fs::remove_file(&out);
 }
 fn model() -> String {
-    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../assets/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf");
+    let p = package_dir().join("../../assets/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf");
     assert!(p.exists(), "{}: run `bash scripts/fetch-assets.sh` from the repository root", p.display());
     p.display().to_string()
 }
@@ -180,7 +186,7 @@ fn model() -> String {
 #[test]
 fn generate_and_bench_decode_with_the_real_model() {
     let m = model();
-    let schema = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../bench/person.schema.json").display().to_string();
+    let schema = package_dir().join("../../bench/person.schema.json").display().to_string();
     let prompt = "Describe a person as JSON with name, age, city and email.";
     let (code, out) = sieve(&["generate", "--model", &m, "--json-schema", &schema, "--chat", "--prompt", prompt, "--max-tokens", "48", "--device", "cpu", "--threads", "2", "--json"]);
     assert_eq!(code, 0);

@@ -38,8 +38,14 @@ fn sources() -> Vec<(&'static str, ConstraintSource)> {
     ]
 }
 
+/// This package's folder, as cargo names it when it runs the benchmarks (not the one the binary
+/// was built from: a shared target folder may hold it from another clone).
+fn package_dir() -> PathBuf {
+    PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("benchmarks run under cargo"))
+}
+
 fn vocabs() -> Vec<(&'static str, Arc<Vocabulary>)> {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let root = package_dir();
     let mut out = Vec::new();
     for (name, path) in [
         ("smollm2", root.join("tests/fixtures/smollm2.json")),
@@ -105,7 +111,7 @@ fn bench(c: &mut Criterion) {
     }
     g.finish();
     if let Some((vname, _)) = vocabs().into_iter().find(|(n, _)| *n == "llama3") {
-        let text = std::fs::read_to_string(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../assets/tokenizers/llama3.json"))
+        let text = std::fs::read_to_string(package_dir().join("../../assets/tokenizers/llama3.json"))
             .expect("read");
         c.bench_function(&format!("vocabulary/{vname}"), |b| {
             b.iter(|| Vocabulary::from_tokenizer_json(black_box(&text)).expect("parses"))

@@ -27,9 +27,11 @@ impl Rng {
     }
 }
 
+/// The repository's root, from the package folder cargo names when it runs the tests (not the
+/// one the binary was built from: a shared target folder may hold it from another clone).
 #[cfg(not(target_family = "wasm"))]
 fn repo_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+    PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("tests run under cargo")).join("../..")
 }
 
 /// A toy byte-level vocabulary: all 256 single bytes, some multi-byte

@@ -3,9 +3,15 @@
 
 use std::path::PathBuf;
 
+/// This package's folder, as cargo names it when it runs the tests (not the one the binary was
+/// built from: a shared target folder may hold it from another clone).
+pub fn package_dir() -> PathBuf {
+    PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("tests run under cargo"))
+}
+
 /// The SmolLM2 GGUF fetched by `scripts/fetch-assets.sh`; panics with the fix when it is missing.
 pub fn gguf_bytes() -> Vec<u8> {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../assets/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf");
+    let path = package_dir().join("../../assets/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf");
     std::fs::read(&path).unwrap_or_else(|e| {
         panic!("{}: {e}\nrun `bash scripts/fetch-assets.sh` from the repository root to fetch the model", path.display())
     })
