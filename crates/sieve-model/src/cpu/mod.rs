@@ -28,7 +28,7 @@ use std::slice::from_ref;
 use crate::error::ModelError;
 use crate::gguf::Gguf;
 use crate::model::{LlamaConfig, rope_tables};
-use matrix::{Activation, Matrix, Simd, dot};
+use matrix::{Matrix, Simd, dot};
 use parts::{Helpers, Shard, StackPart, part_rows};
 use threads::Threads;
 
@@ -385,31 +385,15 @@ impl CpuForward {
     }
 }
 
-/// Fewest tokens for which a product dequantizes its rows into tiles ([`Matrix::product_rows`])
-/// rather than taking each row's dot product with each token ([`Matrix::dot_rows`]). The tiles
-/// cost a dequantization of every weight, which a pass of a few tokens (jump-forward's forced
-/// text) does not earn back. Measured with SmolLM2 Q4_1 on one AVX2 thread: one token 7.8 ms;
-/// 2, 4 and 7 tokens 13.6, 25.1 and 43.0 ms by dot products, 25.6, 29.7 and 38.7 ms by tiles.
-const TILE_TOKENS: usize = 5;
-
 /// Rows `first..` of the product of `x` (`n` tokens) with the matrices of `stack` stacked on
 /// their rows, as many as `out` holds (`[row, token]`).
 fn stack_rows(simd: Simd, stack: &[Matrix], first: usize, x: &[f32], n: usize, out: &mut [f32]) {
     let last = first + out.len() / n;
-    let cols = x.len() / n;
-    let acts: Vec<Activation<'_>> = match n < TILE_TOKENS {
-        true => x.chunks_exact(cols).map(Activation::new).collect(),
-        false => Vec::new(),
-    };
     let mut offset = 0;
     for m in stack {
         let (from, to) = (first.max(offset), last.min(offset + m.rows()));
         if from < to {
-            let run = &mut out[(from - first) * n..(to - first) * n];
-            match acts.is_empty() {
-                false => m.dot_rows(simd, from - offset, &acts, run),
-                true => m.product_rows(simd, from - offset, to - from, x, run),
-            }
+            m.products(simd, from - offset, x, &mut out[(from - first) * n..(to - first) * n]);
         }
         offset += m.rows();
     }
