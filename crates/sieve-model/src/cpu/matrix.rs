@@ -188,14 +188,12 @@ impl Matrix {
     }
 
     /// Fewest tokens for which tiles beat dot products with `simd`: later where the dot kernel
-    /// unpacks each block once for several tokens (Q4_1 on AVX2), see [`TILE_TOKENS`].
+    /// unpacks each block once for several tokens (Q4_1 with SIMD), see [`TILE_TOKENS`].
     fn tile_from(&self, simd: Simd) -> usize {
-        #[cfg(target_arch = "x86_64")]
-        if simd == Simd::Avx2 && self.ty == TensorType::Q4_1 {
-            return TILE_TOKENS_SHARED_BLOCKS;
+        match (simd, self.ty) {
+            (Simd::Portable, _) | (_, TensorType::F32 | TensorType::F16 | TensorType::Q8_0) => TILE_TOKENS,
+            (_, TensorType::Q4_1) => TILE_TOKENS_SHARED_BLOCKS,
         }
-        let _ = simd;
-        TILE_TOKENS
     }
 
     /// `out[i * n + t] = row(first + i) · xs[t]` for each row `i` and each of the `n` tokens of
@@ -249,6 +247,12 @@ impl Matrix {
                     TensorType::F32 => unreachable!(),
                 }
             },
+            #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+            (Simd::Simd128, TensorType::Q4_1) if n > 1 => {
+                for (o, row) in out.chunks_exact_mut(n).zip(rows) {
+                    simd128::q4_1_dots(row, xs, o);
+                }
+            }
             #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
             (Simd::Simd128, TensorType::Q4_1) => each!(simd128::q4_1_dot),
             #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
@@ -581,7 +585,7 @@ mod avx2 {
 mod simd128 {
     use std::arch::wasm32::*;
 
-    use super::{BLOCK, TILE_ROWS, f16_at};
+    use super::{Activation, BLOCK, TILE_ROWS, f16_at};
 
     fn hsum(v: v128) -> f32 {
         f32x4_extract_lane::<0>(v) + f32x4_extract_lane::<1>(v) + f32x4_extract_lane::<2>(v) + f32x4_extract_lane::<3>(v)
@@ -654,6 +658,44 @@ mod simd128 {
             minimums += f16_at(block, 2) * sums[b];
         }
         hsum(acc) + minimums
+    }
+
+    /// `out[t] = row · xs[t]` for each token, four at a time: each block's weights are unpacked
+    /// once for all of them, and each token's products are those of [`q4_1_dot`] in the same
+    /// order, so the results are the same bits.
+    pub fn q4_1_dots(row: &[u8], xs: &[Activation<'_>], out: &mut [f32]) {
+        let mut done = 0;
+        while done < xs.len() {
+            let (xs, out) = (&xs[done..], &mut out[done..]);
+            done += match xs.len() {
+                1 => q4_1_dots_n::<1>(row, xs, out),
+                2 => q4_1_dots_n::<2>(row, xs, out),
+                3 => q4_1_dots_n::<3>(row, xs, out),
+                _ => q4_1_dots_n::<4>(row, xs, out),
+            };
+        }
+    }
+
+    /// [`q4_1_dots`] for the first `N` tokens; returns `N`.
+    fn q4_1_dots_n<const N: usize>(row: &[u8], xs: &[Activation<'_>], out: &mut [f32]) -> usize {
+        let low = u8x16_splat(0x0f);
+        let mut acc = [f32x4_splat(0.0); N];
+        let mut minimums = [0.0f32; N];
+        for (b, block) in row.chunks_exact(20).enumerate() {
+            let qs = bytes16(block, 4);
+            let at = b * BLOCK;
+            let (lo, hi) = (u8_to_f32(v128_and(qs, low)), u8_to_f32(u8x16_shr(qs, 4)));
+            let (scale, minimum) = (f32x4_splat(f16_at(block, 0)), f16_at(block, 2));
+            for t in 0..N {
+                let s = dot4(hi, xs[t].x, at + 16, dot4(lo, xs[t].x, at, f32x4_splat(0.0)));
+                acc[t] = f32x4_add(acc[t], f32x4_mul(scale, s));
+                minimums[t] += minimum * xs[t].block_sums[b];
+            }
+        }
+        for t in 0..N {
+            out[t] = hsum(acc[t]) + minimums[t];
+        }
+        N
     }
 
     pub fn q8_0_dot(row: &[u8], x: &[f32]) -> f32 {
