@@ -29,7 +29,7 @@ fn tokens(count: usize, vocab: usize, salt: usize) -> Vec<u32> {
 /// logits.
 async fn compare(config: LlamaConfig, passes: &[Pass]) {
     let gpu = wgpu_device().await.expect("no wgpu adapter: WebGPU (browser) or Vulkan (native) is required");
-    let reference = Llama::random(config.clone(), 7, &Device::flex()).expect("reference model");
+    let reference = Llama::random(config.clone(), 7, Device::flex()).expect("reference model");
     assert_eq!(reference.backend(), Backend::Reference);
     let threads = if cfg!(target_family = "wasm") { 1 } else { 2 };
     for (placement, backend) in [

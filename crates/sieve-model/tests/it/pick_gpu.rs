@@ -85,7 +85,7 @@ fn full_vocabulary_row_and_empty_mask() {
 
 #[test]
 fn decode_loop_picks_the_same_on_gpu_and_cpu() {
-    let model = Llama::random(LlamaConfig::tiny(49152), 11, &wgpu()).unwrap();
+    let model = Llama::random(LlamaConfig::tiny(49152), 11, wgpu()).unwrap();
     let bytes = common::gguf_bytes();
     let tok = sieve_model::Tokenizer::from_gguf(&sieve_model::Gguf::parse(&bytes).unwrap()).unwrap();
     let prompt = tok.encode("Hello there").unwrap();

@@ -22,7 +22,7 @@ fn tokenizer() -> &'static Tokenizer {
 }
 
 fn tiny() -> Llama {
-    Llama::random(LlamaConfig::tiny(49152), 7, &common::cpu()).unwrap()
+    Llama::random(LlamaConfig::tiny(49152), 7, common::cpu()).unwrap()
 }
 
 fn row(logits: Logits) -> Vec<f32> {

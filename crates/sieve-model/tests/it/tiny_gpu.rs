@@ -99,7 +99,7 @@ async fn tiny_model_generates_valid_json_on_the_gpu() {
     let cpu_pick = run(&on_gpu, &tok, &vocab, Picker::Cpu, false).await;
     assert_eq!(cpu_pick.tokens, plain.tokens, "GPU picker {:?} vs CPU picker {:?}", plain.text, cpu_pick.text);
     // ...and the whole model on burn's CPU backend, same weights (same seed).
-    let on_cpu = Llama::random(config, 7, &Device::flex()).expect("tiny model on the CPU");
+    let on_cpu = Llama::random(config, 7, Device::flex()).expect("tiny model on the CPU");
     let cpu = run(&on_cpu, &tok, &vocab, Picker::Cpu, false).await;
     assert_eq!(cpu.tokens, plain.tokens, "GPU {:?} vs CPU backend {:?}", plain.text, cpu.text);
 }
