@@ -16,7 +16,14 @@ const PAGE = `<!doctype html>
 <meta charset="utf-8">
 <title>sieve-web from its tarball</title>
 <script type="module">
-  import { init, createEngine, Vocabulary, Constraint, Matcher } from "./node_modules/sieve-web/index.js";
+  import { init, createEngine, Vocabulary, Constraint, Matcher, SieveError } from "./node_modules/sieve-web/index.js";
+  const BAD_SCHEMA = { type: "object", properties: { n: { type: "integr" } } };
+  // A compile error's fields, as the caller sees them.
+  const caught = async (f) => {
+    try { await f(); return null; } catch (e) {
+      return { isSieve: e instanceof SieveError, isError: e instanceof Error, name: e.name, kind: e.kind, keyword: e.keyword, pointer: e.pointer, offset: e.offset, line: e.line, column: e.column, message: e.message };
+    }
+  };
   window.lowLevel = async () => {
     await init();
     const vocab = Vocabulary.fromTokenizerJson(await (await fetch("/assets/tokenizers/llama3.json")).text());
@@ -34,7 +41,12 @@ const PAGE = `<!doctype html>
     const longer = new Uint32Array(vocab.maskWords + 1).fill(7);
     matcher.fillNextTokenBitmask(longer);
     const sameAgain = mask.every((word, w) => longer[w] === word);
-    return { size: vocab.size, warmed, allowed: allowed.map(text), jump: matcher.jumpForward(), shortError, sameAgain, extra: longer[vocab.maskWords] };
+    const errors = {
+      schema: await caught(() => Constraint.jsonSchema(BAD_SCHEMA)),
+      regex: await caught(() => Constraint.regex("a(b")),
+      text: await caught(() => Constraint.jsonSchema('{"type":\\n "object",}')),
+    };
+    return { size: vocab.size, warmed, allowed: allowed.map(text), jump: matcher.jumpForward(), shortError, sameAgain, extra: longer[vocab.maskWords], errors };
   };
   window.complete = async (device, threads) => {
     const engine = await createEngine({ model: "/assets/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf", device, threads });
@@ -44,10 +56,28 @@ const PAGE = `<!doctype html>
       max_tokens: 4,
     });
     const info = engine.info;
+    // Through the engine's worker: the schema fails as it is translated, the regex as it compiles
+    // while the prompt prefills; the engine goes on working after both.
+    const messages = [{ role: "user", content: "Hi" }];
+    const errors = {
+      schema: await caught(() => engine.chat.completions.create({ messages, max_tokens: 2, response_format: { type: "json_schema", json_schema: { name: "bad", schema: BAD_SCHEMA } } })),
+      regex: await caught(() => engine.chat.completions.create({ messages, max_tokens: 2, response_format: { type: "regex", pattern: "a(b" } })),
+    };
+    const after = (await engine.completions.create({ prompt: "Hi", max_tokens: 1 })).usage.completion_tokens;
     engine.unload();
-    return { ...r, info };
+    return { ...r, info, errors, after };
   };
 </script>`;
+
+/** The bad schema's and the bad regex's errors keep their kind and place. */
+function assertSieveErrors(errors, where) {
+  const { schema, regex } = errors;
+  for (const e of [schema, regex]) assert.ok(e?.isSieve && e.isError && e.name === "SieveError", `${where}: ${JSON.stringify(e)}`);
+  assert.deepEqual([schema.kind, schema.keyword, schema.pointer], ["schema", "type", "/properties/n"], `${where}: ${JSON.stringify(schema)}`);
+  assert.match(schema.message, /unknown type "integr"/);
+  assert.equal(regex.kind, "regex", `${where}: ${JSON.stringify(regex)}`);
+  assert.ok(Number.isInteger(regex.offset) && regex.line === 1 && Number.isInteger(regex.column), `${where}: ${JSON.stringify(regex)}`);
+}
 
 let ctx;
 before(async () => {
@@ -73,6 +103,8 @@ test("a plain page imports the packed tarball and runs a constrained completion"
   assert.match(low.shortError ?? "", /the mask has \d+ words; the vocabulary needs \d+/);
   assert.ok(low.sameAgain, "the mask after the error is the same as before");
   assert.equal(low.extra, 7);
+  assertSieveErrors(low.errors, "low-level API");
+  assert.deepEqual([low.errors.text.kind, low.errors.text.line, low.errors.text.column], ["schema", 2, 11], JSON.stringify(low.errors.text));
 
   const answers = [];
   for (const [device, threads] of [["webgpu", null], ["cpu", 1], ["cpu", 2]]) {
@@ -84,6 +116,8 @@ test("a plain page imports the packed tarball and runs a constrained completion"
     assert.equal(r.choices[0].finish_reason, "stop");
     assert.ok(r.usage.completion_tokens >= 1);
     answers.push(r.choices[0].text);
+    assertSieveErrors(r.errors, `the engine on ${device}`);
+    assert.equal(r.after, 1, "the engine works after the bad requests");
   }
   assert.deepEqual(answers, Array(3).fill(answers[0]), "WebGPU and the CPU on one and two threads answer alike");
   assert.deepEqual(errors, []);

@@ -2,6 +2,7 @@
 // returns an object with `chat.completions.create` and `completions.create`. Requests run one
 // at a time, in the order they were made.
 import { Backend } from "./backend.js";
+import { SieveError } from "./errors.js";
 
 /** Runs the backend in a Web Worker; every call is a message with an id. */
 class WorkerChannel {
@@ -27,7 +28,7 @@ class WorkerChannel {
     else {
       this.#pending.delete(id);
       if (type === "done") call.resolve(rest.result);
-      else call.reject(Object.assign(new Error(rest.message), { fatal: rest.fatal }));
+      else call.reject(Object.assign(rest.sieve ? new SieveError(rest.message, rest.sieve) : new Error(rest.message), { fatal: rest.fatal }));
     }
   }
 

@@ -5,6 +5,39 @@ export { default as init, Vocabulary, Constraint, Matcher, initGpu } from "./sie
  * GPU, and the CPU when it is a software one (SwiftShader) or there is none. */
 export type DeviceChoice = "auto" | "webgpu" | "cpu";
 
+/** The class of a compile failure. */
+export type SieveErrorKind =
+  | "regex"
+  | "syntax"
+  | "undefined_rule"
+  | "duplicate_rule"
+  | "no_root"
+  | "empty"
+  | "limit"
+  | "unsupported"
+  | "schema";
+
+/**
+ * What a constraint that does not compile rejects with (`Constraint.jsonSchema`, `.regex`,
+ * `.grammar`, `.choices`, and a request's `response_format`): its kind, and where they apply
+ * the keyword and JSON pointer of a JSON Schema error, or the byte offset, line and column of a
+ * regex or grammar error (or of schema text that is not JSON).
+ */
+export class SieveError extends Error {
+  constructor(message: string, fields?: Partial<Pick<SieveError, "kind" | "keyword" | "pointer" | "offset" | "line" | "column">>);
+  name: "SieveError";
+  kind: SieveErrorKind;
+  /** The schema keyword at fault (empty for the schema as a whole). */
+  keyword?: string;
+  /** The JSON pointer of the schema holding it. */
+  pointer?: string;
+  /** Byte offset into the regex or grammar text. */
+  offset?: number;
+  /** 1-based line and column of `offset` (or in schema text that is not JSON). */
+  line?: number;
+  column?: number;
+}
+
 /** Where loading the model stands. */
 export interface LoadProgress {
   /** `download` (from the network), `cache` (from the Cache API), `weights` (dequantizing and

@@ -2,13 +2,14 @@
 // Messages in: {id, op: "load", source, cache, device, threads} | {id, op: "generate", request} | {id, op: "abort"}.
 // Messages out: {id, type: "progress" | "delta" | "done" | "error", ...}.
 import { Backend } from "./backend.js";
+import { sieveErrorFields } from "./errors.js";
 
 const backend = new Backend();
 const aborted = new Set();
 
 function fail(id, err) {
   const fatal = err instanceof WebAssembly.RuntimeError;
-  postMessage({ id, type: "error", message: String(err?.message ?? err), fatal });
+  postMessage({ id, type: "error", message: String(err?.message ?? err), fatal, sieve: sieveErrorFields(err) });
 }
 
 self.onmessage = async ({ data }) => {

@@ -8,6 +8,7 @@ use serde::Deserialize;
 use sieve_core::json_schema::{JsonSchemaOptions, Mode, PropertyOrder, Whitespace};
 use wasm_bindgen::prelude::*;
 
+use crate::error::{compile_error, json_schema_error, not_json};
 use crate::js_error;
 
 /// Token id to bytes for one tokenizer, shared by every matcher over it.
@@ -140,9 +141,9 @@ impl Constraint {
     /// a missing keyword), `propertyOrder` (`"schema"` or n). Errors name the keyword and its JSON
     /// pointer.
     #[wasm_bindgen(js_name = jsonSchema)]
-    pub fn json_schema(schema: JsValue, options: JsValue) -> Result<Constraint, JsError> {
+    pub fn json_schema(schema: JsValue, options: JsValue) -> Result<Constraint, JsValue> {
         let schema: serde_json::Value = match schema.as_string() {
-            Some(text) => serde_json::from_str(&text).map_err(|e| JsError::new(&format!("schema is not JSON: {e}")))?,
+            Some(text) => serde_json::from_str(&text).map_err(|e| not_json("schema", &e))?,
             None => from_js(&schema).map_err(|e| JsError::new(&format!("schema: {e}")))?,
         };
         let options: SchemaOptions = match options.is_undefined() || options.is_null() {
@@ -150,24 +151,27 @@ impl Constraint {
             false => from_js(&options).map_err(|e| JsError::new(&format!("options: {e}")))?,
         };
         let options = options.to_options().map_err(|e| JsError::new(&format!("options: {e}")))?;
-        let (inner, warnings) = sieve_core::Constraint::json_schema(&schema, &options).map_err(js_error)?;
+        let (inner, warnings) = sieve_core::Constraint::json_schema(&schema, &options).map_err(|e| json_schema_error("schema", &e))?;
         let warnings = warnings.iter().map(ToString::to_string).collect();
         Ok(Constraint { inner, warnings })
     }
 
     /// A regex the whole output must match (regex-automata syntax, Unicode aware).
-    pub fn regex(pattern: &str) -> Result<Constraint, JsError> {
-        Ok(Constraint { inner: sieve_core::Constraint::regex(pattern).map_err(js_error)?, warnings: Vec::new() })
+    pub fn regex(pattern: &str) -> Result<Constraint, JsValue> {
+        let inner = sieve_core::Constraint::regex(pattern).map_err(|e| compile_error("regex", &e))?;
+        Ok(Constraint { inner, warnings: Vec::new() })
     }
 
     /// A GBNF grammar (llama.cpp syntax) whose start rule is `root`.
-    pub fn grammar(gbnf: &str) -> Result<Constraint, JsError> {
-        Ok(Constraint { inner: sieve_core::Constraint::gbnf(gbnf).map_err(js_error)?, warnings: Vec::new() })
+    pub fn grammar(gbnf: &str) -> Result<Constraint, JsValue> {
+        let inner = sieve_core::Constraint::gbnf(gbnf).map_err(|e| compile_error("grammar", &e))?;
+        Ok(Constraint { inner, warnings: Vec::new() })
     }
 
     /// The output is exactly one of these strings.
-    pub fn choices(choices: Vec<String>) -> Result<Constraint, JsError> {
-        Ok(Constraint { inner: sieve_core::Constraint::choices(&choices).map_err(js_error)?, warnings: Vec::new() })
+    pub fn choices(choices: Vec<String>) -> Result<Constraint, JsValue> {
+        let inner = sieve_core::Constraint::choices(&choices).map_err(|e| compile_error("choices", &e))?;
+        Ok(Constraint { inner, warnings: Vec::new() })
     }
 
     /// Any JSON value.

@@ -10,10 +10,12 @@
 //!   ([`model::Model`]), which the JavaScript engine (`js/engine.js`) drives from a Web Worker;
 //!   [`parts`]: the CPU path's other threads, helper workers that each hold a part of the rows.
 //!
-//! Every export returns a JS `Error` on failure; none may panic, since a panic aborts the
+//! Every export returns a JS `Error` on failure (a constraint that does not compile: a
+//! `SieveError` with its kind and place, see [`error`]); none may panic, since a panic aborts the
 //! module and the loaded model with it.
 
 pub mod constraint;
+mod error;
 pub mod model;
 pub mod parts;
 mod request;

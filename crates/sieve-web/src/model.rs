@@ -5,7 +5,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use serde_json::json;
-use sieve_core::{Constraint, ConstraintCache, Limits, Matcher};
+use sieve_core::{CompileError, Constraint, ConstraintCache, Limits, Matcher};
 use sieve_model::decode::{Deferred, Delta, GenerateConfig, Picker, StopReason, TokenConstraint, Unconstrained, generate_streaming};
 use sieve_model::sampling::Sampling;
 use sieve_model::tokenizer::chat_prompt;
@@ -13,6 +13,7 @@ use sieve_model::{Backend, Gguf, Llama, LlamaConfig, ModelError, Placement, Toke
 use wasm_bindgen::prelude::*;
 
 use crate::constraint::{Vocabulary, from_js, to_js};
+use crate::error::compile_error;
 use crate::parts::{HelperPool, PoolHelpers};
 use crate::request::{Output, Request};
 use crate::{js_error, no_webgpu, now_ms};
@@ -114,26 +115,27 @@ impl Model {
         let loaded = self.inner.clone();
         wasm_bindgen_futures::future_to_promise(async move {
             let request: Request = from_js(&request).map_err(|e| JsError::new(&format!("bad request: {e}")))?;
-            run(&loaded, &request, on_delta.as_ref()).await.map_err(JsValue::from)
+            run(&loaded, &request, on_delta.as_ref()).await
         })
     }
 }
 
-async fn run(loaded: &Loaded, request: &Request, on_delta: Option<&js_sys::Function>) -> Result<JsValue, JsError> {
+/// Runs one request. A constraint that does not compile rejects it with a `SieveError`.
+async fn run(loaded: &Loaded, request: &Request, on_delta: Option<&js_sys::Function>) -> Result<JsValue, JsValue> {
     let start = now_ms();
-    let planned = request.plan(&loaded.constraints).map_err(|e| JsError::new(&e))?;
+    let planned = request.plan(&loaded.constraints)?;
     let compile_ms = &Cell::new(now_ms() - start);
     let prompt = match (&request.messages, &request.prompt) {
         (Some(messages), None) => {
             chat_prompt(&messages.iter().map(|m| (m.role.as_str(), m.content.as_str())).collect::<Vec<_>>())
         }
         (None, Some(prompt)) => prompt.clone(),
-        _ => return Err(JsError::new("bad request: give exactly one of `messages` and `prompt`")),
+        _ => return Err(JsError::new("bad request: give exactly one of `messages` and `prompt`").into()),
     };
     let prompt = loaded.tokenizer.encode(&prompt).map_err(js_error)?;
     let room = loaded.model.config().max_seq.saturating_sub(prompt.len());
     if room == 0 {
-        return Err(JsError::new(&format!("the prompt has {} tokens; the context holds {MAX_CONTEXT}", prompt.len())));
+        return Err(JsError::new(&format!("the prompt has {} tokens; the context holds {MAX_CONTEXT}", prompt.len())).into());
     }
     let max_tokens = request.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS).min(room);
     let sampling = Sampling {
@@ -145,6 +147,9 @@ async fn run(loaded: &Loaded, request: &Request, on_delta: Option<&js_sys::Funct
     // Tokens are chosen where the logits are: on the GPU with WebGPU, on the CPU otherwise.
     let picker = if loaded.model.backend() == Backend::Gpu { Picker::Gpu } else { Picker::Cpu };
     let config = GenerateConfig { max_tokens, sampling, jump_forward: request.jump_forward.unwrap_or(true), picker };
+    // The deferred compile's error, kept whole for the `SieveError` (the decode loop carries
+    // only its message).
+    let compile_failure = &Cell::new(None::<CompileError>);
     let mut constraint: Box<dyn TokenConstraint> = match planned.output {
         Output::Text => Box::new(Unconstrained::new(loaded.model.config().vocab)),
         Output::Ready(c) => Box::new(Matcher::new(&c, &loaded.vocab)),
@@ -154,7 +159,11 @@ async fn run(loaded: &Loaded, request: &Request, on_delta: Option<&js_sys::Funct
                 Some(g) => loaded.constraints.get_with(&source, |limits| Constraint::from_grammar(g, limits)),
                 None => loaded.constraints.get(&source),
             };
-            let c = compiled.map_err(|e| ModelError::Constraint(format!("response_format: {e}")))?;
+            let c = compiled.map_err(|e| {
+                let message = format!("response_format: {e}");
+                compile_failure.set(Some(e));
+                ModelError::Constraint(message)
+            })?;
             compile_ms.set(compile_ms.get() + now_ms() - t0);
             Ok(Box::new(Matcher::new(&c, &loaded.vocab)) as Box<dyn TokenConstraint>)
         }))),
@@ -172,7 +181,10 @@ async fn run(loaded: &Loaded, request: &Request, on_delta: Option<&js_sys::Funct
     };
     let out = generate_streaming(&loaded.model, &loaded.tokenizer, constraint.as_mut(), &prompt, &config, &now_ms, &mut forward)
         .await
-        .map_err(js_error)?;
+        .map_err(|e| match compile_failure.take() {
+            Some(failure) => compile_error("response_format", &failure),
+            None => js_error(e).into(),
+        })?;
     let s = &out.stats;
     let finish_reason = match out.stop {
         StopReason::EndOfSequence | StopReason::ConstraintTerminated => "stop",
@@ -201,4 +213,5 @@ async fn run(loaded: &Loaded, request: &Request, on_delta: Option<&js_sys::Funct
             "mask_us_p99": s.mask_us_quantile(0.99),
         },
     }))
+    .map_err(JsValue::from)
 }

@@ -5,6 +5,9 @@ use serde::Deserialize;
 use serde_json::Value;
 use sieve_core::json_schema::{JsonSchemaOptions, Mode, SchemaGrammar, Whitespace};
 use sieve_core::{Constraint, ConstraintCache, ConstraintSource};
+use wasm_bindgen::JsValue;
+
+use crate::error::schema_error;
 
 /// One chat message.
 #[derive(Debug, Deserialize)]
@@ -78,7 +81,7 @@ impl Request {
     /// Translates `response_format` into a constraint source and looks it up in `cache`. A new
     /// schema is translated here, so a bad one fails before any GPU work; schemas become compact
     /// JSON (no whitespace between tokens), which a small model cannot pad with endless spaces.
-    pub fn plan(&self, cache: &ConstraintCache) -> Result<Planned, String> {
+    pub fn plan(&self, cache: &ConstraintCache) -> Result<Planned, JsValue> {
         let (source, options) = match &self.response_format {
             None | Some(ResponseFormat::Text) => return Ok(Planned { output: Output::Text, warnings: Vec::new() }),
             Some(ResponseFormat::JsonObject) => (ConstraintSource::AnyJson, None),
@@ -100,7 +103,7 @@ impl Request {
         let grammar = match (&self.response_format, options) {
             (Some(ResponseFormat::JsonSchema { json_schema }), Some(options)) => Some(
                 sieve_core::json_schema::to_grammar(&json_schema.schema, &options)
-                    .map_err(|e| format!("response_format.json_schema: {e}"))?,
+                    .map_err(|e| schema_error("response_format.json_schema", &e))?,
             ),
             _ => None,
         };

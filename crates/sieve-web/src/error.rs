@@ -1,0 +1,84 @@
+//! Errors as values across the boundary: a constraint that fails to compile rejects with a
+//! JS `Error` named `SieveError` (js/errors.js's class recognises it) that keeps sieve-core's
+//! fields: `kind`, and where they apply the `keyword` and JSON `pointer` of a schema error, or
+//! the byte `offset`, `line` and `column` of a regex or grammar error.
+
+use sieve_core::json_schema::{JsonSchemaError, SchemaError, SchemaErrorKind};
+use sieve_core::{CompileError, CompileErrorKind};
+use wasm_bindgen::prelude::*;
+
+/// Where a compile error points.
+#[derive(Default)]
+struct Place<'a> {
+    keyword: Option<&'a str>,
+    pointer: Option<&'a str>,
+    offset: Option<usize>,
+    line_col: Option<(usize, usize)>,
+}
+
+/// A `SieveError`: `context: message`, with `kind` and the fields of `place` that are known.
+fn sieve_error(context: &str, message: &str, kind: &str, place: Place<'_>) -> JsValue {
+    let error = js_sys::Error::new(&format!("{context}: {message}"));
+    error.set_name("SieveError");
+    let set = |key: &str, value: JsValue| {
+        let _ = js_sys::Reflect::set(&error, &JsValue::from_str(key), &value);
+    };
+    set("kind", JsValue::from_str(kind));
+    if let Some(keyword) = place.keyword {
+        set("keyword", JsValue::from_str(keyword));
+    }
+    if let Some(pointer) = place.pointer {
+        set("pointer", JsValue::from_str(pointer));
+    }
+    if let Some(offset) = place.offset {
+        set("offset", JsValue::from_f64(offset as f64));
+    }
+    if let Some((line, column)) = place.line_col {
+        set("line", JsValue::from_f64(line as f64));
+        set("column", JsValue::from_f64(column as f64));
+    }
+    error.into()
+}
+
+/// A regex, grammar or compiled schema's error, after `context` (what was being compiled).
+pub(crate) fn compile_error(context: &str, e: &CompileError) -> JsValue {
+    let kind = match e.kind {
+        CompileErrorKind::Regex => "regex",
+        CompileErrorKind::Syntax => "syntax",
+        CompileErrorKind::UndefinedRule => "undefined_rule",
+        CompileErrorKind::DuplicateRule => "duplicate_rule",
+        CompileErrorKind::NoRoot => "no_root",
+        CompileErrorKind::Empty => "empty",
+        CompileErrorKind::Limit => "limit",
+        CompileErrorKind::Unsupported => "unsupported",
+        CompileErrorKind::Schema => "schema",
+    };
+    sieve_error(context, &e.to_string(), kind, Place { offset: e.offset, line_col: e.line_col, ..Place::default() })
+}
+
+/// A JSON Schema's translation error: its kind (as [`compile_error`] names the same classes),
+/// keyword and pointer.
+pub(crate) fn schema_error(context: &str, e: &SchemaError) -> JsValue {
+    let kind = match e.kind {
+        SchemaErrorKind::Unsupported(_) => "unsupported",
+        SchemaErrorKind::Invalid(_) => "schema",
+        SchemaErrorKind::Limit(_) => "limit",
+        SchemaErrorKind::Unsatisfiable => "empty",
+    };
+    let place = Place { keyword: Some(&e.keyword), pointer: Some(&e.pointer), ..Place::default() };
+    sieve_error(context, &e.to_string(), kind, place)
+}
+
+/// [`sieve_core::Constraint::json_schema`]'s error.
+pub(crate) fn json_schema_error(context: &str, e: &JsonSchemaError) -> JsValue {
+    match e {
+        JsonSchemaError::Schema(e) => schema_error(context, e),
+        JsonSchemaError::Grammar(e) => compile_error(context, e),
+    }
+}
+
+/// Schema text that is not JSON: a `schema` error at its line and column.
+pub(crate) fn not_json(context: &str, e: &serde_json::Error) -> JsValue {
+    let place = Place { line_col: Some((e.line(), e.column())), ..Place::default() };
+    sieve_error(context, &format!("not JSON: {e}"), "schema", place)
+}
