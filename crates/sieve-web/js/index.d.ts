@@ -1,5 +1,110 @@
 // Types of the sieve-web package: the engine (engine.js) and the low-level API (sieve_web.js).
-export { default as init, Vocabulary, Constraint, Matcher, initGpu } from "./sieve_web.js";
+export { default as init, initGpu } from "./sieve_web.js";
+
+// The low-level API (the wasm module's classes), typed by hand. Free a matcher or constraint
+// with `free()` (or `using`) when done with it; constraints are shared by their matchers.
+
+/** A tokenizer's vocabulary as token bytes, for masks over its ids. */
+export class Vocabulary {
+  private constructor();
+  /** Reads a Hugging Face `tokenizer.json` text (byte-level BPE or SentencePiece style).
+   * `eosTokens` replaces the end-of-sequence ids found in it; `width` is the logits width when
+   * it is larger than the vocabulary (padding ids are never allowed). */
+  static fromTokenizerJson(text: string, eosTokens?: Uint32Array | number[] | null, width?: number | null): Vocabulary;
+  /** Number of token ids. */
+  readonly size: number;
+  /** Width of a logits row (at least `size`). */
+  readonly width: number;
+  /** Words of a bitmask: `ceil(width / 32)`. */
+  readonly maskWords: number;
+  /** The end-of-sequence ids. */
+  readonly eosTokens: Uint32Array;
+  /** The bytes of one token (empty for an unknown id). */
+  tokenBytes(id: number): Uint8Array;
+  /** Computes masks along sample documents so the browser optimises the mask code before the
+   * first request; returns how many it computed. */
+  warmUp(): number;
+  free(): void;
+  [Symbol.dispose](): void;
+}
+
+/** Options of `Constraint.jsonSchema`. */
+export interface JsonSchemaOptions {
+  /** Whitespace between tokens: `"any"` (default), `"compact"` (none), or at most this many. */
+  whitespace?: "any" | "compact" | number;
+  /** `"strict"` (default): a keyword that cannot be enforced exactly is a `SieveError`;
+   * `"lenient"`: it is left out and reported in `warnings`. */
+  mode?: "strict" | "lenient";
+  /** The value of a missing `additionalProperties` (default true, as the specification says). */
+  additionalProperties?: boolean;
+  /** `"schema"` (default): properties in the schema's order; a number n: any order for objects
+   * of at most n properties. */
+  propertyOrder?: "schema" | number;
+}
+
+/** A compiled constraint: immutable, shared by every matcher that follows it. Each constructor
+ * throws a `SieveError` when the source does not compile. */
+export class Constraint {
+  private constructor();
+  /** A JSON Schema, as an object or its JSON text. */
+  static jsonSchema(schema: object | boolean | string, options?: JsonSchemaOptions | null): Constraint;
+  /** A regex the whole output must match (regex-automata syntax, Unicode aware). */
+  static regex(pattern: string): Constraint;
+  /** A GBNF grammar (llama.cpp syntax) whose start rule is `root`. */
+  static grammar(gbnf: string): Constraint;
+  /** The output is exactly one of these strings. */
+  static choices(choices: string[]): Constraint;
+  /** Any JSON value. */
+  static anyJson(): Constraint;
+  /** Keywords a lenient JSON Schema left out, as messages. */
+  readonly warnings: string[];
+  /** Whether `text` as a whole satisfies the constraint. */
+  matches(text: string): boolean;
+  free(): void;
+  [Symbol.dispose](): void;
+}
+
+/** What a matcher's constraint forces next (see `Matcher.jumpForward`). */
+export interface JumpForward {
+  /** The forced text. */
+  text: string;
+  /** Tokens to roll back before accepting `tokens` (the forced text retokenized with the end of
+   * the output so far). */
+  backoff: number;
+  /** The canonical tokens of the forced text (empty without a `tokenize` function). */
+  tokens: number[];
+}
+
+/** Follows one sequence through a constraint over a vocabulary. Every method that fails
+ * throws and leaves the matcher as it was. */
+export class Matcher {
+  /** A matcher at the start of `constraint`. */
+  constructor(constraint: Constraint, vocabulary: Vocabulary);
+  /** Writes the allowed next tokens into the first `vocabulary.maskWords` words of `mask`
+   * (bit `i % 32` of word `i / 32` for token `i`). */
+  fillNextTokenBitmask(mask: Uint32Array): void;
+  /** Advances past `token`; a token the mask forbids is an error and changes nothing. */
+  acceptToken(token: number): void;
+  /** Advances past raw text (for forced continuations taken as bytes). */
+  acceptText(text: string): void;
+  /** How many of `tokens` (a speculative draft) are acceptable in a row; the state is unchanged. */
+  validateTokens(tokens: Uint32Array | number[]): number;
+  /** Forgets the last `n` accepted tokens. */
+  rollback(n: number): void;
+  /** The forced continuation. `tokenize(bytes)` returns the canonical token ids of the bytes (or
+   * null); without it `tokens` is empty and only `text` is known. */
+  jumpForward(tokenize?: ((bytes: Uint8Array) => number[] | Uint32Array | null) | null): JumpForward;
+  /** Whether the output so far is complete. */
+  isAccepting(): boolean;
+  /** Whether the output is complete and nothing more is allowed. */
+  isTerminated(): boolean;
+  /** An independent copy at the same position. */
+  fork(): Matcher;
+  /** Back to the start. */
+  reset(): void;
+  free(): void;
+  [Symbol.dispose](): void;
+}
 
 /** Where the model runs: `auto` (the default) takes WebGPU when the browser's adapter is a real
  * GPU, and the CPU when it is a software one (SwiftShader) or there is none. */
