@@ -12,10 +12,8 @@
 //! at run time) and WebAssembly SIMD (compiled in when the module targets `simd128`, as sieve's
 //! wasm builds do).
 
-use half::f16;
-
 use crate::error::ModelError;
-use crate::gguf::{Gguf, TensorType, dequantize_into};
+use crate::gguf::{Gguf, TensorType, dequantize_into, f16_to_f32};
 
 /// Elements per quantization block of the block types.
 const BLOCK: usize = 32;
@@ -312,20 +310,6 @@ fn tile_product(simd: Simd, tile: &[f32], x0: &[f32], x1: &[f32]) -> [f32; 2 * T
 #[inline(always)]
 fn f16_at(bytes: &[u8], at: usize) -> f32 {
     f16_to_f32(u16::from_le_bytes([bytes[at], bytes[at + 1]]))
-}
-
-/// An f16's value as f32, exactly as `half` converts it, but without branches for finite values
-/// (WebAssembly has no conversion instruction, and `half`'s branches cost more than a block's
-/// products): the bits move into f32's places and a multiply by 2^112 moves the exponent's bias
-/// from 15 to 127, which also normalises subnormals.
-#[inline(always)]
-fn f16_to_f32(h: u16) -> f32 {
-    if h & 0x7c00 == 0x7c00 {
-        return f16::from_bits(h).to_f32(); // infinities and NaNs
-    }
-    let h = u32::from(h);
-    let magnitude = f32::from_bits((h & 0x7fff) << 13) * f32::from_bits(0x7780_0000);
-    f32::from_bits(magnitude.to_bits() | (h & 0x8000) << 16)
 }
 
 /// The reference kernels: plain loops.
@@ -728,19 +712,5 @@ mod simd128 {
             out[2 * r + 1] = hsum(acc[2 * r + 1]) + (n..cols).map(|k| row[k] * x1[k]).sum::<f32>();
         }
         out
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use half::f16;
-
-    /// Every f16 converts as `half` converts it.
-    #[test]
-    fn f16_conversion_is_exact() {
-        for h in 0..=u16::MAX {
-            let (fast, reference) = (super::f16_to_f32(h), f16::from_bits(h).to_f32());
-            assert!(fast.to_bits() == reference.to_bits() || (fast.is_nan() && reference.is_nan()), "{h:#06x}: {fast} != {reference}");
-        }
     }
 }
