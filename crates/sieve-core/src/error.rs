@@ -118,7 +118,8 @@ pub enum MatchError {
     MaskTooSmall { words: usize, needed: usize },
     /// Rolling back more steps than were taken.
     RollbackTooFar { requested: usize, available: usize },
-    /// A limit in [`crate::Limits`] was exceeded while computing.
+    /// A limit in [`crate::Limits`] was exceeded while computing. It sticks: the matcher
+    /// returns it from every later call, without redoing the work, until `reset`.
     Limit { what: &'static str, limit: usize },
 }
 

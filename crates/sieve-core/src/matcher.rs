@@ -43,6 +43,9 @@ pub struct Matcher {
     state: State,
     steps: Vec<Step>,
     terminated: bool,
+    /// The limit error that stopped this matcher: every later call returns it, without redoing
+    /// the work, until [`Matcher::reset`].
+    failure: Option<MatchError>,
 }
 
 /// Largest forced continuation [`Matcher::jump_forward`] returns.
@@ -59,6 +62,7 @@ impl Matcher {
             state,
             steps: Vec::new(),
             terminated: false,
+            failure: None,
         }
     }
 
@@ -74,11 +78,25 @@ impl Matcher {
         &self.vocab
     }
 
-    /// Back to the start, as if just created.
+    /// Back to the start, as if just created (a limit error is forgotten).
     pub fn reset(&mut self) {
         self.state = Self::initial(&self.constraint);
         self.steps.clear();
         self.terminated = false;
+        self.failure = None;
+    }
+
+    /// The limit error that stopped this matcher, if one did.
+    fn failed(&self) -> Result<(), MatchError> {
+        self.failure.clone().map_or(Ok(()), Err)
+    }
+
+    /// `result`, remembering a limit error so that every later call returns it.
+    fn sticky<T>(&mut self, result: Result<T, MatchError>) -> Result<T, MatchError> {
+        if let Err(e @ MatchError::Limit { .. }) = &result {
+            self.failure = Some(e.clone());
+        }
+        result
     }
 
     /// True when the output so far is a complete match (end of sequence allowed).
@@ -142,6 +160,7 @@ impl Matcher {
     /// An end-of-sequence token is accepted only in an accepting state and
     /// terminates the matcher.
     pub fn accept_token(&mut self, token: u32) -> Result<(), MatchError> {
+        self.failed()?;
         if self.terminated {
             return Err(MatchError::Terminated);
         }
@@ -158,7 +177,8 @@ impl Matcher {
         if bytes.is_empty() {
             return Err(MatchError::TokenRejected { token });
         }
-        self.advance(bytes).map_err(|e| match e {
+        let advanced = self.advance(bytes);
+        self.sticky(advanced).map_err(|e| match e {
             MatchError::BytesRejected { .. } => MatchError::TokenRejected { token },
             e => e,
         })?;
@@ -168,16 +188,19 @@ impl Matcher {
 
     /// Takes raw bytes as one step (undone by `rollback(1)`).
     pub fn accept_bytes(&mut self, bytes: &[u8]) -> Result<(), MatchError> {
+        self.failed()?;
         if self.terminated {
             return Err(MatchError::Terminated);
         }
-        self.advance(bytes)?;
+        let advanced = self.advance(bytes);
+        self.sticky(advanced)?;
         self.steps.push(Step { token: None, bytes: bytes.len() });
         Ok(())
     }
 
     /// Undoes the last `n` steps (tokens, byte strings, end of sequence).
     pub fn rollback(&mut self, n: usize) -> Result<(), MatchError> {
+        self.failed()?;
         if n > self.steps.len() {
             return Err(MatchError::RollbackTooFar { requested: n, available: self.steps.len() });
         }
@@ -220,6 +243,7 @@ impl Matcher {
         }
         let mask = &mut mask[..words];
         mask.fill(0);
+        self.failed()?;
         if self.terminated {
             return Ok(());
         }
@@ -253,7 +277,7 @@ impl Matcher {
         };
         if let Err(e) = result {
             mask.fill(0);
-            return Err(e);
+            return self.sticky(Err(e));
         }
         if self.is_accepting() {
             for &t in self.vocab.eos_ids() {
@@ -266,9 +290,17 @@ impl Matcher {
     /// The bytes every valid continuation must start with, stopping where the
     /// output could end or where more than one byte may follow.
     pub fn forced_bytes(&mut self) -> Result<Vec<u8>, MatchError> {
+        self.failed()?;
         let mut out = Vec::new();
+        let mut result = Ok(());
         while out.len() < MAX_FORCED && !self.is_accepting() {
-            let next = self.next_bytes()?;
+            let next = match self.next_bytes() {
+                Ok(next) => next,
+                Err(e) => {
+                    result = Err(e);
+                    break;
+                }
+            };
             let count: u32 = next.iter().map(|w| w.count_ones()).sum();
             if count != 1 {
                 break;
@@ -280,10 +312,12 @@ impl Matcher {
             }
             out.push(b);
         }
+        // Back to where it started, whether or not a limit stopped the walk.
         match &mut self.state {
             State::Regex(st) => st.truncate(st.len() - out.len()),
             State::Grammar(c) => c.truncate(c.bytes() - out.len()),
         }
+        self.sticky(result)?;
         Ok(out)
     }
 

@@ -222,7 +222,20 @@ fn limits_turn_blowups_into_errors() {
             break;
         }
     }
-    assert!(matches!(err, Some(MatchError::Limit { what: "regex DFA states", limit: 64 })), "{err:?}");
+    let err = err.expect("the DFA outgrows 64 states");
+    assert!(matches!(err, MatchError::Limit { what: "regex DFA states", limit: 64 }), "{err:?}");
+    // The error sticks: every later call returns it, even one that needs no new state, until
+    // a reset.
+    let mut mask = vec![0u32; vocab.mask_words()];
+    assert_eq!(m.fill_next_token_bitmask(&mut mask), Err(err.clone()));
+    assert!(mask.iter().all(|&w| w == 0), "a failed mask allows nothing");
+    assert_eq!(m.accept_token(b'a' as u32), Err(err.clone()));
+    assert_eq!(m.accept_bytes(b"a"), Err(err.clone()));
+    assert_eq!(m.forced_bytes(), Err(err.clone()));
+    assert_eq!(m.rollback(0), Err(err.clone()));
+    assert_eq!(m.validate_tokens(&[b'a' as u32]), 0);
+    m.reset();
+    assert_eq!(m.rollback(0), Ok(()), "a reset forgets the error");
     let big = Limits { max_regex_bytes: 1000, ..Limits::default() };
     let e = Constraint::compile(&ConstraintSource::Regex(r"\w{50}".into()), &big).unwrap_err();
     assert_eq!(e.kind, CompileErrorKind::Limit);
