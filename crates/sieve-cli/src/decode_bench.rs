@@ -22,7 +22,6 @@ use serde_json::{Value, json};
 use sieve_core::Matcher;
 use sieve_model::decode::{GenerateConfig, Generation, StopReason, TokenConstraint, Unconstrained, generate};
 use sieve_model::sampling::Sampling;
-use sieve_model::tokenizer::chat_prompt;
 
 use crate::fail::CliError;
 use crate::generate::{DeviceChoice, GenerateConstraint, Loaded};
@@ -83,7 +82,7 @@ pub fn run(args: &DecodeBenchArgs) -> Result<i32, CliError> {
     let picker = *picker;
     let prompt = match args.raw {
         true => tokenizer.encode(&args.prompt)?,
-        false => tokenizer.encode(&chat_prompt(&[("user", args.prompt.as_str())]))?,
+        false => tokenizer.encode(&tokenizer.chat_prompt(&[("user", args.prompt.as_str())])?)?,
     };
 
     let origin = Instant::now();

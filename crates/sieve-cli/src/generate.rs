@@ -15,7 +15,6 @@ use sieve_core::json_schema::{JsonSchemaOptions, Whitespace};
 use sieve_core::{Constraint, ConstraintSource, Limits, Matcher, Vocabulary};
 use sieve_model::decode::{GenerateConfig, Picker, TokenConstraint, Unconstrained, generate};
 use sieve_model::sampling::Sampling;
-use sieve_model::tokenizer::chat_prompt;
 use sieve_model::gpu::{Adapter, default_adapter};
 use sieve_model::{Backend, Device, Gguf, Llama, LlamaConfig, Placement, Tokenizer};
 
@@ -174,7 +173,7 @@ pub fn run(args: &GenerateArgs) -> Result<i32, CliError> {
     let Loaded { model, tokenizer, picker } = &loaded;
     let picker = *picker;
     let prompt = match args.chat {
-        true => chat_prompt(&[("user", args.prompt.as_str())]),
+        true => tokenizer.chat_prompt(&[("user", args.prompt.as_str())])?,
         false => args.prompt.clone(),
     };
     let prompt = tokenizer.encode(&prompt)?;

@@ -52,6 +52,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod chat;
 pub mod cpu;
 pub mod decode;
 pub mod error;

@@ -7,6 +7,7 @@
 
 use serde_json::{Value as Json, json};
 
+use crate::chat::ChatTemplate;
 use crate::error::ModelError;
 use crate::gguf::{Gguf, Value};
 
@@ -93,6 +94,8 @@ pub struct Tokenizer {
     bytes: Vec<Vec<u8>>,
     /// Whether each id is an added (special) token.
     special: Vec<bool>,
+    /// How chat messages become a prompt.
+    chat: ChatTemplate,
 }
 
 /// The inverse of GPT-2's byte-to-character table used by byte-level BPE vocabularies: printable
@@ -119,13 +122,23 @@ impl std::fmt::Debug for Tokenizer {
 }
 
 impl Tokenizer {
-    /// Builds the tokenizer from a GGUF's metadata (see [`tokenizer_json`]).
+    /// Builds the tokenizer from a GGUF's metadata (see [`tokenizer_json`]), with the GGUF's chat
+    /// template (`tokenizer.chat_template`; ChatML without one).
     pub fn from_gguf(gguf: &Gguf<'_>) -> Result<Self, ModelError> {
         let eos = gguf.get_u64("tokenizer.ggml.eos_token_id")?;
-        Self::from_json(tokenizer_json(gguf)?, eos)
+        let mut tokenizer = Self::from_json(tokenizer_json(gguf)?, eos)?;
+        if let Ok(source) = gguf.get_str("tokenizer.chat_template") {
+            let text = |id: Option<u64>| {
+                let id = id.and_then(|id| u32::try_from(id).ok());
+                String::from_utf8_lossy(id.map_or(&[][..], |id| tokenizer.token_bytes(id))).into_owned()
+            };
+            let bos = text(gguf.get_u64("tokenizer.ggml.bos_token_id").ok());
+            tokenizer.chat = ChatTemplate::new(source, bos, text(Some(eos)));
+        }
+        Ok(tokenizer)
     }
 
-    /// Loads a `tokenizer.json` text; `eos` is the end-of-sequence id.
+    /// Loads a `tokenizer.json` text; `eos` is the end-of-sequence id. Chat prompts are ChatML.
     pub fn from_json(json: String, eos: u64) -> Result<Self, ModelError> {
         let inner: tokenizers::Tokenizer =
             json.parse().map_err(|e| ModelError::Tokenizer(format!("tokenizer.json rejected: {e}")))?;
@@ -154,7 +167,7 @@ impl Tokenizer {
                     .ok_or_else(|| ModelError::Tokenizer(format!("token {id} `{token}` is not byte-level")))?;
             }
         }
-        Ok(Self { inner, json, eos, bytes, special })
+        Ok(Self { inner, json, eos, bytes, special, chat: ChatTemplate::chatml() })
     }
 
     /// The `tokenizer.json` text (for sieve-core's `Vocabulary::from_tokenizer_json`).
@@ -197,26 +210,15 @@ impl Tokenizer {
         Ok((spelled == bytes && !ids.iter().any(|&id| self.is_special(id))).then_some(ids))
     }
 
+    /// The prompt for `(role, content)` messages in the model's chat format, ending where the
+    /// assistant's reply begins (see [`ChatTemplate`]).
+    pub fn chat_prompt<S: AsRef<str>>(&self, messages: &[(S, S)]) -> Result<String, ModelError> {
+        self.chat.render(messages)
+    }
+
     /// The text of `ids`, special tokens included.
     pub fn decode(&self, ids: &[u32]) -> Result<String, ModelError> {
         self.inner.decode(ids, false).map_err(|e| ModelError::Tokenizer(format!("decode: {e}")))
     }
 }
 
-/// The default system message of SmolLM2's chat template.
-pub const DEFAULT_SYSTEM: &str = "You are a helpful AI assistant named SmolLM, trained by Hugging Face";
-
-/// The SmolLM2 chat prompt (ChatML) for `(role, content)` messages, ending where the assistant's
-/// reply begins. Without a leading `system` message the model's default one is used, as its chat
-/// template does.
-pub fn chat_prompt<S: AsRef<str>>(messages: &[(S, S)]) -> String {
-    let mut prompt = String::new();
-    if messages.first().is_none_or(|(role, _)| role.as_ref() != "system") {
-        prompt.push_str(&format!("<|im_start|>system\n{DEFAULT_SYSTEM}<|im_end|>\n"));
-    }
-    for (role, content) in messages {
-        prompt.push_str(&format!("<|im_start|>{}\n{}<|im_end|>\n", role.as_ref(), content.as_ref()));
-    }
-    prompt.push_str("<|im_start|>assistant\n");
-    prompt
-}

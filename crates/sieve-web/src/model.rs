@@ -8,7 +8,6 @@ use serde_json::json;
 use sieve_core::{CompileError, Constraint, ConstraintCache, Limits, Matcher};
 use sieve_model::decode::{Deferred, Delta, GenerateConfig, Picker, StopReason, TokenConstraint, Unconstrained, generate_streaming};
 use sieve_model::sampling::Sampling;
-use sieve_model::tokenizer::chat_prompt;
 use sieve_model::{Backend, Gguf, Llama, LlamaConfig, ModelError, Placement, Tokenizer};
 use wasm_bindgen::prelude::*;
 
@@ -127,7 +126,8 @@ async fn run(loaded: &Loaded, request: &Request, on_delta: Option<&js_sys::Funct
     let compile_ms = &Cell::new(now_ms() - start);
     let prompt = match (&request.messages, &request.prompt) {
         (Some(messages), None) => {
-            chat_prompt(&messages.iter().map(|m| (m.role.as_str(), m.content.as_str())).collect::<Vec<_>>())
+            let messages: Vec<_> = messages.iter().map(|m| (m.role.as_str(), m.content.as_str())).collect();
+            loaded.tokenizer.chat_prompt(&messages).map_err(js_error)?
         }
         (None, Some(prompt)) => prompt.clone(),
         _ => return Err(JsError::new("bad request: give exactly one of `messages` and `prompt`").into()),

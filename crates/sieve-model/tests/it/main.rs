@@ -14,6 +14,8 @@ mod gpu_kernels;
 mod tiny_gpu;
 
 #[cfg(not(target_family = "wasm"))]
+mod chat;
+#[cfg(not(target_family = "wasm"))]
 mod common;
 #[cfg(not(target_family = "wasm"))]
 mod gguf;

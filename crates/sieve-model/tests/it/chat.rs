@@ -1,0 +1,50 @@
+//! Chat prompts from the model's own template: SmolLM2's, read from its GGUF and rendered by
+//! minijinja, gives the ChatML prompt with its default system message; the Jinja that Hugging
+//! Face templates use (Python string methods, `raise_exception`, `bos_token`) works; a template
+//! that fails says why.
+
+use sieve_model::chat::ChatTemplate;
+use sieve_model::{Gguf, Tokenizer};
+
+use crate::common;
+
+#[test]
+fn smollm2_renders_its_own_template() {
+    let bytes = common::gguf_bytes();
+    let tokenizer = Tokenizer::from_gguf(&Gguf::parse(&bytes).expect("gguf")).expect("tokenizer");
+    let system = "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n";
+    assert_eq!(
+        tokenizer.chat_prompt(&[("user", "Hi")]).expect("renders"),
+        format!("{system}<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n")
+    );
+    // A system message of the caller's replaces the default one.
+    assert_eq!(
+        tokenizer.chat_prompt(&[("system", "Be brief."), ("user", "Hi"), ("assistant", "Hello."), ("user", "Bye")]).expect("renders"),
+        "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\nHello.<|im_end|>\n\
+         <|im_start|>user\nBye<|im_end|>\n<|im_start|>assistant\n"
+    );
+}
+
+#[test]
+fn a_tokenizer_without_a_template_speaks_chatml() {
+    let json = std::fs::read_to_string(common::package_dir().join("../sieve-core/tests/fixtures/smollm2.json")).expect("fixture");
+    let tokenizer = Tokenizer::from_json(json, 0).expect("tokenizer");
+    assert_eq!(tokenizer.chat_prompt(&[("user", "Hi")]).expect("renders"), "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
+}
+
+#[test]
+fn templates_get_the_jinja_hugging_face_templates_use() {
+    let template = ChatTemplate::new(
+        "{{ bos_token }}{% for m in messages %}{% if m.role not in ['user', 'assistant'] %}\
+         {{ raise_exception('roles are user and assistant, not ' + m.role) }}{% endif %}\
+         [{{ m.role | upper }}] {{ m.content.strip() }}{% if not loop.last %}\n{% endif %}{% endfor %}\
+         {% if add_generation_prompt %}{{ eos_token }}{% endif %}",
+        "<s>",
+        "</s>",
+    );
+    assert_eq!(template.render(&[("user", "  Hi  "), ("assistant", "Hello")]).expect("renders"), "<s>[USER] Hi\n[ASSISTANT] Hello</s>");
+    let err = template.render(&[("tool", "42")]).expect_err("a role the template refuses").to_string();
+    assert!(err.contains("roles are user and assistant, not tool"), "{err}");
+    let err = ChatTemplate::new("{% for m in messages %}", "", "").render(&[("user", "Hi")]).expect_err("unclosed loop").to_string();
+    assert!(err.starts_with("tokenizer: chat template:"), "{err}");
+}
