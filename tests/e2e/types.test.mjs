@@ -41,6 +41,7 @@ export async function engine(): Promise<string | null> {
   try {
     const r = await engine.chat.completions.create({
       messages: [{ role: "user", content: "Hi" }],
+      chat_template_kwargs: { enable_thinking: true },
       response_format: { type: "json_schema", json_schema: { name: "x", schema: { type: "string" } } },
     });
     return r.choices[0].message.content + String(info?.threads);

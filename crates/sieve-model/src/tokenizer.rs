@@ -211,9 +211,9 @@ impl Tokenizer {
     }
 
     /// The prompt for `(role, content)` messages in the model's chat format, ending where the
-    /// assistant's reply begins (see [`ChatTemplate`]).
-    pub fn chat_prompt<S: AsRef<str>>(&self, messages: &[(S, S)]) -> Result<String, ModelError> {
-        self.chat.render(messages)
+    /// assistant's reply begins; `kwargs` are further template variables (see [`ChatTemplate`]).
+    pub fn chat_prompt<S: AsRef<str>>(&self, messages: &[(S, S)], kwargs: &serde_json::Map<String, Json>) -> Result<String, ModelError> {
+        self.chat.render(messages, kwargs)
     }
 
     /// The text of `ids`, special tokens included.

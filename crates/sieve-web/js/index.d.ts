@@ -182,6 +182,14 @@ export type ResponseFormat =
   | { type: "regex"; pattern: string }
   | { type: "grammar"; grammar: string };
 
+/** A chat request's messages and how the model's chat template renders them. */
+export interface ChatOptions {
+  messages: ChatMessage[];
+  /** Further variables for the model's chat template, as vLLM takes them; `enable_thinking`
+   * (for thinking models) is false unless set here. */
+  chat_template_kwargs?: Record<string, unknown>;
+}
+
 export interface SamplingOptions {
   response_format?: ResponseFormat;
   /** Most completion tokens (default 256). */
@@ -286,8 +294,8 @@ export interface Engine {
   readonly info: EngineInfo | null;
   chat: {
     completions: {
-      create(body: SamplingOptions & { messages: ChatMessage[]; stream?: false }): Promise<ChatCompletion>;
-      create(body: SamplingOptions & { messages: ChatMessage[]; stream: true }): Promise<AsyncIterable<ChatCompletionChunk>>;
+      create(body: SamplingOptions & ChatOptions & { stream?: false }): Promise<ChatCompletion>;
+      create(body: SamplingOptions & ChatOptions & { stream: true }): Promise<AsyncIterable<ChatCompletionChunk>>;
     };
   };
   completions: {

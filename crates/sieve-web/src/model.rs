@@ -127,7 +127,7 @@ async fn run(loaded: &Loaded, request: &Request, on_delta: Option<&js_sys::Funct
     let prompt = match (&request.messages, &request.prompt) {
         (Some(messages), None) => {
             let messages: Vec<_> = messages.iter().map(|m| (m.role.as_str(), m.content.as_str())).collect();
-            loaded.tokenizer.chat_prompt(&messages).map_err(js_error)?
+            loaded.tokenizer.chat_prompt(&messages, request.chat_template_kwargs.as_ref().unwrap_or(&Default::default())).map_err(js_error)?
         }
         (None, Some(prompt)) => prompt.clone(),
         _ => return Err(JsError::new("bad request: give exactly one of `messages` and `prompt`").into()),

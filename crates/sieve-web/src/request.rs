@@ -38,6 +38,9 @@ pub struct Request {
     /// Prefill forced continuations in one pass (default true).
     #[serde(default)]
     pub jump_forward: Option<bool>,
+    /// Further variables for the model's chat template (`enable_thinking`, ...).
+    #[serde(default)]
+    pub chat_template_kwargs: Option<serde_json::Map<String, Value>>,
 }
 
 /// The output format, as OpenAI's `response_format`, plus `regex` and `grammar`.

@@ -1,10 +1,15 @@
 //! Chat prompts from the model's own template: SmolLM2's, read from its GGUF and rendered by
 //! minijinja, gives the ChatML prompt with its default system message; the Jinja that Hugging
-//! Face templates use (Python string methods, `raise_exception`, `bos_token`) works; a template
-//! that fails says why.
+//! Face templates use (Python string methods, `raise_exception`, `bos_token`) works, with the
+//! caller's variables and `enable_thinking` off unless asked for; a template that fails says why.
 
+use serde_json::{Map, json};
 use sieve_model::chat::ChatTemplate;
 use sieve_model::{Gguf, Tokenizer};
+
+fn none() -> Map<String, serde_json::Value> {
+    Map::new()
+}
 
 use crate::common;
 
@@ -14,12 +19,12 @@ fn smollm2_renders_its_own_template() {
     let tokenizer = Tokenizer::from_gguf(&Gguf::parse(&bytes).expect("gguf")).expect("tokenizer");
     let system = "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n";
     assert_eq!(
-        tokenizer.chat_prompt(&[("user", "Hi")]).expect("renders"),
+        tokenizer.chat_prompt(&[("user", "Hi")], &none()).expect("renders"),
         format!("{system}<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n")
     );
     // A system message of the caller's replaces the default one.
     assert_eq!(
-        tokenizer.chat_prompt(&[("system", "Be brief."), ("user", "Hi"), ("assistant", "Hello."), ("user", "Bye")]).expect("renders"),
+        tokenizer.chat_prompt(&[("system", "Be brief."), ("user", "Hi"), ("assistant", "Hello."), ("user", "Bye")], &none()).expect("renders"),
         "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\nHello.<|im_end|>\n\
          <|im_start|>user\nBye<|im_end|>\n<|im_start|>assistant\n"
     );
@@ -29,7 +34,7 @@ fn smollm2_renders_its_own_template() {
 fn a_tokenizer_without_a_template_speaks_chatml() {
     let json = std::fs::read_to_string(common::package_dir().join("../sieve-core/tests/fixtures/smollm2.json")).expect("fixture");
     let tokenizer = Tokenizer::from_json(json, 0).expect("tokenizer");
-    assert_eq!(tokenizer.chat_prompt(&[("user", "Hi")]).expect("renders"), "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
+    assert_eq!(tokenizer.chat_prompt(&[("user", "Hi")], &none()).expect("renders"), "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
 }
 
 #[test]
@@ -42,9 +47,26 @@ fn templates_get_the_jinja_hugging_face_templates_use() {
         "<s>",
         "</s>",
     );
-    assert_eq!(template.render(&[("user", "  Hi  "), ("assistant", "Hello")]).expect("renders"), "<s>[USER] Hi\n[ASSISTANT] Hello</s>");
-    let err = template.render(&[("tool", "42")]).expect_err("a role the template refuses").to_string();
+    assert_eq!(template.render(&[("user", "  Hi  "), ("assistant", "Hello")], &none()).expect("renders"), "<s>[USER] Hi\n[ASSISTANT] Hello</s>");
+    let err = template.render(&[("tool", "42")], &none()).expect_err("a role the template refuses").to_string();
     assert!(err.contains("roles are user and assistant, not tool"), "{err}");
-    let err = ChatTemplate::new("{% for m in messages %}", "", "").render(&[("user", "Hi")]).expect_err("unclosed loop").to_string();
+    let err = ChatTemplate::new("{% for m in messages %}", "", "").render(&[("user", "Hi")], &none()).expect_err("unclosed loop").to_string();
     assert!(err.starts_with("tokenizer: chat template:"), "{err}");
+}
+
+/// Thinking models' templates (Qwen3's ends its generation prompt with an empty think block when
+/// `enable_thinking` is false) get it off by default and on by request; other variables pass.
+#[test]
+fn thinking_is_off_unless_asked_for() {
+    let template = ChatTemplate::new(
+        "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}\
+         {% if add_generation_prompt %}<|im_start|>assistant\n{% if enable_thinking is defined and enable_thinking is false %}\
+         <think>\n\n</think>\n\n{% endif %}{% endif %}{{ note | default('') }}",
+        "",
+        "",
+    );
+    let base = "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n";
+    assert_eq!(template.render(&[("user", "Hi")], &none()).unwrap(), format!("{base}<think>\n\n</think>\n\n"));
+    let on = json!({"enable_thinking": true, "note": "!"});
+    assert_eq!(template.render(&[("user", "Hi")], on.as_object().unwrap()).unwrap(), format!("{base}!"));
 }
