@@ -235,24 +235,21 @@ impl Matrix {
             (Simd::Avx2, ty) => unsafe {
                 match ty {
                     TensorType::F16 => each!(|r, x, _| avx2::f16_dot(r, x)),
-                    TensorType::Q4_1 if n > 1 => {
+                    TensorType::Q4_1 => {
                         for (o, row) in out.chunks_exact_mut(n).zip(rows) {
                             avx2::q4_1_dots(row, xs, o);
                         }
                     }
-                    TensorType::Q4_1 => each!(avx2::q4_1_dot),
                     TensorType::Q8_0 => each!(|r, x, _| avx2::q8_0_dot(r, x)),
                     TensorType::F32 => unreachable!(),
                 }
             },
             #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-            (Simd::Simd128, TensorType::Q4_1) if n > 1 => {
+            (Simd::Simd128, TensorType::Q4_1) => {
                 for (o, row) in out.chunks_exact_mut(n).zip(rows) {
                     simd128::q4_1_dots(row, xs, o);
                 }
             }
-            #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-            (Simd::Simd128, TensorType::Q4_1) => each!(simd128::q4_1_dot),
             #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
             (Simd::Simd128, TensorType::Q8_0) => each!(|r, x, _| simd128::q8_0_dot(r, x)),
             (_, TensorType::F16) => each!(|r, x, _| portable::f16_dot(r, x)),
@@ -426,37 +423,9 @@ mod avx2 {
         (_mm_cvtss_f32(both), _mm_cvtss_f32(_mm_movehdup_ps(both)))
     }
 
-    /// # Safety
-    /// AVX2, FMA and F16C must be available; `row` holds `x.len() / 32` blocks of 20 bytes and
-    /// `sums` the block sums of `x`.
-    #[target_feature(enable = "avx2,fma,f16c")]
-    pub unsafe fn q4_1_dot(row: &[u8], x: &[f32], sums: &[f32]) -> f32 {
-        debug_assert_eq!(row.len() / 20 * BLOCK, x.len());
-        let low = _mm_set1_epi8(0x0f);
-        let mut acc = _mm256_setzero_ps();
-        let mut minimums = 0.0;
-        for (b, block) in row.chunks_exact(20).enumerate() {
-            let (scale, minimum) = f16_pair(block);
-            // SAFETY: a block has 16 bytes of nibbles at 4, and `x` 32 values at 32 * b.
-            unsafe {
-                let qs = _mm_loadu_si128(block.as_ptr().add(4) as *const __m128i);
-                let lo = _mm_and_si128(qs, low);
-                let hi = _mm_and_si128(_mm_srli_epi16(qs, 4), low);
-                let xp = x.as_ptr().add(b * BLOCK);
-                let mut s = _mm256_mul_ps(u8_to_f32(lo), _mm256_loadu_ps(xp));
-                s = _mm256_fmadd_ps(u8_to_f32(_mm_srli_si128(lo, 8)), _mm256_loadu_ps(xp.add(8)), s);
-                s = _mm256_fmadd_ps(u8_to_f32(hi), _mm256_loadu_ps(xp.add(16)), s);
-                s = _mm256_fmadd_ps(u8_to_f32(_mm_srli_si128(hi, 8)), _mm256_loadu_ps(xp.add(24)), s);
-                acc = _mm256_fmadd_ps(_mm256_set1_ps(scale), s, acc);
-            }
-            minimums += minimum * sums[b];
-        }
-        hsum(acc) + minimums
-    }
-
     /// `out[t] = row · xs[t]` for each token, four at a time: each block's weights are unpacked
-    /// once for all of them, and each token's products are those of [`q4_1_dot`] in the same
-    /// order, so the results are the same bits.
+    /// once for all of them, and each token's sums run in the same order whatever the number of
+    /// tokens, so a token's result does not depend on the others.
     ///
     /// # Safety
     /// AVX2, FMA and F16C must be available; `row` holds `x.len() / 32` blocks of 20 bytes for
@@ -629,24 +598,9 @@ mod simd128 {
         hsum(acc) + (n..a.len()).map(|i| a[i] * b[i]).sum::<f32>()
     }
 
-    pub fn q4_1_dot(row: &[u8], x: &[f32], sums: &[f32]) -> f32 {
-        let low = u8x16_splat(0x0f);
-        let mut acc = f32x4_splat(0.0);
-        let mut minimums = 0.0;
-        for (b, block) in row.chunks_exact(20).enumerate() {
-            let qs = bytes16(block, 4);
-            let at = b * BLOCK;
-            let mut s = dot4(u8_to_f32(v128_and(qs, low)), x, at, f32x4_splat(0.0));
-            s = dot4(u8_to_f32(u8x16_shr(qs, 4)), x, at + 16, s);
-            acc = f32x4_add(acc, f32x4_mul(f32x4_splat(f16_at(block, 0)), s));
-            minimums += f16_at(block, 2) * sums[b];
-        }
-        hsum(acc) + minimums
-    }
-
     /// `out[t] = row · xs[t]` for each token, four at a time: each block's weights are unpacked
-    /// once for all of them, and each token's products are those of [`q4_1_dot`] in the same
-    /// order, so the results are the same bits.
+    /// once for all of them, and each token's sums run in the same order whatever the number of
+    /// tokens, so a token's result does not depend on the others.
     pub fn q4_1_dots(row: &[u8], xs: &[Activation<'_>], out: &mut [f32]) {
         let mut done = 0;
         while done < xs.len() {
