@@ -9,26 +9,7 @@ use sieve_model::cpu::matrix::{Activation, Matrix, Simd};
 use sieve_model::gguf::{TensorType, dequantize};
 use wasm_bindgen_test::wasm_bindgen_test;
 
-/// A small deterministic generator (xorshift64*).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    /// Uniform in `[-scale, scale)`.
-    fn value(&mut self, scale: f32) -> f32 {
-        ((self.next() >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0) * scale
-    }
-
-    fn bytes(&mut self, n: usize) -> Vec<u8> {
-        (0..n).map(|_| self.next() as u8).collect()
-    }
-}
+use crate::rng::Rng;
 
 fn f16_bytes(x: f32) -> [u8; 2] {
     f16::from_f32(x).to_le_bytes()

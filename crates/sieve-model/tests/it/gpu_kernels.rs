@@ -12,21 +12,7 @@ use sieve_model::kernels::{apply_bitmask, apply_bitmask_reference, mask_words, m
 use sieve_model::sampling::{Sampling, pick_reference};
 use wasm_bindgen_test::wasm_bindgen_test;
 
-/// A small deterministic generator (xorshift64*), so failures replay exactly.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    fn logit(&mut self) -> f32 {
-        (self.next() >> 40) as f32 / (1u64 << 24) as f32 * 20.0 - 10.0
-    }
-}
+use crate::rng::Rng;
 
 #[wasm_bindgen_test(unsupported = pollster::test)]
 async fn apply_bitmask_matches_cpu_reference() {

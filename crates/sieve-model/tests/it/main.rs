@@ -11,6 +11,7 @@ wasm_bindgen_test::wasm_bindgen_test_configure!(run_in_browser);
 mod cpu_kernels;
 mod forward;
 mod gpu_kernels;
+mod rng;
 mod tiny_gpu;
 
 #[cfg(not(target_family = "wasm"))]
