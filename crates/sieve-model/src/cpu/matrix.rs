@@ -171,15 +171,14 @@ impl Matrix {
         }
     }
 
-    /// `out[i * n + t] = row(first + i) · xs[t]` for the `n` tokens of `xs` (`[n, cols]`) and as
-    /// many rows as `out` holds, by the faster kernel for `n`: dot products
-    /// ([`Matrix::dot_rows`]) for fewer tokens than [`Matrix::tile_from`], rows dequantized
-    /// into tiles ([`Matrix::product_rows`]) for more.
-    pub fn products(&self, simd: Simd, first: usize, xs: &[f32], out: &mut [f32]) {
-        let n = xs.len() / self.cols;
+    /// `out[i * n + t] = row(first + i) · xs[t]` for the `n` tokens of `xs` (`[n, cols]`, and
+    /// the same as `acts`) and as many rows as `out` holds, by the faster kernel for `n`: dot
+    /// products ([`Matrix::dot_rows`]) for fewer tokens than [`Matrix::tile_from`], rows
+    /// dequantized into tiles ([`Matrix::product_rows`]) for more.
+    pub fn products(&self, simd: Simd, first: usize, xs: &[f32], acts: &[Activation<'_>], out: &mut [f32]) {
+        let n = acts.len();
         if n < self.tile_from(simd) {
-            let acts: Vec<Activation<'_>> = xs.chunks_exact(self.cols).map(Activation::new).collect();
-            self.dot_rows(simd, first, &acts, out);
+            self.dot_rows(simd, first, acts, out);
         } else {
             self.product_rows(simd, first, out.len() / n, xs, out);
         }

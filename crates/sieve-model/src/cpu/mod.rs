@@ -28,7 +28,7 @@ use std::slice::from_ref;
 use crate::error::ModelError;
 use crate::gguf::Gguf;
 use crate::model::{LlamaConfig, rope_tables};
-use matrix::{Matrix, Simd, dot};
+use matrix::{Activation, Matrix, Simd, dot};
 use parts::{Helpers, Shard, StackPart, part_rows};
 use threads::Threads;
 
@@ -314,11 +314,13 @@ impl CpuForward {
             }
             None => total,
         };
+        // Each token's block sums, once for every row and thread.
+        let acts: Vec<Activation<'_>> = x.chunks_exact(cols).map(Activation::new).collect();
         // Rows outermost (`[row, token]`), so that a thread's run of rows is contiguous.
         let mut by_row = vec![0.0; total * n];
         let (mine, theirs) = by_row.split_at_mut(own * n);
         let simd = self.simd;
-        self.threads.rows(mine, n, |first, run| stack_rows(simd, stack, first, x, n, run));
+        self.threads.rows(mine, n, |first, run| stack_rows(simd, stack, first, x, &acts, run));
         if let Some(helpers) = &self.helpers {
             helpers.finish(theirs)?;
         }
@@ -385,15 +387,16 @@ impl CpuForward {
     }
 }
 
-/// Rows `first..` of the product of `x` (`n` tokens) with the matrices of `stack` stacked on
-/// their rows, as many as `out` holds (`[row, token]`).
-fn stack_rows(simd: Simd, stack: &[Matrix], first: usize, x: &[f32], n: usize, out: &mut [f32]) {
+/// Rows `first..` of the product of `x` (its tokens prepared as `acts`) with the matrices of
+/// `stack` stacked on their rows, as many as `out` holds (`[row, token]`).
+fn stack_rows(simd: Simd, stack: &[Matrix], first: usize, x: &[f32], acts: &[Activation<'_>], out: &mut [f32]) {
+    let n = acts.len();
     let last = first + out.len() / n;
     let mut offset = 0;
     for m in stack {
         let (from, to) = (first.max(offset), last.min(offset + m.rows()));
         if from < to {
-            m.products(simd, from - offset, x, &mut out[(from - first) * n..(to - first) * n]);
+            m.products(simd, from - offset, x, acts, &mut out[(from - first) * n..(to - first) * n]);
         }
         offset += m.rows();
     }

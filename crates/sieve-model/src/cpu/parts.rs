@@ -10,7 +10,7 @@
 
 use std::ops::Range;
 
-use super::matrix::{Matrix, Simd};
+use super::matrix::{Activation, Matrix, Simd};
 use super::stack_rows;
 use crate::error::ModelError;
 
@@ -102,7 +102,8 @@ impl Shard {
         }
         let rows: usize = s.pieces.iter().map(Matrix::rows).sum();
         let mut out = vec![0.0; rows * n];
-        stack_rows(self.simd, &s.pieces, 0, x, n, &mut out);
+        let acts: Vec<Activation<'_>> = x.chunks_exact(s.cols).map(Activation::new).collect();
+        stack_rows(self.simd, &s.pieces, 0, x, &acts, &mut out);
         Ok(out)
     }
 }
