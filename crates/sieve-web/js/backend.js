@@ -83,11 +83,14 @@ function cpuThreads(requested) {
   return Math.max(1, Math.min(requested ?? cores, cores));
 }
 
-/** Helper workers holding parts 1..parts of the model (see parts.js), on the same module. */
-async function startHelpers(bytes, parts) {
+let compiled = null;
+
+/** The compiled module, once per worker: this worker's instance and the CPU path's helpers
+ * (see parts.js) share it. */
+function compileModule() {
   const url = new URL("./sieve_web_bg.wasm", import.meta.url);
-  const module = await WebAssembly.compileStreaming(fetch(url)).catch(async () => WebAssembly.compile(await (await fetch(url)).arrayBuffer()));
-  return HelperPool.start({ module, bytes, parts });
+  compiled ??= WebAssembly.compileStreaming(fetch(url)).catch(async () => WebAssembly.compile(await (await fetch(url)).arrayBuffer()));
+  return compiled;
 }
 
 /** A loaded model and the request runner. */
@@ -100,11 +103,12 @@ export class Backend {
    */
   async load(source, { cache = true, device = "auto", threads = null, onProgress = () => {} } = {}) {
     const chosen = await chooseDevice(device);
-    await init();
+    await init({ module_or_path: await compileModule() });
     const bytes = typeof source === "string" ? await fetchModel(source, cache, onProgress) : new Uint8Array(source);
     onProgress({ stage: "weights", fraction: 0, device: chosen.device });
     const parts = chosen.device === "cpu" ? cpuThreads(threads) : 1;
-    const helpers = parts > 1 ? await startHelpers(bytes, parts) : undefined;
+    // Helper workers holding parts 1..parts of the model, on the same module.
+    const helpers = parts > 1 ? await HelperPool.start({ module: await compileModule(), bytes, parts }) : undefined;
     try {
       this.#model = await Model.load(bytes, chosen.device, (fraction) => onProgress({ stage: "weights", fraction, device: chosen.device }), helpers);
     } catch (err) {
