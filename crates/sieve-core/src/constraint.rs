@@ -6,6 +6,7 @@ use crate::json_schema::{JsonSchemaOptions, Warning};
 use crate::grammar::{Chart, Grammar};
 use crate::json::ANY_JSON_GBNF;
 use crate::regex::{DEAD, LazyDfa, RegexProgram, START};
+use crate::structural::StructuralTag;
 use crate::tokencache::TokenCache;
 use crate::vocab::Vocabulary;
 use std::collections::HashMap;
@@ -69,6 +70,8 @@ pub enum ConstraintSource {
     /// [`crate::json_schema`]); lenient-mode warnings go with the
     /// constraint ([`Constraint::warnings`]).
     JsonSchema(String, JsonSchemaOptions),
+    /// Free text with tagged sections, such as tool calls (see [`StructuralTag`]).
+    StructuralTag(StructuralTag),
 }
 
 #[derive(Debug)]
@@ -132,6 +135,10 @@ impl Constraint {
                 warnings = g.warnings.clone();
                 let (rules, root) = g.rules();
                 Program::Grammar(Grammar::from_rules(rules, root, limits.max_grammar_states)?)
+            }
+            ConstraintSource::StructuralTag(tag) => {
+                let (rules, root) = tag.rules()?;
+                Program::Grammar(Grammar::from_rules(&rules, root, limits.max_grammar_states)?)
             }
         };
         Self::with_program(Some(source), program, warnings, limits)

@@ -61,6 +61,9 @@ pub enum CompileErrorKind {
     /// The JSON Schema is malformed (not JSON, a keyword of the wrong type,
     /// a reference that does not resolve).
     Schema,
+    /// A structural tag is malformed: no tags, an empty trigger, or a tag
+    /// that no trigger starts.
+    StructuralTag,
 }
 
 /// A constraint that failed to compile: what, where (byte offset into the

@@ -291,6 +291,63 @@ impl Rules {
         self.rules.len() as u32 - 1
     }
 
+    /// Copies every rule of `from` in, each name prefixed with `prefix`, and
+    /// returns the index here of `from`'s rule `root`: how one grammar is
+    /// made of others (see [`crate::StructuralTag`]).
+    pub fn import(&mut self, from: &Rules, root: u32, prefix: &str) -> u32 {
+        let base = self.rules.len() as u32;
+        for r in &from.rules {
+            self.add_rule(format!("{prefix}{}", r.name));
+        }
+        let mut copied = vec![u32::MAX; from.exprs.len()];
+        for (i, r) in from.rules.iter().enumerate() {
+            self.rules[base as usize + i].body = self.copy(from, r.body, base, &mut copied);
+        }
+        base + root
+    }
+
+    /// Expression `e` of `from` built here, its rule references moved by
+    /// `base`; `copied` holds those built already.
+    fn copy(&mut self, from: &Rules, e: u32, base: u32, copied: &mut [u32]) -> u32 {
+        if copied[e as usize] != u32::MAX {
+            return copied[e as usize];
+        }
+        let kids = |me: &mut Rules, first, end, copied: &mut [u32]| -> Vec<u32> {
+            from.kids(first, end).iter().map(|&k| me.copy(from, k, base, copied)).collect()
+        };
+        let made = match from.expr(e) {
+            Expr::Seq { first, end } => {
+                let k = kids(self, first, end, copied);
+                self.seq(&k)
+            }
+            Expr::Alt { first, end } => {
+                let k = kids(self, first, end, copied);
+                self.alt(&k)
+            }
+            Expr::Repeat { expr, min, max } => {
+                let x = self.copy(from, expr, base, copied);
+                self.repeat(x, min, max)
+            }
+            Expr::Literal { first, end } => self.literal(from.text(first, end)),
+            Expr::Class { first, end } => self.class(from.ranges(first, end)),
+            Expr::Ref { rule } => self.reference(base + rule),
+            Expr::Automaton { first, end } => {
+                let (mut states, mut edges, mut twins) = (Vec::new(), Vec::new(), Vec::new());
+                for s in from.states(first, end) {
+                    let at = edges.len() as u32;
+                    for edge in from.edges(s) {
+                        edges.push((self.copy(from, edge.expr, base, copied), edge.to));
+                    }
+                    states.push((s.accept, at, edges.len() as u32));
+                    twins.push(s.twin);
+                }
+                self.automaton(&states, &edges, &twins)
+            }
+        };
+        copied[e as usize] = made;
+        made
+    }
+
     /// The rules as GBNF text, rule `first` first and then the others in order.
     /// An automaton's states are written as rules of their own, `auto-`
     /// then the automaton's index and the state's.
@@ -838,7 +895,7 @@ impl<'a> Parser<'a> {
 }
 
 /// Sorts and merges scalar ranges.
-fn normalize(mut r: Vec<(u32, u32)>) -> Vec<(u32, u32)> {
+pub(crate) fn normalize(mut r: Vec<(u32, u32)>) -> Vec<(u32, u32)> {
     r.sort_unstable();
     let mut out: Vec<(u32, u32)> = Vec::with_capacity(r.len());
     for (lo, hi) in r {

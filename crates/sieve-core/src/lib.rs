@@ -16,7 +16,9 @@
 //!   skips a whole subtree at the first rejected byte.
 //! - [`Constraint`] (`constraint.rs`): a compiled, immutable, shareable
 //!   constraint (an `Arc` inside) from a [`ConstraintSource`]: a regex, GBNF,
-//!   choices, a JSON Schema ([`json_schema`]) or "any JSON value".
+//!   choices, a JSON Schema ([`json_schema`]), "any JSON value", or free
+//!   text whose trigger strings open constrained sections such as tool
+//!   calls ([`StructuralTag`], `structural.rs`).
 //!   [`ConstraintCache`] keys them by source;
 //!   [`Limits`] bounds their work; [`Constraint::matches`] checks a whole
 //!   byte string without any vocabulary.
@@ -102,6 +104,7 @@ mod json;
 pub mod json_schema;
 mod matcher;
 mod regex;
+mod structural;
 mod tokencache;
 mod trie;
 mod vocab;
@@ -111,5 +114,6 @@ pub use constraint::{Constraint, ConstraintCache, ConstraintSource, Limits};
 pub use error::{CompileError, CompileErrorKind, MatchError, VocabError};
 pub use json::ANY_JSON_GBNF;
 pub use matcher::{JumpForward, Matcher, fill_next_token_bitmasks};
+pub use structural::{StructuralTag, Tag, TagContent};
 pub use vocab::Vocabulary;
 pub use warm::warm_up;

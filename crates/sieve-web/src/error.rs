@@ -52,6 +52,7 @@ pub(crate) fn compile_error(context: &str, e: &CompileError) -> JsValue {
         CompileErrorKind::Limit => "limit",
         CompileErrorKind::Unsupported => "unsupported",
         CompileErrorKind::Schema => "schema",
+        CompileErrorKind::StructuralTag => "structural_tag",
     };
     sieve_error(context, &e.to_string(), kind, Place { offset: e.offset, line_col: e.line_col, ..Place::default() })
 }

@@ -66,7 +66,9 @@ const CASES: &[(&str, Option<&str>)] = &[
 /// `bytes`, and whether `bytes` is one.
 trait Language {
     fn viable(&mut self, bytes: &[u8]) -> bool;
-    fn full_match(&self, bytes: &[u8]) -> bool;
+    fn full_match(&mut self, bytes: &[u8]) -> bool;
+    /// Called with the output so far before the tokens after it are asked about.
+    fn at(&mut self, _prefix: &[u8]) {}
 }
 
 impl Language for Oracle {
@@ -74,18 +76,28 @@ impl Language for Oracle {
         Oracle::viable(self, bytes)
     }
 
-    fn full_match(&self, bytes: &[u8]) -> bool {
+    fn full_match(&mut self, bytes: &[u8]) -> bool {
         Oracle::full_match(self, bytes)
     }
 }
 
 fn check_walks(name: &str, vocab: &Arc<Vocabulary>, c: &Constraint, oracle: &mut impl Language, seed: u64, walks: usize, steps: usize) {
+    check_guided_walks(name, vocab, c, oracle, seed, walks, steps, &[]);
+}
+
+/// [`check_walks`], where each walk follows one of `plans` (a valid output)
+/// four steps in five while a token continues it, so that walks reach what
+/// random tokens rarely would (a trigger, say); every token is still checked.
+#[allow(clippy::too_many_arguments)]
+fn check_guided_walks(name: &str, vocab: &Arc<Vocabulary>, c: &Constraint, oracle: &mut impl Language, seed: u64, walks: usize, steps: usize, plans: &[&str]) {
     let mut rng = Rng(seed);
     let mut mask = vec![0u32; vocab.mask_words()];
-    for _ in 0..walks {
+    for walk in 0..walks {
+        let plan = plans.get(walk % plans.len().max(1)).map_or(&b""[..], |p| p.as_bytes());
         let mut m = Matcher::new(c, vocab);
         let mut prefix: Vec<u8> = Vec::new();
         for _step in 0..steps {
+            oracle.at(&prefix);
             m.fill_next_token_bitmask(&mut mask).unwrap();
             let mut allowed = Vec::new();
             for t in 0..vocab.width() as u32 {
@@ -114,7 +126,16 @@ fn check_walks(name: &str, vocab: &Arc<Vocabulary>, c: &Constraint, oracle: &mut
             if allowed.is_empty() {
                 break;
             }
-            let t = allowed[rng.below(allowed.len())];
+            let on_plan: Vec<u32> = allowed
+                .iter()
+                .copied()
+                .filter(|&t| vocab.token_bytes(t).is_some_and(|b| plan.starts_with(&[&prefix[..], b].concat())))
+                .collect();
+            let t = if !on_plan.is_empty() && rng.below(5) > 0 {
+                on_plan[rng.below(on_plan.len())]
+            } else {
+                allowed[rng.below(allowed.len())]
+            };
             m.accept_token(t).unwrap();
             if m.is_terminated() {
                 break;
@@ -221,7 +242,7 @@ impl Language for BoundedEmails {
         }
     }
 
-    fn full_match(&self, bytes: &[u8]) -> bool {
+    fn full_match(&mut self, bytes: &[u8]) -> bool {
         let body = bytes.strip_prefix(b"\"").and_then(|b| b.strip_suffix(b"\""));
         body.is_some_and(|b| b.contains(&b'@') && b.last() != Some(&b'@') && Self::fewest(b) == Some(b.len()) && b.len() <= Self::MAX)
     }
@@ -237,4 +258,387 @@ fn bounded_pattern_strings_equal_the_oracle() {
         let (walks, steps) = if vname == "toy" { (20, 60) } else { (2, 40) };
         check_walks(vname, &vocab, &c, &mut BoundedEmails, 13, walks, steps);
     }
+}
+
+/// Text with tagged sections, by brute force: the configurations an output
+/// may be in (text since the last section, with that text; or inside tag
+/// `k` entered by a trigger of `skip` bytes, with its regex's state), taken
+/// forward byte by byte. Text must be UTF-8 and ends where the first
+/// trigger ends; a tag's rest is matched by a regex oracle.
+struct Tagged {
+    triggers: Vec<String>,
+    /// Per tag: its begin, its content as a regex, its end.
+    tags: Vec<(String, String, String)>,
+    at_least_one: bool,
+    stop_after_first: bool,
+    /// Regex oracles of a tag's rest, by `(tag, skip)`.
+    rests: std::collections::HashMap<(usize, usize), Oracle>,
+    /// The output the last [`Language::at`] named, and its configurations.
+    base: (Vec<u8>, Vec<Config>),
+}
+
+#[derive(Clone, PartialEq, Eq, Hash)]
+enum Config {
+    Text(Vec<u8>),
+    Tag(usize, usize, common::StateID),
+    /// After the one section allowed.
+    Done,
+}
+
+impl Tagged {
+    fn new(
+        triggers: &[&str],
+        tags: &[(&str, &str, &str)],
+        at_least_one: bool,
+        stop_after_first: bool,
+    ) -> Tagged {
+        let mut me = Tagged {
+            triggers: triggers.iter().map(|t| t.to_string()).collect(),
+            tags: tags
+                .iter()
+                .map(|&(b, c, e)| (b.into(), c.into(), e.into()))
+                .collect(),
+            at_least_one,
+            stop_after_first,
+            rests: Default::default(),
+            base: (Vec::new(), Vec::new()),
+        };
+        me.base.1 = me.start();
+        me
+    }
+
+    fn rest(&mut self, k: usize, skip: usize) -> &mut Oracle {
+        let (begin, content, end) = &self.tags[k];
+        let pattern = format!(
+            "{}(?:{content}){}",
+            regex_syntax::escape(&begin[skip..]),
+            regex_syntax::escape(end)
+        );
+        self.rests
+            .entry((k, skip))
+            .or_insert_with(|| Oracle::new(&pattern))
+    }
+
+    fn rests_start(&mut self, k: usize, skip: usize) -> common::StateID {
+        self.rest(k, skip).start()
+    }
+
+    fn after_tag(&self) -> Config {
+        if self.stop_after_first {
+            Config::Done
+        } else {
+            Config::Text(Vec::new())
+        }
+    }
+
+    fn step(&mut self, configs: &[Config], byte: u8) -> Vec<Config> {
+        let mut out = std::collections::HashSet::new();
+        for c in configs {
+            match c {
+                Config::Done => {}
+                Config::Text(seg) => {
+                    let seg = [&seg[..], &[byte]].concat();
+                    if std::str::from_utf8(&seg).is_err_and(|e| e.error_len().is_some()) {
+                        continue;
+                    }
+                    let fired: Vec<usize> = self
+                        .triggers
+                        .iter()
+                        .filter(|t| seg.ends_with(t.as_bytes()))
+                        .map(String::len)
+                        .collect();
+                    for &skip in &fired {
+                        for k in 0..self.tags.len() {
+                            if self.tags[k]
+                                .0
+                                .as_bytes()
+                                .starts_with(&seg[seg.len() - skip..])
+                            {
+                                out.insert(Config::Tag(k, skip, self.rests_start(k, skip)));
+                            }
+                        }
+                    }
+                    if fired.is_empty() {
+                        out.insert(Config::Text(seg));
+                    }
+                }
+                Config::Tag(k, skip, s) => {
+                    let after = self.after_tag();
+                    let rest = self.rest(*k, *skip);
+                    let s = rest.next(*s, byte);
+                    if rest.accepts(s) {
+                        out.insert(after);
+                    }
+                    if rest.live(s) {
+                        out.insert(Config::Tag(*k, *skip, s));
+                    }
+                }
+            }
+        }
+        out.into_iter().collect()
+    }
+
+    fn start(&mut self) -> Vec<Config> {
+        if self.at_least_one {
+            (0..self.tags.len())
+                .map(|k| Config::Tag(k, 0, self.rests_start(k, 0)))
+                .collect()
+        } else {
+            vec![Config::Text(Vec::new())]
+        }
+    }
+
+    fn configs(&mut self, bytes: &[u8]) -> Vec<Config> {
+        let (mut configs, from) = if bytes.starts_with(&self.base.0) {
+            (self.base.1.clone(), self.base.0.len())
+        } else {
+            (self.start(), 0)
+        };
+        for &b in &bytes[from..] {
+            configs = self.step(&configs, b);
+        }
+        configs
+    }
+}
+
+impl Language for Tagged {
+    fn viable(&mut self, bytes: &[u8]) -> bool {
+        !self.configs(bytes).is_empty()
+    }
+
+    fn full_match(&mut self, bytes: &[u8]) -> bool {
+        self.configs(bytes).iter().any(|c| match c {
+            Config::Text(seg) => std::str::from_utf8(seg).is_ok(),
+            Config::Done => true,
+            Config::Tag(..) => false,
+        })
+    }
+
+    fn at(&mut self, prefix: &[u8]) {
+        let configs = self.configs(prefix);
+        self.base = (prefix.to_vec(), configs);
+    }
+}
+
+/// Structural tags against the brute-force [`Tagged`]: tool calls in free
+/// text with two tools whose argument schemas overlap, a tag required first
+/// and alone, triggers that end together (`b` ends `ab`) and a multi-byte
+/// one; walks follow outputs that reach the triggers, split across tokens
+/// however the vocabulary splits them.
+#[test]
+fn structural_tags_equal_the_oracle() {
+    use sieve_core::json_schema::{JsonSchemaOptions, Whitespace};
+    use sieve_core::{ConstraintSource, Limits, StructuralTag, Tag, TagContent};
+    let compact = JsonSchemaOptions {
+        whitespace: Whitespace::Compact,
+        ..Default::default()
+    };
+    let city = r#"{"type":"object","properties":{"city":{"enum":["Paris","Oslo"]},"rain":{"type":"boolean"}},"required":["city"],"additionalProperties":false}"#;
+    let town = r#"{"type":"object","properties":{"city":{"const":"Oslo"}},"required":["city"],"additionalProperties":false}"#;
+    let city_re = r#"\{"city":"(Paris|Oslo)"(,"rain":(true|false))?\}"#;
+    let town_re = r#"\{"city":"Oslo"\}"#;
+    let call = |name: &str| format!("<tool_call>{{\"name\": \"{name}\", \"arguments\": ");
+    let (weather, local) = (call("weather"), call("local"));
+    let end = "}</tool_call>";
+    let json_tags = [
+        (weather.as_str(), city, city_re),
+        (local.as_str(), town, town_re),
+    ];
+    struct Case<'a> {
+        triggers: Vec<&'a str>,
+        tags: Vec<(&'a str, TagContent, &'a str, &'a str)>,
+        at_least_one: bool,
+        stop_after_first: bool,
+        plans: Vec<String>,
+    }
+    let json = |at_least_one, stop_after_first, plans: Vec<String>| Case {
+        triggers: vec!["<tool_call>"],
+        tags: json_tags
+            .iter()
+            .map(|&(b, s, re)| (b, TagContent::JsonSchema(s.into(), compact), re, end))
+            .collect(),
+        at_least_one,
+        stop_after_first,
+        plans,
+    };
+    let cases = [
+        json(
+            false,
+            false,
+            vec![
+                format!(
+                    "Sure. {weather}{{\"city\":\"Paris\",\"rain\":true}}{end}\n{local}{{\"city\":\"Oslo\"}}{end} ok"
+                ),
+                format!("<tool_c é {local}{{\"city\":\"Oslo\"}}{end}"),
+            ],
+        ),
+        json(
+            true,
+            true,
+            vec![
+                format!("{weather}{{\"city\":\"Oslo\"}}{end}"),
+                format!("{local}{{\"city\":\"Oslo\"}}{end}"),
+            ],
+        ),
+        json(
+            true,
+            false,
+            vec![format!(
+                "{local}{{\"city\":\"Oslo\"}}{end} then {weather}{{\"city\":\"Paris\"}}{end}"
+            )],
+        ),
+        Case {
+            triggers: vec!["ab", "b", "é→"],
+            tags: vec![
+                (
+                    "abX",
+                    TagContent::Gbnf("root ::= [0-9]+".into()),
+                    "[0-9]+",
+                    ";",
+                ),
+                (
+                    "b(",
+                    TagContent::Gbnf("root ::= (\"yes\" | \"no\")".into()),
+                    "yes|no",
+                    ")",
+                ),
+                (
+                    "é→[",
+                    TagContent::Gbnf("root ::= [a-z]*".into()),
+                    "[a-z]*",
+                    "]",
+                ),
+            ],
+            at_least_one: false,
+            stop_after_first: false,
+            plans: vec![
+                "cabX12;b(no) é→[abc] a b(yes)".into(),
+                "abX7;abX8;".into(),
+                "aab(yes)".into(),
+            ],
+        },
+    ];
+    for (i, case) in cases.iter().enumerate() {
+        let tag = StructuralTag {
+            tags: case
+                .tags
+                .iter()
+                .map(|(b, c, _, e)| Tag {
+                    begin: b.to_string(),
+                    content: c.clone(),
+                    end: e.to_string(),
+                })
+                .collect(),
+            triggers: case.triggers.iter().map(|t| t.to_string()).collect(),
+            at_least_one: case.at_least_one,
+            stop_after_first: case.stop_after_first,
+        };
+        let c =
+            Constraint::compile(&ConstraintSource::StructuralTag(tag), &Limits::default()).unwrap();
+        let oracle_tags: Vec<(&str, &str, &str)> = case
+            .tags
+            .iter()
+            .map(|(b, _, re, e)| (*b, *re, *e))
+            .collect();
+        let plans: Vec<&str> = case.plans.iter().map(String::as_str).collect();
+        for plan in &plans {
+            assert!(c.matches(plan.as_bytes()).unwrap(), "case {i}: {plan}");
+        }
+        for (vname, vocab) in all_vocabs() {
+            // The real vocabularies split the first plan's trigger their own ways.
+            let (walks, steps) = if vname == "toy" {
+                (24, 90)
+            } else if i % 3 == 0 {
+                (1, 16)
+            } else {
+                continue;
+            };
+            let mut oracle = Tagged::new(
+                &case.triggers,
+                &oracle_tags,
+                case.at_least_one,
+                case.stop_after_first,
+            );
+            check_guided_walks(
+                vname,
+                &vocab,
+                &c,
+                &mut oracle,
+                31 + i as u64,
+                walks,
+                steps,
+                &plans,
+            );
+        }
+    }
+}
+
+#[test]
+fn malformed_structural_tags_are_errors_that_name_the_tag() {
+    use sieve_core::{CompileErrorKind, ConstraintSource, Limits, StructuralTag, Tag, TagContent};
+    let tag = |begin: &str, content: TagContent| Tag {
+        begin: begin.into(),
+        content,
+        end: ")".into(),
+    };
+    let digits = || TagContent::Gbnf("root ::= [0-9]+".into());
+    let compile = |tags: Vec<Tag>, triggers: &[&str], at_least_one: bool| {
+        let t = StructuralTag {
+            tags,
+            triggers: triggers.iter().map(|t| t.to_string()).collect(),
+            at_least_one,
+            stop_after_first: false,
+        };
+        Constraint::compile(&ConstraintSource::StructuralTag(t), &Limits::default()).map(|_| ())
+    };
+    let kind = |r: Result<(), sieve_core::CompileError>| r.unwrap_err().kind;
+    assert_eq!(
+        kind(compile(vec![], &["f("], false)),
+        CompileErrorKind::StructuralTag
+    );
+    assert_eq!(
+        kind(compile(vec![tag("f(", digits())], &[""], false)),
+        CompileErrorKind::StructuralTag
+    );
+    assert_eq!(
+        kind(compile(vec![tag("f(", digits())], &[], false)),
+        CompileErrorKind::StructuralTag
+    );
+    let e = compile(
+        vec![tag("f(", digits()), tag("g(", digits())],
+        &["f"],
+        false,
+    )
+    .unwrap_err();
+    assert!(
+        e.message.contains("tag 1") && e.message.contains("g("),
+        "{e}"
+    );
+    let e = compile(
+        vec![
+            tag("f(", digits()),
+            tag(
+                "g(",
+                TagContent::JsonSchema(r#"{"type": "nope"}"#.into(), Default::default()),
+            ),
+        ],
+        &["f", "g"],
+        false,
+    )
+    .unwrap_err();
+    assert_eq!(e.kind, CompileErrorKind::Schema);
+    assert!(e.message.contains("tag 1"), "{e}");
+    let e = compile(
+        vec![tag("f(", TagContent::Gbnf("root ::= [0-9".into()))],
+        &["f"],
+        false,
+    )
+    .unwrap_err();
+    assert_eq!(
+        (e.kind.clone(), e.line_col),
+        (CompileErrorKind::Syntax, Some((1, 14))),
+        "{e}"
+    );
+    // With at_least_one the first tag needs no trigger.
+    assert!(compile(vec![tag("f(", digits())], &[], true).is_ok());
 }

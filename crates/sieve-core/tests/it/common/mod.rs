@@ -4,7 +4,7 @@
 #![allow(dead_code)]
 
 use regex_automata::dfa::{Automaton, dense};
-use regex_automata::util::primitives::StateID;
+pub use regex_automata::util::primitives::StateID;
 use regex_automata::{Anchored, MatchKind, util::start};
 use sieve_core::Vocabulary;
 use std::collections::HashMap;
@@ -114,13 +114,32 @@ impl Oracle {
         bytes.iter().fold(self.start, |s, &b| self.dfa.next_state(s, b))
     }
 
-    pub fn full_match(&self, bytes: &[u8]) -> bool {
-        let s = self.run(bytes);
+    /// The state before any byte.
+    pub fn start(&self) -> StateID {
+        self.start
+    }
+
+    /// The state after `s` reads `b`.
+    pub fn next(&self, s: StateID, b: u8) -> StateID {
+        self.dfa.next_state(s, b)
+    }
+
+    /// Whether the bytes that led to `s` are a match.
+    pub fn accepts(&self, s: StateID) -> bool {
         self.dfa.is_match_state(self.dfa.next_eoi_state(s))
+    }
+
+    pub fn full_match(&self, bytes: &[u8]) -> bool {
+        self.accepts(self.run(bytes))
     }
 
     pub fn viable(&mut self, bytes: &[u8]) -> bool {
         let s = self.run(bytes);
+        self.live(s)
+    }
+
+    /// Whether some match goes on from `s`.
+    pub fn live(&mut self, s: StateID) -> bool {
         if let Some(&v) = self.viable.get(&s) {
             return v;
         }
@@ -128,7 +147,7 @@ impl Oracle {
         let mut stack = vec![s];
         let mut found = false;
         while let Some(x) = stack.pop() {
-            if self.dfa.is_match_state(self.dfa.next_eoi_state(x)) {
+            if self.accepts(x) {
                 found = true;
                 break;
             }
