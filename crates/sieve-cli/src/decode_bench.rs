@@ -82,7 +82,7 @@ pub fn run(args: &DecodeBenchArgs) -> Result<i32, CliError> {
     let picker = *picker;
     let prompt = match args.raw {
         true => tokenizer.encode(&args.prompt)?,
-        false => tokenizer.encode(&tokenizer.chat_prompt(&[("user", args.prompt.as_str())], &Default::default())?)?,
+        false => tokenizer.encode(&tokenizer.chat_prompt(&[serde_json::json!({"role": "user", "content": args.prompt})], &Default::default())?)?,
     };
 
     let origin = Instant::now();

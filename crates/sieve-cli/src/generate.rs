@@ -173,7 +173,7 @@ pub fn run(args: &GenerateArgs) -> Result<i32, CliError> {
     let Loaded { model, tokenizer, picker } = &loaded;
     let picker = *picker;
     let prompt = match args.chat {
-        true => tokenizer.chat_prompt(&[("user", args.prompt.as_str())], &Default::default())?,
+        true => tokenizer.chat_prompt(&[serde_json::json!({"role": "user", "content": args.prompt})], &Default::default())?,
         false => args.prompt.clone(),
     };
     let prompt = tokenizer.encode(&prompt)?;

@@ -33,7 +33,8 @@ use std::collections::{BTreeMap, BTreeSet};
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
 pub struct StructuralTag {
-    /// The sections the output may hold.
+    /// The sections the output may hold. With none, the output is text
+    /// in which no trigger appears.
     pub tags: Vec<Tag>,
     /// Strings that, once they appear in the text, start a tag: each tag's
     /// `begin` starts with one of them.
@@ -65,9 +66,6 @@ impl StructuralTag {
     /// The grammar rules of the whole output, and the start rule.
     pub(crate) fn rules(&self) -> Result<(Rules, u32), CompileError> {
         let bad = |message: String| CompileError::new(CompileErrorKind::StructuralTag, message);
-        if self.tags.is_empty() {
-            return Err(bad("a structural tag needs at least one tag".into()));
-        }
         if self.triggers.iter().any(String::is_empty) {
             return Err(bad("a trigger is empty".into()));
         }
@@ -137,24 +135,19 @@ impl StructuralTag {
             rules.seq(&[begin, contents[i], end])
         };
         let text = Text::new(&self.triggers);
-        // Automaton states: [start if at_least_one] [done if stop_after_first] text states, fired states.
+        // Automaton states, the first first: [start if at_least_one], text states, fired
+        // states, [done if stop_after_first].
         let mut states: Vec<(bool, u32, u32)> = Vec::new();
         let mut edges: Vec<(u32, u32)> = Vec::new();
-        let first_text = u32::from(self.at_least_one) + u32::from(self.stop_after_first);
+        let first_text = u32::from(self.at_least_one);
         let first_fired = first_text + text.live.len() as u32;
-        let after_tag = if self.stop_after_first {
-            u32::from(self.at_least_one)
-        } else {
-            first_text
-        };
+        let done = first_fired + text.fired.len() as u32;
+        let after_tag = if self.stop_after_first { done } else { first_text };
         if self.at_least_one {
             for i in 0..self.tags.len() {
                 edges.push((tag_from(&mut rules, i, 0), after_tag));
             }
             states.push((false, 0, edges.len() as u32));
-        }
-        if self.stop_after_first {
-            states.push((true, edges.len() as u32, edges.len() as u32));
         }
         let state_of = |node: usize| match text.live.binary_search(&node) {
             Ok(k) => first_text + k as u32,
@@ -186,6 +179,9 @@ impl StructuralTag {
                 }
             }
             states.push((false, at, edges.len() as u32));
+        }
+        if self.stop_after_first {
+            states.push((true, edges.len() as u32, edges.len() as u32));
         }
         let body = rules.automaton(&states, &edges, &[]);
         rules.rules[root as usize].body = body;

@@ -11,7 +11,10 @@
 //!
 //! - [`gguf`]: validating GGUF reader; Q4_1, Q8_0, F16 and F32 blocks and their dequantization.
 //! - [`tokenizer`]: the tokenizer rebuilt from GGUF metadata as a `tokenizer.json` text (the
-//!   same text sieve-core's `Vocabulary::from_tokenizer_json` reads), and the chat prompt.
+//!   same text sieve-core's `Vocabulary::from_tokenizer_json` reads), and the chat prompt
+//!   ([`chat`]: the GGUF's Jinja template, rendered by minijinja).
+//! - [`tools`]: tool calls in the model family's format: the prompt that offers the tools, the
+//!   structural tag that makes each call exact, and the reply read back into calls.
 //! - [`model`]: [`LlamaConfig`], [`Llama`] (weights, one forward pass for any number of new
 //!   tokens, [`Logits`] where the pass left them) and its [`KvCache`]; [`Placement`] says where
 //!   it runs and [`Backend`] which implementation ran; a commented table maps GGUF tensor names
@@ -62,6 +65,7 @@ pub mod kernels;
 pub mod model;
 pub mod sampling;
 pub mod tokenizer;
+pub mod tools;
 mod wgsl_forward;
 
 pub use burn::tensor::Device;

@@ -210,10 +210,15 @@ impl Tokenizer {
         Ok((spelled == bytes && !ids.iter().any(|&id| self.is_special(id))).then_some(ids))
     }
 
-    /// The prompt for `(role, content)` messages in the model's chat format, ending where the
-    /// assistant's reply begins; `kwargs` are further template variables (see [`ChatTemplate`]).
-    pub fn chat_prompt<S: AsRef<str>>(&self, messages: &[(S, S)], kwargs: &serde_json::Map<String, Json>) -> Result<String, ModelError> {
+    /// The prompt for `messages` in the model's chat format, ending where the assistant's
+    /// reply begins; `kwargs` are further template variables (see [`ChatTemplate::render`]).
+    pub fn chat_prompt(&self, messages: &[Json], kwargs: &serde_json::Map<String, Json>) -> Result<String, ModelError> {
         self.chat.render(messages, kwargs)
+    }
+
+    /// The model's chat template.
+    pub fn chat_template(&self) -> &ChatTemplate {
+        &self.chat
     }
 
     /// The text of `ids`, special tokens included.

@@ -440,10 +440,7 @@ fn structural_tags_equal_the_oracle() {
     let call = |name: &str| format!("<tool_call>{{\"name\": \"{name}\", \"arguments\": ");
     let (weather, local) = (call("weather"), call("local"));
     let end = "}</tool_call>";
-    let json_tags = [
-        (weather.as_str(), city, city_re),
-        (local.as_str(), town, town_re),
-    ];
+    let json_tags = [(weather.as_str(), city, city_re), (local.as_str(), town, town_re)];
     struct Case<'a> {
         triggers: Vec<&'a str>,
         tags: Vec<(&'a str, TagContent, &'a str, &'a str)>,
@@ -453,122 +450,49 @@ fn structural_tags_equal_the_oracle() {
     }
     let json = |at_least_one, stop_after_first, plans: Vec<String>| Case {
         triggers: vec!["<tool_call>"],
-        tags: json_tags
-            .iter()
-            .map(|&(b, s, re)| (b, TagContent::JsonSchema(s.into(), compact), re, end))
-            .collect(),
+        tags: json_tags.iter().map(|&(b, s, re)| (b, TagContent::JsonSchema(s.into(), compact), re, end)).collect(),
         at_least_one,
         stop_after_first,
         plans,
     };
     let cases = [
-        json(
-            false,
-            false,
-            vec![
-                format!(
-                    "Sure. {weather}{{\"city\":\"Paris\",\"rain\":true}}{end}\n{local}{{\"city\":\"Oslo\"}}{end} ok"
-                ),
-                format!("<tool_c é {local}{{\"city\":\"Oslo\"}}{end}"),
-            ],
-        ),
-        json(
-            true,
-            true,
-            vec![
-                format!("{weather}{{\"city\":\"Oslo\"}}{end}"),
-                format!("{local}{{\"city\":\"Oslo\"}}{end}"),
-            ],
-        ),
-        json(
-            true,
-            false,
-            vec![format!(
-                "{local}{{\"city\":\"Oslo\"}}{end} then {weather}{{\"city\":\"Paris\"}}{end}"
-            )],
-        ),
+        json(false, false, vec![
+            format!("Sure. {weather}{{\"city\":\"Paris\",\"rain\":true}}{end}\n{local}{{\"city\":\"Oslo\"}}{end} ok"),
+            format!("<tool_c é {local}{{\"city\":\"Oslo\"}}{end}"),
+        ]),
+        json(false, true, vec![format!("Hm. {weather}{{\"city\":\"Oslo\"}}{end}"), "Just text <tool".into()]),
+        json(true, true, vec![format!("{weather}{{\"city\":\"Oslo\"}}{end}"), format!("{local}{{\"city\":\"Oslo\"}}{end}")]),
+        json(true, false, vec![format!("{local}{{\"city\":\"Oslo\"}}{end} then {weather}{{\"city\":\"Paris\"}}{end}")]),
         Case {
             triggers: vec!["ab", "b", "é→"],
             tags: vec![
-                (
-                    "abX",
-                    TagContent::Gbnf("root ::= [0-9]+".into()),
-                    "[0-9]+",
-                    ";",
-                ),
-                (
-                    "b(",
-                    TagContent::Gbnf("root ::= (\"yes\" | \"no\")".into()),
-                    "yes|no",
-                    ")",
-                ),
-                (
-                    "é→[",
-                    TagContent::Gbnf("root ::= [a-z]*".into()),
-                    "[a-z]*",
-                    "]",
-                ),
+                ("abX", TagContent::Gbnf("root ::= [0-9]+".into()), "[0-9]+", ";"),
+                ("b(", TagContent::Gbnf("root ::= (\"yes\" | \"no\")".into()), "yes|no", ")"),
+                ("é→[", TagContent::Gbnf("root ::= [a-z]*".into()), "[a-z]*", "]"),
             ],
             at_least_one: false,
             stop_after_first: false,
-            plans: vec![
-                "cabX12;b(no) é→[abc] a b(yes)".into(),
-                "abX7;abX8;".into(),
-                "aab(yes)".into(),
-            ],
+            plans: vec!["cabX12;b(no) é→[abc] a b(yes)".into(), "abX7;abX8;".into(), "aab(yes)".into()],
         },
     ];
     for (i, case) in cases.iter().enumerate() {
         let tag = StructuralTag {
-            tags: case
-                .tags
-                .iter()
-                .map(|(b, c, _, e)| Tag {
-                    begin: b.to_string(),
-                    content: c.clone(),
-                    end: e.to_string(),
-                })
-                .collect(),
+            tags: case.tags.iter().map(|(b, c, _, e)| Tag { begin: b.to_string(), content: c.clone(), end: e.to_string() }).collect(),
             triggers: case.triggers.iter().map(|t| t.to_string()).collect(),
             at_least_one: case.at_least_one,
             stop_after_first: case.stop_after_first,
         };
-        let c =
-            Constraint::compile(&ConstraintSource::StructuralTag(tag), &Limits::default()).unwrap();
-        let oracle_tags: Vec<(&str, &str, &str)> = case
-            .tags
-            .iter()
-            .map(|(b, _, re, e)| (*b, *re, *e))
-            .collect();
+        let c = Constraint::compile(&ConstraintSource::StructuralTag(tag), &Limits::default()).unwrap();
+        let oracle_tags: Vec<(&str, &str, &str)> = case.tags.iter().map(|(b, _, re, e)| (*b, *re, *e)).collect();
         let plans: Vec<&str> = case.plans.iter().map(String::as_str).collect();
         for plan in &plans {
             assert!(c.matches(plan.as_bytes()).unwrap(), "case {i}: {plan}");
         }
         for (vname, vocab) in all_vocabs() {
             // The real vocabularies split the first plan's trigger their own ways.
-            let (walks, steps) = if vname == "toy" {
-                (24, 90)
-            } else if i % 3 == 0 {
-                (1, 16)
-            } else {
-                continue;
-            };
-            let mut oracle = Tagged::new(
-                &case.triggers,
-                &oracle_tags,
-                case.at_least_one,
-                case.stop_after_first,
-            );
-            check_guided_walks(
-                vname,
-                &vocab,
-                &c,
-                &mut oracle,
-                31 + i as u64,
-                walks,
-                steps,
-                &plans,
-            );
+            let (walks, steps) = if vname == "toy" { (24, 90) } else if i == 0 || i == 4 { (1, 16) } else { continue };
+            let mut oracle = Tagged::new(&case.triggers, &oracle_tags, case.at_least_one, case.stop_after_first);
+            check_guided_walks(vname, &vocab, &c, &mut oracle, 31 + i as u64, walks, steps, &plans);
         }
     }
 }
@@ -576,69 +500,28 @@ fn structural_tags_equal_the_oracle() {
 #[test]
 fn malformed_structural_tags_are_errors_that_name_the_tag() {
     use sieve_core::{CompileErrorKind, ConstraintSource, Limits, StructuralTag, Tag, TagContent};
-    let tag = |begin: &str, content: TagContent| Tag {
-        begin: begin.into(),
-        content,
-        end: ")".into(),
-    };
+    let tag = |begin: &str, content: TagContent| Tag { begin: begin.into(), content, end: ")".into() };
     let digits = || TagContent::Gbnf("root ::= [0-9]+".into());
     let compile = |tags: Vec<Tag>, triggers: &[&str], at_least_one: bool| {
-        let t = StructuralTag {
-            tags,
-            triggers: triggers.iter().map(|t| t.to_string()).collect(),
-            at_least_one,
-            stop_after_first: false,
-        };
-        Constraint::compile(&ConstraintSource::StructuralTag(t), &Limits::default()).map(|_| ())
+        let t = StructuralTag { tags, triggers: triggers.iter().map(|t| t.to_string()).collect(), at_least_one, stop_after_first: false };
+        Constraint::compile(&ConstraintSource::StructuralTag(t), &Limits::default())
     };
-    let kind = |r: Result<(), sieve_core::CompileError>| r.unwrap_err().kind;
-    assert_eq!(
-        kind(compile(vec![], &["f("], false)),
-        CompileErrorKind::StructuralTag
-    );
-    assert_eq!(
-        kind(compile(vec![tag("f(", digits())], &[""], false)),
-        CompileErrorKind::StructuralTag
-    );
-    assert_eq!(
-        kind(compile(vec![tag("f(", digits())], &[], false)),
-        CompileErrorKind::StructuralTag
-    );
-    let e = compile(
-        vec![tag("f(", digits()), tag("g(", digits())],
-        &["f"],
-        false,
-    )
-    .unwrap_err();
-    assert!(
-        e.message.contains("tag 1") && e.message.contains("g("),
-        "{e}"
-    );
-    let e = compile(
-        vec![
-            tag("f(", digits()),
-            tag(
-                "g(",
-                TagContent::JsonSchema(r#"{"type": "nope"}"#.into(), Default::default()),
-            ),
-        ],
-        &["f", "g"],
-        false,
-    )
-    .unwrap_err();
+    let kind = |r: Result<Constraint, sieve_core::CompileError>| r.unwrap_err().kind;
+    assert_eq!(kind(compile(vec![], &[], false)), CompileErrorKind::StructuralTag);
+    assert_eq!(kind(compile(vec![], &["f("], true)), CompileErrorKind::Empty);
+    assert_eq!(kind(compile(vec![tag("f(", digits())], &[""], false)), CompileErrorKind::StructuralTag);
+    assert_eq!(kind(compile(vec![tag("f(", digits())], &[], false)), CompileErrorKind::StructuralTag);
+    let e = compile(vec![tag("f(", digits()), tag("g(", digits())], &["f"], false).unwrap_err();
+    assert!(e.message.contains("tag 1") && e.message.contains("g("), "{e}");
+    let bad_schema = TagContent::JsonSchema(r#"{"type": "nope"}"#.into(), Default::default());
+    let e = compile(vec![tag("f(", digits()), tag("g(", bad_schema)], &["f", "g"], false).unwrap_err();
     assert_eq!(e.kind, CompileErrorKind::Schema);
     assert!(e.message.contains("tag 1"), "{e}");
-    let e = compile(
-        vec![tag("f(", TagContent::Gbnf("root ::= [0-9".into()))],
-        &["f"],
-        false,
-    )
-    .unwrap_err();
-    assert_eq!(
-        (e.kind.clone(), e.line_col),
-        (CompileErrorKind::Syntax, Some((1, 14))),
-        "{e}"
-    );
+    let e = compile(vec![tag("f(", TagContent::Gbnf("root ::= [0-9".into()))], &["f"], false).unwrap_err();
+    assert_eq!((e.kind.clone(), e.line_col), (CompileErrorKind::Syntax, Some((1, 14))), "{e}");
+    // Without tags: text in which no trigger appears.
+    let c = compile(vec![], &["f("], false).unwrap();
+    assert_eq!((c.matches(b"a f b (").unwrap(), c.matches(b"a f( b").unwrap()), (true, false));
     // With at_least_one the first tag needs no trigger.
     assert!(compile(vec![tag("f(", digits())], &[], true).is_ok());
 }

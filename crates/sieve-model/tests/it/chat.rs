@@ -11,6 +11,10 @@ fn none() -> Map<String, serde_json::Value> {
     Map::new()
 }
 
+fn msgs(pairs: &[(&str, &str)]) -> Vec<serde_json::Value> {
+    pairs.iter().map(|(role, content)| json!({"role": role, "content": content})).collect()
+}
+
 use crate::common;
 
 #[test]
@@ -19,12 +23,12 @@ fn smollm2_renders_its_own_template() {
     let tokenizer = Tokenizer::from_gguf(&Gguf::parse(&bytes).expect("gguf")).expect("tokenizer");
     let system = "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n";
     assert_eq!(
-        tokenizer.chat_prompt(&[("user", "Hi")], &none()).expect("renders"),
+        tokenizer.chat_prompt(&msgs(&[("user", "Hi")]), &none()).expect("renders"),
         format!("{system}<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n")
     );
     // A system message of the caller's replaces the default one.
     assert_eq!(
-        tokenizer.chat_prompt(&[("system", "Be brief."), ("user", "Hi"), ("assistant", "Hello."), ("user", "Bye")], &none()).expect("renders"),
+        tokenizer.chat_prompt(&msgs(&[("system", "Be brief."), ("user", "Hi"), ("assistant", "Hello."), ("user", "Bye")]), &none()).expect("renders"),
         "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\nHello.<|im_end|>\n\
          <|im_start|>user\nBye<|im_end|>\n<|im_start|>assistant\n"
     );
@@ -34,7 +38,7 @@ fn smollm2_renders_its_own_template() {
 fn a_tokenizer_without_a_template_speaks_chatml() {
     let json = std::fs::read_to_string(common::package_dir().join("../sieve-core/tests/fixtures/smollm2.json")).expect("fixture");
     let tokenizer = Tokenizer::from_json(json, 0).expect("tokenizer");
-    assert_eq!(tokenizer.chat_prompt(&[("user", "Hi")], &none()).expect("renders"), "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
+    assert_eq!(tokenizer.chat_prompt(&msgs(&[("user", "Hi")]), &none()).expect("renders"), "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
 }
 
 #[test]
@@ -47,10 +51,10 @@ fn templates_get_the_jinja_hugging_face_templates_use() {
         "<s>",
         "</s>",
     );
-    assert_eq!(template.render(&[("user", "  Hi  "), ("assistant", "Hello")], &none()).expect("renders"), "<s>[USER] Hi\n[ASSISTANT] Hello</s>");
-    let err = template.render(&[("tool", "42")], &none()).expect_err("a role the template refuses").to_string();
-    assert!(err.contains("roles are user and assistant, not tool"), "{err}");
-    let err = ChatTemplate::new("{% for m in messages %}", "", "").render(&[("user", "Hi")], &none()).expect_err("unclosed loop").to_string();
+    assert_eq!(template.render(&msgs(&[("user", "  Hi  "), ("assistant", "Hello")]), &none()).expect("renders"), "<s>[USER] Hi\n[ASSISTANT] Hello</s>");
+    let err = template.render(&msgs(&[("critic", "42")]), &none()).expect_err("a role the template refuses").to_string();
+    assert!(err.contains("roles are user and assistant, not critic"), "{err}");
+    let err = ChatTemplate::new("{% for m in messages %}", "", "").render(&msgs(&[("user", "Hi")]), &none()).expect_err("unclosed loop").to_string();
     assert!(err.starts_with("tokenizer: chat template:"), "{err}");
 }
 
@@ -66,7 +70,7 @@ fn thinking_is_off_unless_asked_for() {
         "",
     );
     let base = "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n";
-    assert_eq!(template.render(&[("user", "Hi")], &none()).unwrap(), format!("{base}<think>\n\n</think>\n\n"));
+    assert_eq!(template.render(&msgs(&[("user", "Hi")]), &none()).unwrap(), format!("{base}<think>\n\n</think>\n\n"));
     let on = json!({"enable_thinking": true, "note": "!"});
-    assert_eq!(template.render(&[("user", "Hi")], on.as_object().unwrap()).unwrap(), format!("{base}!"));
+    assert_eq!(template.render(&msgs(&[("user", "Hi")]), on.as_object().unwrap()).unwrap(), format!("{base}!"));
 }

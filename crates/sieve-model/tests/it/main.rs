@@ -26,3 +26,5 @@ mod parity;
 mod pick_gpu;
 #[cfg(not(target_family = "wasm"))]
 mod tiny;
+#[cfg(not(target_family = "wasm"))]
+mod tools;
