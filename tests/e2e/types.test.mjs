@@ -13,7 +13,7 @@ const PKG = fileURLToPath(new URL("../../web/pkg/index.js", import.meta.url));
 
 const USER_CODE = `
 import { createEngine, init, Vocabulary, Constraint, Matcher, SieveError } from ${JSON.stringify(PKG)};
-import type { EngineInfo, JsonSchemaOptions, JumpForward, SieveErrorKind } from ${JSON.stringify(PKG)};
+import type { ChatMessage, EngineInfo, FunctionTool, JsonSchemaOptions, JumpForward, SieveErrorKind, ToolCall } from ${JSON.stringify(PKG)};
 
 export async function lowLevel(tokenizerJson: string): Promise<number> {
   await init();
@@ -48,11 +48,40 @@ export async function engine(): Promise<string | null> {
   } catch (e) {
     if (e instanceof SieveError) {
       const kind: SieveErrorKind = e.kind;
+      const tool: string | undefined = e.tool;
       const where: string = \`\${e.keyword ?? ""} \${e.pointer ?? ""} \${e.line ?? 0}:\${e.column ?? 0} \${e.offset ?? 0}\`;
       return kind + where;
     }
     return null;
   }
+}
+
+export async function tools(): Promise<string> {
+  const engine = await createEngine({ model: "model.gguf" });
+  const add: FunctionTool = { type: "function", function: { name: "add", parameters: { type: "object" } } };
+  const r = await engine.chat.completions.create({
+    messages: [{ role: "user", content: "2+3?" }],
+    tools: [add],
+    tool_choice: { type: "function", function: { name: "add" } },
+    parallel_tool_calls: false,
+  });
+  const calls: ToolCall[] = r.choices[0].message.tool_calls ?? [];
+  const history: ChatMessage[] = [
+    { role: "assistant", content: null, tool_calls: calls },
+    { role: "tool", tool_call_id: calls[0].id, content: "5" },
+  ];
+  // @ts-expect-error: a tool result names its call
+  const orphan: ChatMessage = { role: "tool", content: "5" };
+  // @ts-expect-error: no such tool_choice
+  await engine.chat.completions.create({ messages: history, tools: [add], tool_choice: "sometimes" });
+  const chunks = await engine.chat.completions.create({ messages: history, tools: [add], stream: true });
+  let args = "";
+  for await (const chunk of chunks) for (const t of chunk.choices[0].delta.tool_calls ?? []) args += t.function.arguments;
+  await engine.chat.completions.create({
+    messages: history,
+    response_format: { type: "structural_tag", structures: [{ begin: "<a>", schema: { type: "string" }, end: "</a>" }], triggers: ["<a"] },
+  });
+  return r.choices[0].finish_reason + args + String(orphan);
 }
 `;
 

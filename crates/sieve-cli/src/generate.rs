@@ -13,8 +13,9 @@ use clap::{Args, ValueEnum};
 use serde_json::json;
 use sieve_core::json_schema::{JsonSchemaOptions, Whitespace};
 use sieve_core::{Constraint, ConstraintSource, Limits, Matcher, Vocabulary};
-use sieve_model::decode::{GenerateConfig, Picker, TokenConstraint, Unconstrained, generate};
+use sieve_model::decode::{GenerateConfig, Picker, StopReason, TokenConstraint, Unconstrained, generate};
 use sieve_model::sampling::Sampling;
+use sieve_model::tools::{Tool, ToolChoice, Toolbox};
 use sieve_model::gpu::{Adapter, default_adapter};
 use sieve_model::{Backend, Device, Gguf, Llama, LlamaConfig, Placement, Tokenizer};
 
@@ -38,6 +39,17 @@ pub struct GenerateArgs {
     /// Wrap the prompt in the model's chat template as a user message.
     #[arg(long)]
     pub chat: bool,
+    /// Functions the model may call: a JSON file of OpenAI `tools` (implies `--chat`; the reply
+    /// is text and calls, each call's arguments valid for its tool's schema).
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["json_schema", "regex", "grammar"])]
+    pub tools: Option<PathBuf>,
+    /// Which calls the reply may hold: `auto` (text or calls), `required` (calls first),
+    /// `none` (text only), or a tool's name (one call of it).
+    #[arg(long, default_value = "auto", requires = "tools")]
+    pub tool_choice: String,
+    /// At most one call.
+    #[arg(long, requires = "tools")]
+    pub no_parallel_tool_calls: bool,
     /// Most completion tokens.
     #[arg(long, default_value_t = 256)]
     pub max_tokens: usize,
@@ -56,7 +68,8 @@ pub struct GenerateArgs {
     /// Sample forced continuations token by token instead of prefilling them.
     #[arg(long)]
     pub no_jump_forward: bool,
-    /// Print `{"text", "tokens", "stats"}` instead of the text.
+    /// Print `{"text", "tool_calls" (with --tools), "finish_reason", "tokens", "stats"}` instead
+    /// of the text.
     #[arg(long)]
     pub json: bool,
     /// Where the model runs.
@@ -168,13 +181,19 @@ impl Loaded {
 
 /// Generates and prints the completion; returns the exit status.
 pub fn run(args: &GenerateArgs) -> Result<i32, CliError> {
-    let constraint = args.constraint.compile()?;
+    let mut constraint = args.constraint.compile()?;
     let loaded = Loaded::new(&args.model, args.device, args.threads)?;
     let Loaded { model, tokenizer, picker } = &loaded;
     let picker = *picker;
-    let prompt = match args.chat {
-        true => tokenizer.chat_prompt(&[serde_json::json!({"role": "user", "content": args.prompt})], &Default::default())?,
-        false => args.prompt.clone(),
+    let messages = [json!({"role": "user", "content": args.prompt})];
+    let toolbox = args.tools.as_ref().map(|path| toolbox(path, args, tokenizer)).transpose()?;
+    let prompt = match (&toolbox, args.chat) {
+        (Some(toolbox), _) => {
+            constraint = Some(Constraint::compile(&ConstraintSource::StructuralTag(toolbox.constraint()), &Limits::default())?);
+            toolbox.prompt(tokenizer.chat_template(), &messages, &Default::default())?
+        }
+        (None, true) => tokenizer.chat_prompt(&messages, &Default::default())?,
+        (None, false) => args.prompt.clone(),
     };
     let prompt = tokenizer.encode(&prompt)?;
     let mut matcher: Box<dyn TokenConstraint> = match &constraint {
@@ -191,6 +210,27 @@ pub fn run(args: &GenerateArgs) -> Result<i32, CliError> {
     let clock = || origin.elapsed().as_secs_f64() * 1000.0;
     let out = pollster::block_on(generate(model, tokenizer, matcher.as_mut(), &prompt, &config, &clock))?;
     let s = &out.stats;
+    let mut finish_reason = match out.stop {
+        StopReason::EndOfSequence | StopReason::ConstraintTerminated => "stop",
+        StopReason::MaxTokens => "length",
+        StopReason::Cancelled => "abort",
+    };
+    let (text, tool_calls) = match &toolbox {
+        None => (out.text.clone(), None),
+        Some(toolbox) => {
+            let mut reader = toolbox.reader("call_");
+            reader.push(&out.text);
+            let reply = reader.finish();
+            if !reply.calls.is_empty() && finish_reason == "stop" {
+                finish_reason = "tool_calls";
+            }
+            let calls = reply.calls.iter().map(|c| {
+                let arguments: serde_json::Value = serde_json::from_str(&c.arguments).unwrap_or(json!(c.arguments));
+                json!({"name": c.name, "arguments": arguments})
+            });
+            (reply.content.unwrap_or_default(), Some(calls.collect::<Vec<_>>()))
+        }
+    };
     if args.json {
         let stats = json!({
             "prompt_tokens": s.prompt_tokens,
@@ -204,9 +244,16 @@ pub fn run(args: &GenerateArgs) -> Result<i32, CliError> {
             "mask_us_p50": s.mask_us_quantile(0.5),
             "mask_us_p99": s.mask_us_quantile(0.99),
         });
-        println!("{}", json!({"text": out.text, "tokens": out.tokens, "stats": stats}));
+        let mut report = json!({"text": text, "finish_reason": finish_reason, "tokens": out.tokens, "stats": stats});
+        if let Some(calls) = tool_calls {
+            report["tool_calls"] = json!(calls);
+        }
+        println!("{report}");
     } else {
-        println!("{}", out.text);
+        println!("{text}");
+        for call in tool_calls.iter().flatten() {
+            println!("{call}");
+        }
         eprintln!(
             "sieve: {} tokens ({} forced) in {} forward passes, {:.1} tokens/s, stop: {:?}",
             s.completion_tokens,
@@ -217,4 +264,18 @@ pub fn run(args: &GenerateArgs) -> Result<i32, CliError> {
         );
     }
     Ok(0)
+}
+
+/// The tools of `--tools` with `--tool-choice`, for the model's template.
+fn toolbox(path: &Path, args: &GenerateArgs, tokenizer: &Tokenizer) -> Result<Toolbox, CliError> {
+    let file = |e: &dyn std::fmt::Display| CliError::new(format!("{}: {e}", path.display()));
+    let tools: serde_json::Value = serde_json::from_str(&read(&path.to_path_buf())?).map_err(|e| file(&e))?;
+    let choice = match args.tool_choice.as_str() {
+        "auto" => ToolChoice::Auto,
+        "required" => ToolChoice::Required,
+        "none" => ToolChoice::None,
+        name => ToolChoice::Function(name.to_string()),
+    };
+    let tools = Tool::from_openai(&tools).map_err(|e| file(&e))?;
+    Toolbox::new(tools, choice, !args.no_parallel_tool_calls, tokenizer.chat_template()).map_err(|e| file(&e))
 }

@@ -242,3 +242,53 @@ fn the_device_flag_picks_where_the_model_runs() {
     };
     assert_eq!(run("auto")["stats"]["device"], expected);
 }
+
+/// A weather and a calculator tool, as OpenAI's API takes them.
+const TOOLS: &str = r#"[
+  {"type": "function", "function": {"name": "get_weather", "description": "Get the current weather in a city",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"}, "unit": {"enum": ["celsius", "fahrenheit"]}},
+      "required": ["city"], "additionalProperties": false}}},
+  {"type": "function", "function": {"name": "calculate", "description": "Evaluate an arithmetic expression",
+    "parameters": {"type": "object", "properties": {"expression": {"type": "string", "maxLength": 40}},
+      "required": ["expression"], "additionalProperties": false}}}
+]"#;
+
+/// Tool calls with the real model: `required` without parallel calls gives exactly one call, a
+/// named tool gives a call of it, `auto` may answer in text; every call names a tool and its
+/// arguments are valid for that tool's schema (checked by the `jsonschema` crate). A bad tool
+/// schema is an error naming the tool and the place in its schema.
+#[test]
+fn generate_calls_tools_with_valid_arguments() {
+    let m = model();
+    let tools_file = temp("tools.json", TOOLS);
+    let tools: Value = serde_json::from_str(TOOLS).unwrap();
+    let validator = |name: &str| {
+        let tool = tools.as_array().unwrap().iter().find(|t| t["function"]["name"] == name).unwrap_or_else(|| panic!("no tool {name}"));
+        jsonschema::validator_for(&tool["function"]["parameters"]).expect("schema")
+    };
+    let run = |choice: &str, prompt: &str, extra: &[&str]| {
+        let mut args = vec!["generate", "--model", &m, "--tools", &tools_file, "--tool-choice", choice, "--prompt", prompt];
+        args.extend_from_slice(&["--max-tokens", "40", "--device", "cpu", "--threads", "2", "--json"]);
+        args.extend_from_slice(extra);
+        let (code, out) = sieve(&args);
+        assert_eq!(code, 0, "{out:?}");
+        for call in out[0]["tool_calls"].as_array().expect("tool_calls") {
+            let name = call["name"].as_str().unwrap();
+            assert!(validator(name).is_valid(&call["arguments"]), "{call}");
+        }
+        out[0].clone()
+    };
+    let one = run("required", "What is the weather in Paris?", &["--no-parallel-tool-calls"]);
+    assert_eq!((one["finish_reason"].as_str(), one["tool_calls"].as_array().unwrap().len()), (Some("tool_calls"), 1), "{one}");
+    let named = run("calculate", "What is 12 times 7?", &[]);
+    assert_eq!(named["tool_calls"][0]["name"], "calculate", "{named}");
+    let free = run("auto", "Write one word.", &[]);
+    assert!(free["finish_reason"] != "tool_calls" || !free["tool_calls"].as_array().unwrap().is_empty(), "{free}");
+    let none = run("none", "What is the weather in Paris?", &[]);
+    assert!(none["tool_calls"].as_array().unwrap().is_empty() && !none["text"].as_str().unwrap().contains("<tool_call>"), "{none}");
+    let bad = temp("bad-tools.json", r#"[{"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {"x": {"type": "integer", "minimum": "zero"}}}}}]"#);
+    let (code, out) = sieve(&["generate", "--model", &m, "--tools", &bad, "--prompt", "Hi", "--device", "cpu"]);
+    let error = out[0]["error"].as_str().unwrap_or_default();
+    assert_eq!(code, 2);
+    assert!(error.contains("tool \"f\"") && error.contains("/properties/x"), "{error}");
+}

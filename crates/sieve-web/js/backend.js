@@ -122,8 +122,8 @@ export class Backend {
   /** Runs one request; `onDelta(text, forced)` streams, `isAborted()` is polled each step. */
   async generate(request, onDelta, isAborted) {
     if (!this.#model) throw new Error("no model is loaded");
-    return this.#model.generate(request, (text, forced) => {
-      onDelta(text, forced);
+    return this.#model.generate(request, (text, forced, toolCall) => {
+      onDelta(text, forced, toolCall);
       return !isAborted();
     });
   }

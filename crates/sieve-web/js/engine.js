@@ -24,7 +24,7 @@ class WorkerChannel {
     const call = this.#pending.get(id);
     if (!call) return;
     if (type === "progress") call.onProgress?.(rest.progress);
-    else if (type === "delta") call.onDelta?.(rest.text, rest.forced);
+    else if (type === "delta") call.onDelta?.(rest.text, rest.forced, rest.toolCall);
     else {
       this.#pending.delete(id);
       if (type === "done") call.resolve(rest.result);
@@ -169,8 +169,10 @@ export async function createEngine({ model, device = "auto", threads = null, onP
     const id = `${kind === "chat" ? "chatcmpl" : "cmpl"}-sieve-${++completionCounter}`;
     const created = Math.floor(Date.now() / 1000);
     const object = kind === "chat" ? "chat.completion" : "text_completion";
-    const choice = (content, finish_reason) =>
-      kind === "chat" ? { index: 0, message: { role: "assistant", content }, finish_reason } : { index: 0, text: content, finish_reason };
+    const choice = (r) =>
+      kind === "chat"
+        ? { index: 0, message: { role: "assistant", content: r.content, ...(r.tool_calls ? { tool_calls: r.tool_calls } : {}) }, finish_reason: r.finish_reason }
+        : { index: 0, text: r.text, finish_reason: r.finish_reason };
     const usage = (r) => ({ ...r.usage, timings: r.timings, ...(r.warnings.length ? { warnings: r.warnings } : {}) });
     if (!stream) {
       return enqueue(request, () => {}, signal).then((r) => ({
@@ -178,7 +180,7 @@ export async function createEngine({ model, device = "auto", threads = null, onP
         object,
         created,
         model: modelName,
-        choices: [choice(r.text, r.finish_reason)],
+        choices: [choice(r)],
         usage: usage(r),
       }));
     }
@@ -194,8 +196,9 @@ export async function createEngine({ model, device = "auto", threads = null, onP
     let first = true;
     enqueue(
       request,
-      (text, forced) => {
-        const delta = first && kind === "chat" ? { role: "assistant", content: text } : { content: text };
+      (text, forced, toolCall) => {
+        const part = toolCall ? { tool_calls: [toolCall] } : { content: text };
+        const delta = first && kind === "chat" ? { role: "assistant", ...part } : part;
         first = false;
         chunks.push(chunk(delta, null, { sieve: { forced } }));
       },

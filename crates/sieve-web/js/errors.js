@@ -1,11 +1,12 @@
 // The error a constraint that does not compile rejects with, from the low-level API and from
 // the engine alike: its `kind`, and where they apply the `keyword` and JSON `pointer` of a JSON
-// Schema error or the byte `offset`, `line` and `column` of a regex or grammar error. The wasm
+// Schema error or the byte `offset`, `line` and `column` of a regex or grammar error, and the
+// `tool` of a request's bad tool definition. The wasm
 // module makes them as Errors named "SieveError" (crate::error), which `instanceof` recognises;
 // the engine's worker sends the fields across and they are made again here.
 
 /** The fields a SieveError carries besides its message. */
-export const SIEVE_ERROR_FIELDS = ["kind", "keyword", "pointer", "offset", "line", "column"];
+export const SIEVE_ERROR_FIELDS = ["kind", "tool", "keyword", "pointer", "offset", "line", "column"];
 
 export class SieveError extends Error {
   constructor(message, fields = {}) {

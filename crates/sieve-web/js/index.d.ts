@@ -120,18 +120,23 @@ export type SieveErrorKind =
   | "empty"
   | "limit"
   | "unsupported"
-  | "schema";
+  | "schema"
+  | "structural_tag"
+  | "tool";
 
 /**
  * What a constraint that does not compile rejects with (`Constraint.jsonSchema`, `.regex`,
- * `.grammar`, `.choices`, and a request's `response_format`): its kind, and where they apply
- * the keyword and JSON pointer of a JSON Schema error, or the byte offset, line and column of a
- * regex or grammar error (or of schema text that is not JSON).
+ * `.grammar`, `.choices`, and a request's `response_format` or `tools`): its kind, and where
+ * they apply the keyword and JSON pointer of a JSON Schema error, or the byte offset, line and
+ * column of a regex or grammar error (or of schema text that is not JSON), and the tool whose
+ * definition is wrong (kind `tool`, or its schema error's kind).
  */
 export class SieveError extends Error {
-  constructor(message: string, fields?: Partial<Pick<SieveError, "kind" | "keyword" | "pointer" | "offset" | "line" | "column">>);
+  constructor(message: string, fields?: Partial<Pick<SieveError, "kind" | "tool" | "keyword" | "pointer" | "offset" | "line" | "column">>);
   name: "SieveError";
   kind: SieveErrorKind;
+  /** The tool of `tools` (or the name in `tool_choice`) at fault. */
+  tool?: string;
   /** The schema keyword at fault (empty for the schema as a whole). */
   keyword?: string;
   /** The JSON pointer of the schema holding it. */
@@ -180,7 +185,38 @@ export type ResponseFormat =
   | { type: "json_object" }
   | { type: "json_schema"; json_schema: { name?: string; schema: object | boolean; strict?: boolean } }
   | { type: "regex"; pattern: string }
-  | { type: "grammar"; grammar: string };
+  | { type: "grammar"; grammar: string }
+  | StructuralTagFormat;
+
+/** Free text in which a trigger starts a tagged section: `begin`, a JSON value of `schema` or a
+ * string of the GBNF `grammar`, `end`, then text again. Each `begin` starts with a trigger. */
+export interface StructuralTagFormat {
+  type: "structural_tag";
+  structures: ({ begin: string; end: string } & ({ schema: object | boolean } | { grammar: string }))[];
+  triggers: string[];
+  /** The output starts with a section (default false). */
+  at_least_one?: boolean;
+  /** The output ends after the first section (default false). */
+  stop_after_first?: boolean;
+}
+
+/** A function the model may call; its `arguments` are always valid for `parameters` (strict
+ * unless `strict` is false, as for `json_schema`). */
+export interface FunctionTool {
+  type: "function";
+  function: { name: string; description?: string; parameters?: object; strict?: boolean };
+}
+
+/** `auto` (default): text or calls; `required`: calls first, at least one; `none`: text only;
+ * or one call of the named function. */
+export type ToolChoice = "auto" | "required" | "none" | { type: "function"; function: { name: string } };
+
+/** A call the model made. */
+export interface ToolCall {
+  id: string;
+  type: "function";
+  function: { name: string; arguments: string };
+}
 
 /** A chat request's messages and how the model's chat template renders them. */
 export interface ChatOptions {
@@ -188,6 +224,12 @@ export interface ChatOptions {
   /** Further variables for the model's chat template, as vLLM takes them; `enable_thinking`
    * (for thinking models) is false unless set here. */
   chat_template_kwargs?: Record<string, unknown>;
+  /** Functions the model may call, in the model family's own call format (or a generic one,
+   * described to the model, where its template has none); not with a `response_format`. */
+  tools?: FunctionTool[];
+  tool_choice?: ToolChoice;
+  /** More than one call in a reply (default true). */
+  parallel_tool_calls?: boolean;
 }
 
 export interface SamplingOptions {
@@ -208,12 +250,12 @@ export interface SamplingOptions {
   signal?: AbortSignal;
 }
 
-export interface ChatMessage {
-  role: "system" | "user" | "assistant";
-  content: string;
-}
+export type ChatMessage =
+  | { role: "system" | "user"; content: string }
+  | { role: "assistant"; content: string | null; tool_calls?: ToolCall[] }
+  | { role: "tool"; tool_call_id: string; content: string };
 
-export type FinishReason = "stop" | "length";
+export type FinishReason = "stop" | "length" | "tool_calls";
 
 export interface Timings {
   /** Time to translate and compile the output constraint (a cached one takes none). A new
@@ -248,7 +290,7 @@ export interface ChatCompletion {
   object: "chat.completion";
   created: number;
   model: string;
-  choices: { index: 0; message: { role: "assistant"; content: string }; finish_reason: FinishReason }[];
+  choices: { index: 0; message: { role: "assistant"; content: string | null; tool_calls?: ToolCall[] }; finish_reason: FinishReason }[];
   usage: Usage;
 }
 
@@ -257,11 +299,20 @@ export interface ChatCompletionChunk {
   object: "chat.completion.chunk";
   created: number;
   model: string;
-  choices: { index: 0; delta: { role?: "assistant"; content?: string }; finish_reason: FinishReason | null }[];
+  choices: { index: 0; delta: { role?: "assistant"; content?: string; tool_calls?: ToolCallDelta[] }; finish_reason: FinishReason | null }[];
   /** On the last chunk. */
   usage?: Usage;
   /** Whether this chunk's text was forced by the constraint. */
   sieve?: { forced: boolean };
+}
+
+/** A piece of call `index`: its first has `id`, `type` and the name, the others more of the
+ * arguments. */
+export interface ToolCallDelta {
+  index: number;
+  id?: string;
+  type?: "function";
+  function: { name?: string; arguments: string };
 }
 
 export interface Completion {

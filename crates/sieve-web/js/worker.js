@@ -30,7 +30,7 @@ self.onmessage = async ({ data }) => {
     } else if (op === "generate") {
       const result = await backend.generate(
         data.request,
-        (text, forced) => postMessage({ id, type: "delta", text, forced }),
+        (text, forced, toolCall) => postMessage({ id, type: "delta", text, forced, toolCall }),
         () => aborted.has(id),
       );
       postMessage({ id, type: "done", result });

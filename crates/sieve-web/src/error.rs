@@ -1,15 +1,18 @@
 //! Errors as values across the boundary: a constraint that fails to compile rejects with a
 //! JS `Error` named `SieveError` (js/errors.js's class recognises it) that keeps sieve-core's
 //! fields: `kind`, and where they apply the `keyword` and JSON `pointer` of a schema error, or
-//! the byte `offset`, `line` and `column` of a regex or grammar error.
+//! the byte `offset`, `line` and `column` of a regex or grammar error, and the `tool` whose
+//! definition is wrong.
 
 use sieve_core::json_schema::{JsonSchemaError, SchemaError, SchemaErrorKind};
 use sieve_core::{CompileError, CompileErrorKind};
+use sieve_model::tools::ToolError;
 use wasm_bindgen::prelude::*;
 
 /// Where a compile error points.
 #[derive(Default)]
 struct Place<'a> {
+    tool: Option<&'a str>,
     keyword: Option<&'a str>,
     pointer: Option<&'a str>,
     offset: Option<usize>,
@@ -24,6 +27,9 @@ fn sieve_error(context: &str, message: &str, kind: &str, place: Place<'_>) -> Js
         let _ = js_sys::Reflect::set(&error, &JsValue::from_str(key), &value);
     };
     set("kind", JsValue::from_str(kind));
+    if let Some(tool) = place.tool {
+        set("tool", JsValue::from_str(tool));
+    }
     if let Some(keyword) = place.keyword {
         set("keyword", JsValue::from_str(keyword));
     }
@@ -60,14 +66,29 @@ pub(crate) fn compile_error(context: &str, e: &CompileError) -> JsValue {
 /// A JSON Schema's translation error: its kind (as [`compile_error`] names the same classes),
 /// keyword and pointer.
 pub(crate) fn schema_error(context: &str, e: &SchemaError) -> JsValue {
-    let kind = match e.kind {
+    let place = Place { keyword: Some(&e.keyword), pointer: Some(&e.pointer), ..Place::default() };
+    sieve_error(context, &e.to_string(), schema_kind(e), place)
+}
+
+fn schema_kind(e: &SchemaError) -> &'static str {
+    match e.kind {
         SchemaErrorKind::Unsupported(_) => "unsupported",
         SchemaErrorKind::Invalid(_) => "schema",
         SchemaErrorKind::Limit(_) => "limit",
         SchemaErrorKind::Unsatisfiable => "empty",
+    }
+}
+
+/// A request's bad `tools` or `tool_choice`: kind `tool`, or its schema error's kind, keyword
+/// and pointer (into the tool's `parameters`), with the `tool` named.
+pub(crate) fn tool_error(e: &ToolError) -> JsValue {
+    let place = Place {
+        tool: e.tool.as_deref(),
+        keyword: e.schema.as_ref().map(|s| s.keyword.as_str()),
+        pointer: e.schema.as_ref().map(|s| s.pointer.as_str()),
+        ..Place::default()
     };
-    let place = Place { keyword: Some(&e.keyword), pointer: Some(&e.pointer), ..Place::default() };
-    sieve_error(context, &e.to_string(), kind, place)
+    sieve_error("tools", &e.to_string(), e.schema.as_ref().map_or("tool", schema_kind), place)
 }
 
 /// [`sieve_core::Constraint::json_schema`]'s error.

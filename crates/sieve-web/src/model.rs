@@ -8,11 +8,12 @@ use serde_json::json;
 use sieve_core::{CompileError, Constraint, ConstraintCache, Limits, Matcher};
 use sieve_model::decode::{Deferred, Delta, GenerateConfig, Picker, StopReason, TokenConstraint, Unconstrained, generate_streaming};
 use sieve_model::sampling::Sampling;
+use sieve_model::tools::{Event, Tool, ToolChoice, Toolbox};
 use sieve_model::{Backend, Gguf, Llama, LlamaConfig, ModelError, Placement, Tokenizer};
 use wasm_bindgen::prelude::*;
 
 use crate::constraint::{Vocabulary, from_js, to_js};
-use crate::error::compile_error;
+use crate::error::{compile_error, tool_error};
 use crate::parts::{HelperPool, PoolHelpers};
 use crate::request::{Output, Request};
 use crate::{js_error, no_webgpu, now_ms};
@@ -106,10 +107,13 @@ impl Model {
     }
 
     /// Runs one completion request (OpenAI-shaped: `messages` or `prompt`, `response_format`,
-    /// `max_tokens`, `temperature`, `top_p`, `top_k`, `seed`, `jump_forward`). Calls
-    /// `onDelta(text, forced)` with each step's new text; returning `false` from it stops the
-    /// generation (`finish_reason: "abort"`). Resolves to `{text, finish_reason, warnings,
-    /// usage, timings}`; rejects on a bad request with an error that says what is wrong.
+    /// `tools`, `tool_choice`, `parallel_tool_calls`, `max_tokens`, `temperature`, `top_p`,
+    /// `top_k`, `seed`, `jump_forward`, `chat_template_kwargs`). Calls `onDelta(text, forced,
+    /// toolCall)` with each step's new text, or with tools, its text outside calls and each
+    /// piece of a call as OpenAI's `delta.tool_calls[i]`; returning `false` from it stops the
+    /// generation (`finish_reason: "abort"`). Resolves to `{text, content, tool_calls,
+    /// finish_reason, warnings, usage, timings}`; rejects on a bad request with an error that
+    /// says what is wrong.
     pub fn generate(&self, request: JsValue, on_delta: Option<js_sys::Function>) -> js_sys::Promise {
         let loaded = self.inner.clone();
         wasm_bindgen_futures::future_to_promise(async move {
@@ -122,14 +126,23 @@ impl Model {
 /// Runs one request. A constraint that does not compile rejects it with a `SieveError`.
 async fn run(loaded: &Loaded, request: &Request, on_delta: Option<&js_sys::Function>) -> Result<JsValue, JsValue> {
     let start = now_ms();
-    let planned = request.plan(&loaded.constraints)?;
-    let compile_ms = &Cell::new(now_ms() - start);
-    let prompt = match (&request.messages, &request.prompt) {
-        (Some(messages), None) => {
-            let messages: Vec<_> = messages.iter().map(|m| (m.role.as_str(), m.content.as_str())).collect();
-            loaded.tokenizer.chat_prompt(&messages, request.chat_template_kwargs.as_ref().unwrap_or(&Default::default())).map_err(js_error)?
+    let toolbox = match (&request.tools, &request.messages) {
+        (None, _) => None,
+        (Some(_), None) => return Err(JsError::new("bad request: `tools` need `messages`").into()),
+        (Some(tools), Some(_)) => {
+            let choice = ToolChoice::from_openai(request.tool_choice.as_ref()).map_err(|e| tool_error(&e))?;
+            let tools = Tool::from_openai(tools).map_err(|e| tool_error(&e))?;
+            let parallel = request.parallel_tool_calls.unwrap_or(true);
+            Some(Toolbox::new(tools, choice, parallel, loaded.tokenizer.chat_template()).map_err(|e| tool_error(&e))?)
         }
-        (None, Some(prompt)) => prompt.clone(),
+    };
+    let planned = request.plan(&loaded.constraints, toolbox.as_ref())?;
+    let compile_ms = &Cell::new(now_ms() - start);
+    let kwargs = request.chat_template_kwargs.clone().unwrap_or_default();
+    let prompt = match (&request.messages, &request.prompt, &toolbox) {
+        (Some(messages), None, Some(toolbox)) => toolbox.prompt(loaded.tokenizer.chat_template(), messages, &kwargs).map_err(js_error)?,
+        (Some(messages), None, None) => loaded.tokenizer.chat_prompt(messages, &kwargs).map_err(js_error)?,
+        (None, Some(prompt), _) => prompt.clone(),
         _ => return Err(JsError::new("bad request: give exactly one of `messages` and `prompt`").into()),
     };
     let prompt = loaded.tokenizer.encode(&prompt).map_err(js_error)?;
@@ -169,30 +182,52 @@ async fn run(loaded: &Loaded, request: &Request, on_delta: Option<&js_sys::Funct
         }))),
     };
     let first_text = Cell::new(None::<f64>);
+    // With tools, the text goes through a reader that tells calls apart from text.
+    let id_prefix = format!("call_{:08x}_", (js_sys::Math::random() * f64::from(u32::MAX)) as u32);
+    let mut reader = toolbox.as_ref().map(|t| t.reader(&id_prefix));
     let mut forward = |delta: Delta<'_>| {
         if first_text.get().is_none() {
             first_text.set(Some(now_ms() - start));
         }
-        let Some(f) = on_delta else { return true };
-        match f.call2(&JsValue::NULL, &JsValue::from_str(delta.text), &JsValue::from_bool(delta.forced)) {
-            Ok(keep) => keep.as_bool() != Some(false),
-            Err(_) => false,
+        match &mut reader {
+            None => tell(on_delta, delta.text, delta.forced, None),
+            Some(reader) => reader.push(delta.text).into_iter().all(|e| tell_event(on_delta, e, delta.forced)),
         }
     };
     let out = generate_streaming(&loaded.model, &loaded.tokenizer, constraint.as_mut(), &prompt, &config, &now_ms, &mut forward)
         .await
         .map_err(|e| match compile_failure.take() {
-            Some(failure) => compile_error("response_format", &failure),
+            Some(failure) => compile_error(if toolbox.is_some() { "tools" } else { "response_format" }, &failure),
             None => js_error(e).into(),
         })?;
     let s = &out.stats;
-    let finish_reason = match out.stop {
+    let mut finish_reason = match out.stop {
         StopReason::EndOfSequence | StopReason::ConstraintTerminated => "stop",
         StopReason::MaxTokens => "length",
         StopReason::Cancelled => "abort",
     };
+    let (content, tool_calls) = match reader {
+        None => (json!(out.text), json!(null)),
+        Some(mut reader) => {
+            for e in reader.flush() {
+                tell_event(on_delta, e, false);
+            }
+            let reply = reader.finish();
+            if !reply.calls.is_empty() && finish_reason == "stop" {
+                finish_reason = "tool_calls";
+            }
+            let calls: Vec<_> = reply
+                .calls
+                .iter()
+                .map(|c| json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}))
+                .collect();
+            (json!(reply.content), if calls.is_empty() { json!(null) } else { json!(calls) })
+        }
+    };
     to_js(&json!({
         "text": out.text,
+        "content": content,
+        "tool_calls": tool_calls,
         "finish_reason": finish_reason,
         "warnings": planned.warnings,
         "usage": {
@@ -214,4 +249,30 @@ async fn run(loaded: &Loaded, request: &Request, on_delta: Option<&js_sys::Funct
         },
     }))
     .map_err(JsValue::from)
+}
+
+/// Calls `onDelta(text, forced, toolCall)`; false when it asks to stop.
+fn tell(on_delta: Option<&js_sys::Function>, text: &str, forced: bool, tool_call: Option<serde_json::Value>) -> bool {
+    let Some(f) = on_delta else { return true };
+    let call = match tool_call.map(|c| to_js(&c)) {
+        None => JsValue::UNDEFINED,
+        Some(Ok(c)) => c,
+        Some(Err(_)) => return false,
+    };
+    match f.call3(&JsValue::NULL, &JsValue::from_str(text), &JsValue::from_bool(forced), &call) {
+        Ok(keep) => keep.as_bool() != Some(false),
+        Err(_) => false,
+    }
+}
+
+/// Tells a reader's event: text as text, a call's start and arguments as OpenAI's
+/// `delta.tool_calls[i]`.
+fn tell_event(on_delta: Option<&js_sys::Function>, event: Event, forced: bool) -> bool {
+    match event {
+        Event::Text(text) => tell(on_delta, &text, forced, None),
+        Event::Call { index, id, name } => {
+            tell(on_delta, "", forced, Some(json!({"index": index, "id": id, "type": "function", "function": {"name": name, "arguments": ""}})))
+        }
+        Event::Arguments { index, text } => tell(on_delta, "", forced, Some(json!({"index": index, "function": {"arguments": text}}))),
+    }
 }

@@ -4,23 +4,18 @@
 use serde::Deserialize;
 use serde_json::Value;
 use sieve_core::json_schema::{JsonSchemaOptions, Mode, SchemaGrammar, Whitespace};
-use sieve_core::{Constraint, ConstraintCache, ConstraintSource};
-use wasm_bindgen::JsValue;
+use sieve_core::{Constraint, ConstraintCache, ConstraintSource, StructuralTag, Tag, TagContent};
+use sieve_model::tools::Toolbox;
+use wasm_bindgen::{JsError, JsValue};
 
 use crate::error::schema_error;
 
-/// One chat message.
-#[derive(Debug, Deserialize)]
-pub struct Message {
-    pub role: String,
-    pub content: String,
-}
-
-/// A completion request: `messages` for chat, `prompt` for raw text.
+/// A completion request: `messages` for chat (OpenAI-shaped, checked by
+/// `sieve_model::chat::check_messages`), `prompt` for raw text.
 #[derive(Debug, Deserialize)]
 pub struct Request {
     #[serde(default)]
-    pub messages: Option<Vec<Message>>,
+    pub messages: Option<Vec<Value>>,
     #[serde(default)]
     pub prompt: Option<String>,
     #[serde(default)]
@@ -41,17 +36,52 @@ pub struct Request {
     /// Further variables for the model's chat template (`enable_thinking`, ...).
     #[serde(default)]
     pub chat_template_kwargs: Option<serde_json::Map<String, Value>>,
+    /// OpenAI's `tools`, `tool_choice` and `parallel_tool_calls` (see `sieve_model::tools`).
+    #[serde(default)]
+    pub tools: Option<Value>,
+    #[serde(default)]
+    pub tool_choice: Option<Value>,
+    #[serde(default)]
+    pub parallel_tool_calls: Option<bool>,
 }
 
-/// The output format, as OpenAI's `response_format`, plus `regex` and `grammar`.
+/// The output format, as OpenAI's `response_format`, plus `regex`, `grammar` and
+/// `structural_tag` (vLLM's shape, with `at_least_one` and `stop_after_first`).
 #[derive(Debug, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
 pub enum ResponseFormat {
     Text,
     JsonObject,
-    JsonSchema { json_schema: JsonSchemaFormat },
-    Regex { pattern: String },
-    Grammar { grammar: String },
+    JsonSchema {
+        json_schema: JsonSchemaFormat,
+    },
+    Regex {
+        pattern: String,
+    },
+    Grammar {
+        grammar: String,
+    },
+    StructuralTag {
+        structures: Vec<Structure>,
+        triggers: Vec<String>,
+        #[serde(default)]
+        at_least_one: bool,
+        #[serde(default)]
+        stop_after_first: bool,
+    },
+}
+
+/// One section of a `structural_tag`: `begin`, a value of `schema` (a JSON Schema) or a string
+/// of `grammar` (GBNF), `end`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Structure {
+    pub begin: String,
+    #[serde(default)]
+    pub schema: Option<Value>,
+    #[serde(default)]
+    pub grammar: Option<String>,
+    pub end: String,
 }
 
 /// `response_format.json_schema` (its `name` is accepted and not needed).
@@ -84,18 +114,43 @@ impl Request {
     /// Translates `response_format` into a constraint source and looks it up in `cache`. A new
     /// schema is translated here, so a bad one fails before any GPU work; schemas become compact
     /// JSON (no whitespace between tokens), which a small model cannot pad with endless spaces.
-    pub fn plan(&self, cache: &ConstraintCache) -> Result<Planned, JsValue> {
+    /// With `tools` (see [`crate::model`]), the reply is their structural tag, and a
+    /// `response_format` other than text is refused.
+    pub fn plan(&self, cache: &ConstraintCache, tools: Option<&Toolbox>) -> Result<Planned, JsValue> {
+        if let Some(toolbox) = tools {
+            if !matches!(self.response_format, None | Some(ResponseFormat::Text)) {
+                return Err(JsError::new("bad request: `tools` and a `response_format` other than text cannot go together").into());
+            }
+            let source = ConstraintSource::StructuralTag(toolbox.constraint());
+            let output = match cache.cached(&source) {
+                Some(c) => Output::Ready(c),
+                None => Output::Compile(source, None),
+            };
+            return Ok(Planned { output, warnings: toolbox.warnings().to_vec() });
+        }
         let (source, options) = match &self.response_format {
             None | Some(ResponseFormat::Text) => return Ok(Planned { output: Output::Text, warnings: Vec::new() }),
+            Some(ResponseFormat::StructuralTag { structures, triggers, at_least_one, stop_after_first }) => {
+                let tags = structures
+                    .iter()
+                    .enumerate()
+                    .map(|(i, s)| {
+                        let content = match (&s.schema, &s.grammar) {
+                            (Some(schema), None) => TagContent::JsonSchema(schema.to_string(), compact(None)),
+                            (None, Some(grammar)) => TagContent::Gbnf(grammar.clone()),
+                            _ => return Err(JsError::new(&format!("bad request: structures[{i}] needs one of `schema` and `grammar`"))),
+                        };
+                        Ok(Tag { begin: s.begin.clone(), content, end: s.end.clone() })
+                    })
+                    .collect::<Result<_, _>>()?;
+                let tag = StructuralTag { tags, triggers: triggers.clone(), at_least_one: *at_least_one, stop_after_first: *stop_after_first };
+                (ConstraintSource::StructuralTag(tag), None)
+            }
             Some(ResponseFormat::JsonObject) => (ConstraintSource::AnyJson, None),
             Some(ResponseFormat::Regex { pattern }) => (ConstraintSource::Regex(pattern.clone()), None),
             Some(ResponseFormat::Grammar { grammar }) => (ConstraintSource::Gbnf(grammar.clone()), None),
             Some(ResponseFormat::JsonSchema { json_schema }) => {
-                let options = JsonSchemaOptions {
-                    whitespace: Whitespace::Compact,
-                    mode: if json_schema.strict == Some(false) { Mode::Lenient } else { Mode::Strict },
-                    ..JsonSchemaOptions::default()
-                };
+                let options = compact(json_schema.strict);
                 (ConstraintSource::JsonSchema(json_schema.schema.to_string(), options), Some(options))
             }
         };
@@ -112,5 +167,14 @@ impl Request {
         };
         let warnings = grammar.iter().flat_map(|g| g.warnings.iter().map(ToString::to_string)).collect();
         Ok(Planned { output: Output::Compile(source, grammar), warnings })
+    }
+}
+
+/// Schemas as requests get them: compact JSON, strict unless `strict` is false.
+fn compact(strict: Option<bool>) -> JsonSchemaOptions {
+    JsonSchemaOptions {
+        whitespace: Whitespace::Compact,
+        mode: if strict == Some(false) { Mode::Lenient } else { Mode::Strict },
+        ..JsonSchemaOptions::default()
     }
 }
