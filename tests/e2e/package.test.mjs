@@ -3,12 +3,13 @@
 // engine runs one constrained completion with the real model on each device: WebGPU (here
 // SwiftShader) and the CPU, on one thread and on two (the page is cross-origin isolated, so the
 // second thread is a helper worker holding half of each product's rows), with the same greedy
-// answer.
+// answer; and tool calls, each call's arguments checked by Ajv.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { writeFile } from "node:fs/promises";
 import { start } from "./browser.mjs";
 import { installTarball } from "./pack.mjs";
+import Ajv2020 from "ajv/dist/2020.js";
 
 const APP = new URL("./out/package-app/", import.meta.url);
 
@@ -21,7 +22,7 @@ const PAGE = `<!doctype html>
   // A compile error's fields, as the caller sees them.
   const caught = async (f) => {
     try { await f(); return null; } catch (e) {
-      return { isSieve: e instanceof SieveError, isError: e instanceof Error, name: e.name, kind: e.kind, keyword: e.keyword, pointer: e.pointer, offset: e.offset, line: e.line, column: e.column, message: e.message };
+      return { isSieve: e instanceof SieveError, isError: e instanceof Error, name: e.name, kind: e.kind, tool: e.tool, keyword: e.keyword, pointer: e.pointer, offset: e.offset, line: e.line, column: e.column, message: e.message };
     }
   };
   window.lowLevel = async () => {
@@ -66,6 +67,36 @@ const PAGE = `<!doctype html>
     const after = (await engine.completions.create({ prompt: "Hi", max_tokens: 1 })).usage.completion_tokens;
     engine.unload();
     return { ...r, info, errors, after };
+  };
+  // Tool calls on the CPU path: auto, required, a named tool, a bad tool and the request after
+  // it, a second turn with the tool's result, a stream, and a structural tag.
+  window.tools = async (TOOLS) => {
+    const engine = await createEngine({ model: "/assets/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf", device: "cpu", threads: 1 });
+    const question = (content) => [{ role: "user", content }];
+    const ask = (content, extra = {}) => engine.chat.completions.create({ messages: question(content), tools: TOOLS, max_tokens: 40, ...extra });
+    const out = {};
+    out.autoWeather = await ask("What is the weather in Paris?");
+    out.autoPlain = await ask("Write one word.");
+    out.required = await ask("What is the weather in Paris?", { tool_choice: "required", parallel_tool_calls: false });
+    out.named = await ask("What is 12 times 7?", { tool_choice: { type: "function", function: { name: "calculate" } } });
+    const badTools = [{ type: "function", function: { name: "f", parameters: { type: "object", properties: { x: { type: "integr" } } } } }];
+    out.badTool = await caught(() => ask("Hi", { tools: badTools }));
+    out.missingTool = await caught(() => ask("Hi", { tool_choice: { type: "function", function: { name: "nope" } } }));
+    out.afterBad = await ask("What is 2 plus 2?", { tool_choice: "required" });
+    const call = out.required.choices[0].message.tool_calls[0];
+    const turn = [...question("What is the weather in Paris?"), { role: "assistant", content: null, tool_calls: [call] }, { role: "tool", tool_call_id: call.id, content: "18 C, sunny" }];
+    out.second = await engine.chat.completions.create({ messages: turn, tools: TOOLS, tool_choice: "none", max_tokens: 30 });
+    out.plain = await engine.chat.completions.create({ messages: question("What is the weather in Paris?"), max_tokens: 1 });
+    out.stream = [];
+    for await (const chunk of await ask("What is 12 times 7?", { tool_choice: "required", parallel_tool_calls: false, stream: true })) out.stream.push(chunk);
+    out.unstreamed = await ask("What is 12 times 7?", { tool_choice: "required", parallel_tool_calls: false });
+    out.structural = await engine.chat.completions.create({
+      messages: question("Name a city in France."),
+      max_tokens: 12,
+      response_format: { type: "structural_tag", structures: [{ begin: "<city>", schema: { enum: ["Paris", "Lyon"] }, end: "</city>" }], triggers: ["<city>"], at_least_one: true, stop_after_first: true },
+    });
+    engine.unload();
+    return out;
   };
 </script>`;
 
@@ -120,5 +151,59 @@ test("a plain page imports the packed tarball and runs a constrained completion"
     assert.equal(r.after, 1, "the engine works after the bad requests");
   }
   assert.deepEqual(answers, Array(3).fill(answers[0]), "WebGPU and the CPU on one and two threads answer alike");
+  assert.deepEqual(errors, []);
+});
+
+/** A weather and a calculator tool, as OpenAI's API takes them. */
+const TOOLS = [
+  { type: "function", function: { name: "get_weather", description: "Get the current weather in a city",
+    parameters: { type: "object", properties: { city: { type: "string" }, unit: { enum: ["celsius", "fahrenheit"] } }, required: ["city"], additionalProperties: false } } },
+  { type: "function", function: { name: "calculate", description: "Evaluate an arithmetic expression",
+    parameters: { type: "object", properties: { expression: { type: "string", maxLength: 40 } }, required: ["expression"], additionalProperties: false } } },
+];
+
+test("tool calls name a tool and carry arguments valid for its schema (Ajv)", { timeout: 10 * 60_000 }, async () => {
+  const { page, url, errors } = ctx;
+  await page.goto(`${url}tests/e2e/out/package-app/index.html`);
+  await page.waitForFunction(() => typeof window.tools === "function");
+  const out = await page.evaluate((tools) => window.tools(tools), TOOLS);
+  const ajv = new Ajv2020({ strict: false });
+  const validators = Object.fromEntries(TOOLS.map((t) => [t.function.name, ajv.compile(t.function.parameters)]));
+  const calls = (r) => r.choices[0].message.tool_calls ?? [];
+  for (const [what, r] of Object.entries(out).filter(([, r]) => r?.object === "chat.completion")) {
+    const { message, finish_reason } = r.choices[0];
+    assert.ok(["stop", "length", "tool_calls"].includes(finish_reason), `${what}: ${finish_reason}`);
+    assert.equal(finish_reason === "tool_calls", calls(r).length > 0 && finish_reason !== "length", `${what}: ${JSON.stringify(message)}`);
+    assert.ok(message.content === null ? calls(r).length > 0 : typeof message.content === "string", `${what}: ${JSON.stringify(message)}`);
+    for (const c of calls(r)) {
+      assert.equal(c.type, "function");
+      assert.match(c.id, /^call_/);
+      const validate = validators[c.function.name];
+      assert.ok(validate, `${what}: no tool ${c.function.name}`);
+      assert.ok(validate(JSON.parse(c.function.arguments)), `${what}: ${c.function.arguments}: ${ajv.errorsText(validate.errors)}`);
+    }
+  }
+  assert.equal(out.required.choices[0].finish_reason, "tool_calls");
+  assert.equal(calls(out.required).length, 1, "required without parallel calls: one call");
+  assert.deepEqual(calls(out.named).map((c) => c.function.name), ["calculate"]);
+  assert.ok(calls(out.afterBad).length >= 1, "the engine works after the bad requests");
+  assert.deepEqual([out.badTool?.isSieve, out.badTool?.kind, out.badTool?.pointer], [true, "schema", "/properties/x"], JSON.stringify(out.badTool));
+  assert.match(out.badTool.message, /tool "f"/);
+  assert.deepEqual([out.missingTool?.isSieve, out.missingTool?.kind], [true, "tool"], JSON.stringify(out.missingTool));
+  // The second turn: the call and its result go back through the template; `none` answers in text.
+  assert.deepEqual(calls(out.second), []);
+  assert.ok(out.second.usage.prompt_tokens > out.plain.usage.prompt_tokens + 20, "the second turn's prompt holds the call and its result");
+  assert.doesNotMatch(out.second.choices[0].message.content, /<tool_call>/);
+  // The stream's delta.tool_calls spell the same call as the whole reply.
+  const streamed = [];
+  for (const chunk of out.stream) {
+    for (const d of chunk.choices[0].delta.tool_calls ?? []) {
+      if (d.id) streamed[d.index] = { id: d.id, type: d.type, function: { name: d.function.name, arguments: "" } };
+      streamed[d.index].function.arguments += d.function.arguments;
+    }
+  }
+  assert.equal(out.stream.at(-1).choices[0].finish_reason, "tool_calls");
+  assert.deepEqual(streamed.map((c) => c.function), calls(out.unstreamed).map((c) => c.function));
+  assert.match(out.structural.choices[0].message.content, /^<city>"(Paris|Lyon)"<\/city>$/);
   assert.deepEqual(errors, []);
 });
