@@ -6,7 +6,7 @@
 // answer; and tool calls, each call's arguments checked by Ajv.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { writeFile } from "node:fs/promises";
+import { readFile, writeFile } from "node:fs/promises";
 import { start } from "./browser.mjs";
 import { installTarball } from "./pack.mjs";
 import Ajv2020 from "ajv/dist/2020.js";
@@ -46,8 +46,11 @@ const PAGE = `<!doctype html>
       schema: await caught(() => Constraint.jsonSchema(BAD_SCHEMA)),
       regex: await caught(() => Constraint.regex("a(b")),
       text: await caught(() => Constraint.jsonSchema('{"type":\\n "object",}')),
+      tag: await caught(() => Constraint.structuralTag({ structures: [{ begin: "<n>", end: "</n>" }], triggers: ["<n>"] })),
     };
-    return { size: vocab.size, warmed, allowed: allowed.map(text), jump: matcher.jumpForward(), shortError, sameAgain, extra: longer[vocab.maskWords], errors };
+    const tag = Constraint.structuralTag({ structures: [{ begin: "<n>", schema: { type: "integer" }, end: "</n>" }], triggers: ["<n>"] });
+    const tagMatches = [tag.matches("Sum: <n>42</n>, done."), tag.matches("<n>4x</n>")];
+    return { size: vocab.size, warmed, allowed: allowed.map(text), jump: matcher.jumpForward(), shortError, sameAgain, extra: longer[vocab.maskWords], errors, tagMatches };
   };
   window.complete = async (device, threads) => {
     const engine = await createEngine({ model: "/assets/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf", device, threads });
@@ -70,8 +73,10 @@ const PAGE = `<!doctype html>
   };
   // Tool calls on the CPU path: auto, required, a named tool, a bad tool and the request after
   // it, a second turn with the tool's result, a stream, and a structural tag.
-  window.tools = async (TOOLS) => {
+  window.tools = async (TOOLS, example) => {
     const engine = await createEngine({ model: "/assets/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf", device: "cpu", threads: 1 });
+    const AsyncFunction = Object.getPrototypeOf(async function () {}).constructor;
+    const readme = await new AsyncFunction("engine", example + "\\nreturn { r, call, args, tools };")(engine);
     const question = (content) => [{ role: "user", content }];
     const ask = (content, extra = {}) => engine.chat.completions.create({ messages: question(content), tools: TOOLS, max_tokens: 40, ...extra });
     const out = {};
@@ -96,7 +101,7 @@ const PAGE = `<!doctype html>
       response_format: { type: "structural_tag", structures: [{ begin: "<city>", schema: { enum: ["Paris", "Lyon"] }, end: "</city>" }], triggers: ["<city>"], at_least_one: true, stop_after_first: true },
     });
     engine.unload();
-    return out;
+    return { ...out, readme };
   };
 </script>`;
 
@@ -136,6 +141,7 @@ test("a plain page imports the packed tarball and runs a constrained completion"
   assert.equal(low.extra, 7);
   assertSieveErrors(low.errors, "low-level API");
   assert.deepEqual([low.errors.text.kind, low.errors.text.line, low.errors.text.column], ["schema", 2, 11], JSON.stringify(low.errors.text));
+  assert.deepEqual([low.errors.tag?.kind, low.tagMatches], ["structural_tag", [true, false]], JSON.stringify(low.errors.tag));
 
   const answers = [];
   for (const [device, threads] of [["webgpu", null], ["cpu", 1], ["cpu", 2]]) {
@@ -166,11 +172,19 @@ test("tool calls name a tool and carry arguments valid for its schema (Ajv)", { 
   const { page, url, errors } = ctx;
   await page.goto(`${url}tests/e2e/out/package-app/index.html`);
   await page.waitForFunction(() => typeof window.tools === "function");
-  const out = await page.evaluate((tools) => window.tools(tools), TOOLS);
+  // The README's example, as it is written there.
+  const readme = await readFile(new URL("../../README.md", import.meta.url), "utf8");
+  const example = readme.split("<!-- tool example -->\n```js\n")[1]?.split("\n```")[0];
+  assert.ok(example, "the README has its tool example");
+  const out = await page.evaluate(([tools, example]) => window.tools(tools, example), [TOOLS, example]);
   const ajv = new Ajv2020({ strict: false });
   const validators = Object.fromEntries(TOOLS.map((t) => [t.function.name, ajv.compile(t.function.parameters)]));
   const calls = (r) => r.choices[0].message.tool_calls ?? [];
-  for (const [what, r] of Object.entries(out).filter(([, r]) => r?.object === "chat.completion")) {
+  const { readme: ran, ...completions } = out;
+  const validateReadme = ajv.compile(ran.tools[0].function.parameters);
+  assert.deepEqual([ran.r.choices[0].finish_reason, ran.call.function.name], ["tool_calls", "get_weather"], JSON.stringify(ran.r));
+  assert.ok(validateReadme(ran.args), ajv.errorsText(validateReadme.errors));
+  for (const [what, r] of Object.entries(completions).filter(([, r]) => r?.object === "chat.completion")) {
     const { message, finish_reason } = r.choices[0];
     assert.ok(["stop", "length", "tool_calls"].includes(finish_reason), `${what}: ${finish_reason}`);
     assert.equal(finish_reason === "tool_calls", calls(r).length > 0 && finish_reason !== "length", `${what}: ${JSON.stringify(message)}`);

@@ -26,6 +26,10 @@ pub struct ConstraintArgs {
     /// A JSON Schema file (strict: keywords that cannot be enforced exactly are an error).
     #[arg(long, value_name = "FILE")]
     pub json_schema: Option<PathBuf>,
+    /// A structural tag file: free text in which triggers start tagged sections, as vLLM's
+    /// `{"structures": [{"begin", "schema" or "grammar", "end"}], "triggers": [...]}`.
+    #[arg(long, value_name = "FILE")]
+    pub structural_tag: Option<PathBuf>,
 }
 
 impl ConstraintArgs {
@@ -45,6 +49,9 @@ impl ConstraintArgs {
             // A file that is not JSON says so with its name.
             serde_json::from_str::<serde_json::Value>(&text).map_err(|e| CliError::new(format!("{}: {e}", path.display())))?;
             return Ok(ConstraintSource::JsonSchema(text, sieve_core::json_schema::JsonSchemaOptions::default()));
+        }
+        if let Some(path) = &self.structural_tag {
+            return structural_tag(path, sieve_core::json_schema::JsonSchemaOptions::default());
         }
         Ok(ConstraintSource::AnyJson)
     }
@@ -108,4 +115,11 @@ impl Loaded {
 /// Reads a file as UTF-8 text.
 pub fn read(path: &PathBuf) -> Result<String, CliError> {
     std::fs::read_to_string(path).map_err(|e| CliError::new(format!("{}: {e}", path.display())))
+}
+
+/// The structural tag in a JSON file, its schemas translated with `options`.
+pub fn structural_tag(path: &PathBuf, options: sieve_core::json_schema::JsonSchemaOptions) -> Result<ConstraintSource, CliError> {
+    let json: serde_json::Value = serde_json::from_str(&read(path)?).map_err(|e| CliError::new(format!("{}: {e}", path.display())))?;
+    let tag = sieve_core::StructuralTag::from_json(&json, options).map_err(|e| CliError::new(format!("{}: {e}", path.display())))?;
+    Ok(ConstraintSource::StructuralTag(tag))
 }

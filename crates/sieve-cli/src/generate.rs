@@ -19,7 +19,7 @@ use sieve_model::tools::{Tool, ToolChoice, Toolbox};
 use sieve_model::gpu::{Adapter, default_adapter};
 use sieve_model::{Backend, Device, Gguf, Llama, LlamaConfig, Placement, Tokenizer};
 
-use crate::args::read;
+use crate::args::{read, structural_tag};
 use crate::fail::CliError;
 
 /// Longest context the command allocates for (prompt plus completion).
@@ -41,7 +41,7 @@ pub struct GenerateArgs {
     pub chat: bool,
     /// Functions the model may call: a JSON file of OpenAI `tools` (implies `--chat`; the reply
     /// is text and calls, each call's arguments valid for its tool's schema).
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["json_schema", "regex", "grammar"])]
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["json_schema", "regex", "grammar", "structural_tag"])]
     pub tools: Option<PathBuf>,
     /// Which calls the reply may hold: `auto` (text or calls), `required` (calls first),
     /// `none` (text only), or a tool's name (one call of it).
@@ -93,6 +93,9 @@ pub struct GenerateConstraint {
     /// A GBNF grammar file (start rule `root`).
     #[arg(long, value_name = "FILE")]
     pub grammar: Option<PathBuf>,
+    /// A structural tag file (see `sieve check --help`; schemas compact).
+    #[arg(long, value_name = "FILE")]
+    pub structural_tag: Option<PathBuf>,
 }
 
 /// Where the model runs.
@@ -119,6 +122,8 @@ impl GenerateConstraint {
             ConstraintSource::Regex(r.clone())
         } else if let Some(path) = &self.grammar {
             ConstraintSource::Gbnf(read(path)?)
+        } else if let Some(path) = &self.structural_tag {
+            structural_tag(path, JsonSchemaOptions { whitespace: Whitespace::Compact, ..JsonSchemaOptions::default() })?
         } else {
             return Ok(None);
         };

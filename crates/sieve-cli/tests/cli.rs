@@ -243,16 +243,6 @@ fn the_device_flag_picks_where_the_model_runs() {
     assert_eq!(run("auto")["stats"]["device"], expected);
 }
 
-/// A weather and a calculator tool, as OpenAI's API takes them.
-const TOOLS: &str = r#"[
-  {"type": "function", "function": {"name": "get_weather", "description": "Get the current weather in a city",
-    "parameters": {"type": "object", "properties": {"city": {"type": "string"}, "unit": {"enum": ["celsius", "fahrenheit"]}},
-      "required": ["city"], "additionalProperties": false}}},
-  {"type": "function", "function": {"name": "calculate", "description": "Evaluate an arithmetic expression",
-    "parameters": {"type": "object", "properties": {"expression": {"type": "string", "maxLength": 40}},
-      "required": ["expression"], "additionalProperties": false}}}
-]"#;
-
 /// Tool calls with the real model: `required` without parallel calls gives exactly one call, a
 /// named tool gives a call of it, `auto` may answer in text; every call names a tool and its
 /// arguments are valid for that tool's schema (checked by the `jsonschema` crate). A bad tool
@@ -260,8 +250,9 @@ const TOOLS: &str = r#"[
 #[test]
 fn generate_calls_tools_with_valid_arguments() {
     let m = model();
-    let tools_file = temp("tools.json", TOOLS);
-    let tools: Value = serde_json::from_str(TOOLS).unwrap();
+    // The README's example tools: a weather and a calculator tool.
+    let tools_file = package_dir().join("../../examples/tools.json").display().to_string();
+    let tools: Value = serde_json::from_str(&std::fs::read_to_string(&tools_file).unwrap()).unwrap();
     let validator = |name: &str| {
         let tool = tools.as_array().unwrap().iter().find(|t| t["function"]["name"] == name).unwrap_or_else(|| panic!("no tool {name}"));
         jsonschema::validator_for(&tool["function"]["parameters"]).expect("schema")
@@ -280,6 +271,11 @@ fn generate_calls_tools_with_valid_arguments() {
     };
     let one = run("required", "What is the weather in Paris?", &["--no-parallel-tool-calls"]);
     assert_eq!((one["finish_reason"].as_str(), one["tool_calls"].as_array().unwrap().len()), (Some("tool_calls"), 1), "{one}");
+    let calls = run("required", "What is the weather in Paris?", &[]);
+    assert!(!calls["tool_calls"].as_array().unwrap().is_empty(), "{calls}");
+    // The README's command.
+    let example = run("required", "What is 12 times 7?", &["--no-parallel-tool-calls"]);
+    assert_eq!((example["finish_reason"].as_str(), example["text"].as_str()), (Some("tool_calls"), Some("")), "{example}");
     let named = run("calculate", "What is 12 times 7?", &[]);
     assert_eq!(named["tool_calls"][0]["name"], "calculate", "{named}");
     let free = run("auto", "Write one word.", &[]);
@@ -291,4 +287,18 @@ fn generate_calls_tools_with_valid_arguments() {
     let error = out[0]["error"].as_str().unwrap_or_default();
     assert_eq!(code, 2);
     assert!(error.contains("tool \"f\"") && error.contains("/properties/x"), "{error}");
+}
+
+/// `--structural-tag` takes vLLM's JSON shape; a malformed one is a JSON error with status 2.
+#[test]
+fn check_follows_a_structural_tag() {
+    let t = tokenizer();
+    let tag = temp("tag.json", r#"{"structures": [{"begin": "<n>", "schema": {"type": "integer"}, "end": "</n>"}], "triggers": ["<n>"]}"#);
+    let text = |s: &str| temp(&format!("tag-{}.txt", s.len()), s);
+    assert_eq!(sieve(&["check", "--tokenizer", &t, "--structural-tag", &tag, "--text", &text("Sum: <n>42</n>, done.")]).0, 0);
+    assert_eq!(sieve(&["check", "--tokenizer", &t, "--structural-tag", &tag, "--text", &text("<n>4x</n>")]).0, 1);
+    let bad = temp("bad-tag.json", r#"{"structures": [{"begin": "<n>", "end": "</n>"}], "triggers": ["<n>"]}"#);
+    let (code, out) = sieve(&["check", "--tokenizer", &t, "--structural-tag", &bad, "--text", &text("x")]);
+    assert_eq!(code, 2);
+    assert!(out[0]["error"].as_str().unwrap().contains("structures[0]"), "{out:?}");
 }

@@ -137,7 +137,8 @@ impl Constraint {
                 Program::Grammar(Grammar::from_rules(rules, root, limits.max_grammar_states)?)
             }
             ConstraintSource::StructuralTag(tag) => {
-                let (rules, root) = tag.rules()?;
+                let (rules, root, left_out) = tag.rules()?;
+                warnings = left_out;
                 Program::Grammar(Grammar::from_rules(&rules, root, limits.max_grammar_states)?)
             }
         };

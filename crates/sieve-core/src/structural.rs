@@ -12,7 +12,7 @@
 
 use crate::error::{CompileError, CompileErrorKind};
 use crate::gbnf::{self, Rules};
-use crate::json_schema::JsonSchemaOptions;
+use crate::json_schema::{JsonSchemaOptions, Warning};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Text with tagged sections (see the module docs): the source of a
@@ -63,48 +63,90 @@ pub enum TagContent {
 }
 
 impl StructuralTag {
-    /// The grammar rules of the whole output, and the start rule.
-    pub(crate) fn rules(&self) -> Result<(Rules, u32), CompileError> {
+    /// A structural tag as JSON, in vLLM's shape: `{"type": "structural_tag", "structures":
+    /// [{"begin", "schema" or "grammar", "end"}], "triggers": [...]}`, plus `at_least_one` and
+    /// `stop_after_first` (false unless given); `type` may be left out. Schemas are translated
+    /// with `options`.
+    ///
+    /// ```
+    /// use sieve_core::StructuralTag;
+    /// let json = serde_json::json!({"structures": [{"begin": "<n>", "grammar": "root ::= [0-9]+", "end": "</n>"}], "triggers": ["<n>"]});
+    /// let tag = StructuralTag::from_json(&json, Default::default()).unwrap();
+    /// assert_eq!((tag.tags.len(), tag.at_least_one), (1, false));
+    /// assert!(StructuralTag::from_json(&serde_json::json!({"triggers": []}), Default::default()).is_err());
+    /// ```
+    pub fn from_json(json: &serde_json::Value, options: JsonSchemaOptions) -> Result<StructuralTag, CompileError> {
+        use serde_json::Value;
+        let bad = |message: String| CompileError::new(CompileErrorKind::StructuralTag, message);
+        let Some(fields) = json.as_object() else { return Err(bad("a structural tag is a JSON object".into())) };
+        for key in fields.keys() {
+            if !["type", "structures", "triggers", "at_least_one", "stop_after_first"].contains(&key.as_str()) {
+                return Err(bad(format!("unknown field {key:?} (structures, triggers, at_least_one, stop_after_first)")));
+            }
+        }
+        if fields.get("type").is_some_and(|t| t != "structural_tag") {
+            return Err(bad(format!("type {} is not \"structural_tag\"", fields["type"])));
+        }
+        let strings = |key: &str| -> Result<Vec<String>, CompileError> {
+            match fields.get(key) {
+                Some(Value::Array(items)) => {
+                    items.iter().map(|t| t.as_str().map(str::to_string).ok_or_else(|| bad(format!("{key}: {t} is not a string")))).collect()
+                }
+                _ => Err(bad(format!("`{key}` is an array of strings"))),
+            }
+        };
+        let flag = |key: &str| match fields.get(key) {
+            None => Ok(false),
+            Some(Value::Bool(b)) => Ok(*b),
+            Some(other) => Err(bad(format!("`{key}` is true or false, not {other}"))),
+        };
+        let Some(Value::Array(structures)) = fields.get("structures") else { return Err(bad("`structures` is an array".into())) };
+        let tags = structures
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let text = |key: &str| s.get(key).and_then(Value::as_str).map(str::to_string);
+                let (Some(begin), Some(end)) = (text("begin"), text("end")) else {
+                    return Err(bad(format!("structures[{i}] needs `begin` and `end` strings")));
+                };
+                let content = match (s.get("schema"), text("grammar")) {
+                    (Some(schema), None) => TagContent::JsonSchema(schema.to_string(), options),
+                    (None, Some(grammar)) => TagContent::Gbnf(grammar),
+                    _ => return Err(bad(format!("structures[{i}] needs one of `schema` and `grammar` (a string)"))),
+                };
+                Ok(Tag { begin, content, end })
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(StructuralTag { tags, triggers: strings("triggers")?, at_least_one: flag("at_least_one")?, stop_after_first: flag("stop_after_first")? })
+    }
+
+    /// The grammar rules of the whole output, the start rule, and the keywords lenient schemas
+    /// left out.
+    pub(crate) fn rules(&self) -> Result<(Rules, u32, Vec<Warning>), CompileError> {
         let bad = |message: String| CompileError::new(CompileErrorKind::StructuralTag, message);
         if self.triggers.iter().any(String::is_empty) {
             return Err(bad("a trigger is empty".into()));
         }
         if self.triggers.is_empty() && !self.at_least_one {
-            return Err(bad(
-                "without triggers and without at_least_one no tag could ever start".into(),
-            ));
+            return Err(bad("without triggers and without at_least_one no tag could ever start".into()));
         }
         let mut rules = Rules::default();
+        let mut warnings = Vec::new();
         let root = rules.add_rule("root".into());
         // Per tag: its content's start rule, here.
         let mut contents = Vec::with_capacity(self.tags.len());
         for (i, tag) in self.tags.iter().enumerate() {
-            if !self.triggers.is_empty()
-                && !self
-                    .triggers
-                    .iter()
-                    .any(|t| tag.begin.starts_with(t.as_str()))
-            {
-                return Err(bad(format!(
-                    "tag {i}: its begin {:?} starts with none of the triggers",
-                    tag.begin
-                )));
+            if !self.triggers.is_empty() && !self.triggers.iter().any(|t| tag.begin.starts_with(t.as_str())) {
+                return Err(bad(format!("tag {i}: its begin {:?} starts with none of the triggers", tag.begin)));
             }
-            let in_tag = |e: CompileError| CompileError {
-                message: format!("tag {i} ({:?}): {}", tag.begin, e.message),
-                ..e
-            };
+            let in_tag = |e: CompileError| CompileError { message: format!("tag {i} ({:?}): {}", tag.begin, e.message), ..e };
             let prefix = format!("tag{i}-");
             let start = match &tag.content {
                 TagContent::JsonSchema(text, options) => {
-                    let schema: serde_json::Value = serde_json::from_str(text).map_err(|e| {
-                        in_tag(CompileError::new(
-                            CompileErrorKind::Schema,
-                            format!("the schema is not JSON: {e}"),
-                        ))
-                    })?;
-                    let g = crate::json_schema::to_grammar(&schema, options)
-                        .map_err(|e| in_tag(e.into()))?;
+                    let schema: serde_json::Value = serde_json::from_str(text)
+                        .map_err(|e| in_tag(CompileError::new(CompileErrorKind::Schema, format!("the schema is not JSON: {e}"))))?;
+                    let g = crate::json_schema::to_grammar(&schema, options).map_err(|e| in_tag(e.into()))?;
+                    warnings.extend(g.warnings.iter().map(|w| Warning { message: format!("tag {i}: {}", w.message), ..w.clone() }));
                     let (from, start) = g.rules();
                     rules.import(from, start, &prefix)
                 }
@@ -114,12 +156,7 @@ impl StructuralTag {
                         .rules
                         .iter()
                         .position(|r| r.name == "root")
-                        .ok_or_else(|| {
-                            in_tag(CompileError::new(
-                                CompileErrorKind::NoRoot,
-                                "the grammar has no rule named \"root\"",
-                            ))
-                        })?;
+                        .ok_or_else(|| in_tag(CompileError::new(CompileErrorKind::NoRoot, "the grammar has no rule named \"root\"")))?;
                     rules.import(&from, start as u32, &prefix)
                 }
             };
@@ -128,10 +165,7 @@ impl StructuralTag {
         // Tag `i` from `skip` bytes into its begin: the rest of the begin, content, end.
         let tag_from = |rules: &mut Rules, i: usize, skip: usize| {
             let tag = &self.tags[i];
-            let (begin, end) = (
-                rules.literal(&tag.begin.as_bytes()[skip..]),
-                rules.literal(tag.end.as_bytes()),
-            );
+            let (begin, end) = (rules.literal(&tag.begin.as_bytes()[skip..]), rules.literal(tag.end.as_bytes()));
             rules.seq(&[begin, contents[i], end])
         };
         let text = Text::new(&self.triggers);
@@ -151,14 +185,7 @@ impl StructuralTag {
         }
         let state_of = |node: usize| match text.live.binary_search(&node) {
             Ok(k) => first_text + k as u32,
-            Err(_) => {
-                first_fired
-                    + text
-                        .fired
-                        .binary_search(&node)
-                        .unwrap_or_else(|_| unreachable!("a reached node"))
-                        as u32
-            }
+            Err(_) => first_fired + text.fired.binary_search(&node).unwrap_or_else(|_| unreachable!("a reached node")) as u32,
         };
         for &node in &text.live {
             let at = edges.len() as u32;
@@ -185,7 +212,7 @@ impl StructuralTag {
         }
         let body = rules.automaton(&states, &edges, &[]);
         rules.rules[root as usize].body = body;
-        Ok((rules, root))
+        Ok((rules, root, warnings))
     }
 }
 
@@ -237,8 +264,7 @@ impl Text {
         let alphabet: BTreeSet<char> = triggers.iter().flat_map(|s| s.chars()).collect();
         t.alphabet = alphabet.into_iter().collect();
         // Failure links breadth first; a node ends every trigger its fallback ends.
-        let mut queue: std::collections::VecDeque<usize> =
-            t.children[0].values().copied().collect();
+        let mut queue: std::collections::VecDeque<usize> = t.children[0].values().copied().collect();
         while let Some(node) = queue.pop_front() {
             let kids: Vec<(char, usize)> = t.children[node].iter().map(|(&c, &n)| (c, n)).collect();
             for (c, kid) in kids {
@@ -303,11 +329,7 @@ impl Text {
                 to.entry(next).or_default().push((c as u32, c as u32));
             }
         }
-        let used: Vec<(u32, u32)> = self
-            .alphabet
-            .iter()
-            .map(|&c| (c as u32, c as u32))
-            .collect();
+        let used: Vec<(u32, u32)> = self.alphabet.iter().map(|&c| (c as u32, c as u32)).collect();
         others.extend(gbnf::complement(&gbnf::normalize(used)));
         to.insert(0, gbnf::normalize(others));
         to.retain(|_, r| !r.is_empty());

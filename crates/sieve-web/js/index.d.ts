@@ -56,6 +56,9 @@ export class Constraint {
   static choices(choices: string[]): Constraint;
   /** Any JSON value. */
   static anyJson(): Constraint;
+  /** Free text in which a trigger starts a tagged section (tool calls), as the `structural_tag`
+   * response format takes it; schemas translated with `options`. */
+  static structuralTag(tag: Omit<StructuralTagFormat, "type"> & { type?: "structural_tag" }, options?: JsonSchemaOptions | null): Constraint;
   /** Keywords a lenient JSON Schema left out, as messages. */
   readonly warnings: string[];
   /** Whether `text` as a whole satisfies the constraint. */

@@ -174,6 +174,25 @@ impl Constraint {
         Ok(Constraint { inner, warnings: Vec::new() })
     }
 
+    /// Free text in which a trigger starts a tagged section (tool calls): `{structures: [{begin,
+    /// schema or grammar, end}], triggers, at_least_one, stop_after_first}`, as a
+    /// `response_format` of type `structural_tag` takes it; schemas with `options` as for
+    /// [`Constraint::json_schema`].
+    #[wasm_bindgen(js_name = structuralTag)]
+    pub fn structural_tag(tag: JsValue, options: JsValue) -> Result<Constraint, JsValue> {
+        let tag: serde_json::Value = from_js(&tag).map_err(|e| JsError::new(&format!("structural tag: {e}")))?;
+        let options: SchemaOptions = match options.is_undefined() || options.is_null() {
+            true => SchemaOptions::default(),
+            false => from_js(&options).map_err(|e| JsError::new(&format!("options: {e}")))?,
+        };
+        let options = options.to_options().map_err(|e| JsError::new(&format!("options: {e}")))?;
+        let source = sieve_core::StructuralTag::from_json(&tag, options).map_err(|e| compile_error("structural tag", &e))?;
+        let inner = sieve_core::Constraint::compile(&sieve_core::ConstraintSource::StructuralTag(source), &sieve_core::Limits::default())
+            .map_err(|e| compile_error("structural tag", &e))?;
+        let warnings = inner.warnings().iter().map(ToString::to_string).collect();
+        Ok(Constraint { inner, warnings })
+    }
+
     /// Any JSON value.
     #[wasm_bindgen(js_name = anyJson)]
     pub fn any_json() -> Constraint {

@@ -4,11 +4,11 @@
 use serde::Deserialize;
 use serde_json::Value;
 use sieve_core::json_schema::{JsonSchemaOptions, Mode, SchemaGrammar, Whitespace};
-use sieve_core::{Constraint, ConstraintCache, ConstraintSource, StructuralTag, Tag, TagContent};
+use sieve_core::{Constraint, ConstraintCache, ConstraintSource, StructuralTag};
 use sieve_model::tools::Toolbox;
 use wasm_bindgen::{JsError, JsValue};
 
-use crate::error::schema_error;
+use crate::error::{compile_error, schema_error};
 
 /// A completion request: `messages` for chat (OpenAI-shaped, checked by
 /// `sieve_model::chat::check_messages`), `prompt` for raw text.
@@ -61,27 +61,15 @@ pub enum ResponseFormat {
     Grammar {
         grammar: String,
     },
+    /// Read by `sieve_core::StructuralTag::from_json`.
     StructuralTag {
-        structures: Vec<Structure>,
-        triggers: Vec<String>,
+        structures: Value,
+        triggers: Value,
         #[serde(default)]
-        at_least_one: bool,
+        at_least_one: Option<Value>,
         #[serde(default)]
-        stop_after_first: bool,
+        stop_after_first: Option<Value>,
     },
-}
-
-/// One section of a `structural_tag`: `begin`, a value of `schema` (a JSON Schema) or a string
-/// of `grammar` (GBNF), `end`.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Structure {
-    pub begin: String,
-    #[serde(default)]
-    pub schema: Option<Value>,
-    #[serde(default)]
-    pub grammar: Option<String>,
-    pub end: String,
 }
 
 /// `response_format.json_schema` (its `name` is accepted and not needed).
@@ -131,19 +119,13 @@ impl Request {
         let (source, options) = match &self.response_format {
             None | Some(ResponseFormat::Text) => return Ok(Planned { output: Output::Text, warnings: Vec::new() }),
             Some(ResponseFormat::StructuralTag { structures, triggers, at_least_one, stop_after_first }) => {
-                let tags = structures
-                    .iter()
-                    .enumerate()
-                    .map(|(i, s)| {
-                        let content = match (&s.schema, &s.grammar) {
-                            (Some(schema), None) => TagContent::JsonSchema(schema.to_string(), compact(None)),
-                            (None, Some(grammar)) => TagContent::Gbnf(grammar.clone()),
-                            _ => return Err(JsError::new(&format!("bad request: structures[{i}] needs one of `schema` and `grammar`"))),
-                        };
-                        Ok(Tag { begin: s.begin.clone(), content, end: s.end.clone() })
-                    })
-                    .collect::<Result<_, _>>()?;
-                let tag = StructuralTag { tags, triggers: triggers.clone(), at_least_one: *at_least_one, stop_after_first: *stop_after_first };
+                let mut json = serde_json::json!({"structures": structures, "triggers": triggers});
+                for (key, value) in [("at_least_one", at_least_one), ("stop_after_first", stop_after_first)] {
+                    if let Some(v) = value {
+                        json[key] = v.clone();
+                    }
+                }
+                let tag = StructuralTag::from_json(&json, compact(None)).map_err(|e| compile_error("response_format", &e))?;
                 (ConstraintSource::StructuralTag(tag), None)
             }
             Some(ResponseFormat::JsonObject) => (ConstraintSource::AnyJson, None),
