@@ -86,7 +86,7 @@ fn tojson(value: Value, kwargs: minijinja::value::Kwargs) -> Result<Value, minij
 /// string (text parts joined; absent or null is empty, as for an assistant message that only
 /// calls tools). A message that is not an object with a `role`, a tool result without a
 /// `tool_call_id`, or calls that are not `[{id, type: "function", function: {name, arguments}}]`
-/// with `arguments` a string is an error naming the message.
+/// with `arguments` JSON text or an object is an error naming the message.
 pub fn check_messages(messages: &[Json]) -> Result<Vec<Json>, ModelError> {
     messages
         .iter()
@@ -119,11 +119,11 @@ pub fn check_messages(messages: &[Json]) -> Result<Vec<Json>, ModelError> {
                             c.get("id").is_some_and(Json::is_string)
                                 && c.get("type").and_then(Json::as_str) == Some("function")
                                 && c.pointer("/function/name").is_some_and(Json::is_string)
-                                && c.pointer("/function/arguments").is_some_and(Json::is_string)
+                                && c.pointer("/function/arguments").is_some_and(|a| a.is_string() || a.is_object())
                         })
                     });
                 if !ok {
-                    return Err(bad("`tool_calls` go on assistant messages as [{id, type: \"function\", function: {name, arguments}}], arguments a JSON string"));
+                    return Err(bad("`tool_calls` go on assistant messages as [{id, type: \"function\", function: {name, arguments}}], arguments JSON text or an object"));
                 }
             }
             Ok(Json::Object(out))

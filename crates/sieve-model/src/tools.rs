@@ -297,6 +297,17 @@ impl Toolbox {
             if offered {
                 kwargs.insert("tools".into(), Json::Array(self.tools.iter().map(Tool::to_openai).collect()));
             }
+            // Templates write earlier calls' arguments with `tojson`, as Hugging Face's take them:
+            // objects, not the JSON text OpenAI's messages carry.
+            for m in &mut messages {
+                for call in m.get_mut("tool_calls").and_then(Json::as_array_mut).into_iter().flatten() {
+                    if let Some(args) = call.pointer_mut("/function/arguments")
+                        && let Some(parsed) = args.as_str().and_then(|a| serde_json::from_str::<Json>(a).ok())
+                    {
+                        *args = parsed;
+                    }
+                }
+            }
             return template.render(&messages, &kwargs);
         }
         messages = self.written_out(messages);

@@ -59,7 +59,7 @@ fn qwen3_renders_the_tools_and_the_calls_itself() {
     // The template's own words, with the tools as Python's json.dumps writes them.
     assert!(prompt.starts_with("<|im_start|>system\n# Tools\n"), "{prompt}");
     assert!(prompt.contains("<tools>\n{\"type\": \"function\", \"function\": {\"name\": \"get_weather\", \"description\": \"Weather in a city\", \"parameters\": {\"type\": \"object\""), "{prompt}");
-    assert!(prompt.contains("<|im_start|>assistant\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\":\"Oslo\"}}\n</tool_call><|im_end|>"), "{prompt}");
+    assert!(prompt.contains("<|im_start|>assistant\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}\n</tool_call><|im_end|>"), "{prompt}");
     assert!(prompt.contains("<|im_start|>user\n<tool_response>\n4 C, rain\n</tool_response><|im_end|>"), "{prompt}");
     assert!(prompt.ends_with("<|im_start|>assistant\n<think>\n\n</think>\n\n"), "{prompt}");
     // `none` offers no tools.
@@ -203,11 +203,11 @@ fn bad_tools_choices_and_messages_are_refused_with_the_tool_named() {
         .unwrap_err();
     assert_eq!(e.tool.as_deref(), Some("nope"));
     assert!(ToolChoice::from_openai(Some(&json!("sometimes"))).is_err());
-    // Messages: a tool result without its call's id, calls whose arguments are not a string.
+    // Messages: a tool result without its call's id, calls whose arguments are a number.
     let toolbox = Toolbox::new(tools(), ToolChoice::Auto, true, &template).expect("toolbox");
     let e = toolbox.prompt(&template, &[json!({"role": "tool", "content": "4 C"})], &Map::new()).unwrap_err().to_string();
     assert!(e.contains("messages[0]") && e.contains("tool_call_id"), "{e}");
-    let bad_call = json!({"role": "assistant", "tool_calls": [{"id": "c", "type": "function", "function": {"name": "add", "arguments": {"a": 1}}}]});
+    let bad_call = json!({"role": "assistant", "tool_calls": [{"id": "c", "type": "function", "function": {"name": "add", "arguments": 5}}]});
     let e = toolbox.prompt(&template, &[bad_call], &Map::new()).unwrap_err().to_string();
     assert!(e.contains("messages[0]") && e.contains("arguments"), "{e}");
 }
