@@ -49,30 +49,33 @@ function showConstraintError(message) {
   ui.constraint.setAttribute("aria-invalid", message ? "true" : "false");
 }
 
-/** The response_format for the editor's contents; throws with a message for the editor. */
-function responseFormat() {
-  if (!ui.constrained.checked) return { type: "text" };
+/** The request's constraint for the editor's contents: a `response_format`, or `tools` with one
+ * call required; throws with a message for the editor. */
+function constraintOptions() {
+  if (!ui.constrained.checked) return { response_format: { type: "text" } };
   const text = ui.constraint.value;
-  switch (ui.kind.value) {
-    case "json_schema": {
-      let schema;
-      try {
-        schema = JSON.parse(text);
-      } catch (err) {
-        throw new Error(`The schema is not valid JSON: ${err.message}`);
-      }
-      return { type: "json_schema", json_schema: { name: "demo", schema, strict: true } };
+  const json = (what) => {
+    try {
+      return JSON.parse(text);
+    } catch (err) {
+      throw new Error(`The ${what} are not valid JSON: ${err.message}`.replace("schema are", "schema is"));
     }
+  };
+  switch (ui.kind.value) {
+    case "json_schema":
+      return { response_format: { type: "json_schema", json_schema: { name: "demo", schema: json("schema"), strict: true } } };
+    case "tools":
+      return { tools: json("tools"), tool_choice: "required", parallel_tool_calls: false };
     case "regex":
-      return { type: "regex", pattern: text };
+      return { response_format: { type: "regex", pattern: text } };
     default:
-      return { type: "grammar", grammar: text };
+      return { response_format: { type: "grammar", grammar: text } };
   }
 }
 
-function appendText(text, forced) {
+function appendText(text, forced, call = false) {
   const span = document.createElement("span");
-  span.className = forced ? "forced" : "sampled";
+  span.className = `${forced ? "forced" : "sampled"}${call ? " call" : ""}`;
   span.textContent = text;
   ui.output.append(span);
 }
@@ -98,9 +101,9 @@ const fmtUs = (us) => (us >= 1000 ? `${(us / 1000).toFixed(1)} ms` : `${us.toFix
 const fmtMs = (ms) => (ms >= 1000 ? `${(ms / 1000).toFixed(1)} s` : `${ms.toFixed(1)} ms`);
 
 async function run() {
-  let format;
+  let options;
   try {
-    format = responseFormat();
+    options = constraintOptions();
   } catch (err) {
     showConstraintError(err.message);
     return;
@@ -119,7 +122,7 @@ async function run() {
   try {
     const stream = await engine.chat.completions.create({
       messages: [{ role: "user", content: ui.prompt.value }],
-      response_format: format,
+      ...options,
       max_tokens: Number(ui.maxTokens.value) || 48,
       temperature: Number(ui.temperature.value) || 0,
       seed: 1,
@@ -127,18 +130,29 @@ async function run() {
       stream: true,
       signal: controller.signal,
     });
+    const calls = [];
     for await (const chunk of stream) {
-      const content = chunk.choices[0].delta.content;
-      if (content) {
-        appendText(content, chunk.sieve?.forced);
+      const { content, tool_calls } = chunk.choices[0].delta;
+      // A call shows as `name(arguments)`, its arguments streaming in.
+      for (const piece of tool_calls ?? []) {
+        if (piece.id) {
+          calls[piece.index] = { name: piece.function.name, arguments: "" };
+          appendText(`${ui.output.textContent ? "\n" : ""}${piece.function.name}(`, chunk.sieve?.forced, true);
+        }
+        calls[piece.index].arguments += piece.function.arguments;
+      }
+      const text = content || tool_calls?.map((p) => p.function.arguments).join("");
+      if (text) {
+        appendText(text, chunk.sieve?.forced, Boolean(tool_calls));
         chunks += 1;
-        chars += content.length;
-        if (chunk.sieve?.forced) forcedChars += content.length;
+        chars += text.length;
+        if (chunk.sieve?.forced) forcedChars += text.length;
         showLiveFigures(start, chunks, forcedChars, chars);
       }
       if (chunk.usage) {
+        if (calls.length) appendText(")", false, true);
         showFigures(chunk.usage);
-        finish(chunk.choices[0].finish_reason, format);
+        finish(chunk.choices[0].finish_reason, options, calls);
       }
     }
   } catch (err) {
@@ -156,11 +170,15 @@ async function run() {
   }
 }
 
-function finish(reason, format) {
+function finish(reason, options, calls) {
   ui.output.dataset.state = "done";
   const text = ui.output.textContent;
   let verdict = reason === "length" ? "Stopped at max tokens." : "Finished.";
-  if (format.type === "json_schema" && reason !== "length") {
+  if (calls.length && reason !== "length") {
+    const names = calls.map((c) => c.name).join(", ");
+    verdict += ` Called ${names}: the arguments match ${calls.length === 1 ? "its" : "their"} schema by construction.`;
+  }
+  if (options.response_format?.type === "json_schema" && reason !== "length") {
     try {
       JSON.parse(text);
       verdict += " The output parses as JSON and matches the schema by construction.";

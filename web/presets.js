@@ -1,4 +1,5 @@
-// The demo's presets: a prompt and a constraint each (a JSON Schema, a regex or a GBNF grammar).
+// The demo's presets: a prompt and a constraint each (a JSON Schema, a regex, a GBNF grammar, or
+// OpenAI tools, of which the reply must call one).
 export const PRESETS = [
   {
     id: "person",
@@ -87,6 +88,36 @@ export const PRESETS = [
       'factor ::= [0-9]+ | "(" ws expr ws ")"',
       "ws     ::= \" \"?",
     ].join("\n"),
+  },
+  {
+    id: "tools",
+    label: "Tool call (weather, calculator)",
+    kind: "tools",
+    prompt: "What is the weather in Paris?",
+    maxTokens: 48,
+    source: [
+      {
+        type: "function",
+        function: {
+          name: "get_weather",
+          description: "Get the current weather in a city",
+          parameters: {
+            type: "object",
+            properties: { city: { type: "string", maxLength: 32 }, unit: { enum: ["celsius", "fahrenheit"] } },
+            required: ["city"],
+            additionalProperties: false,
+          },
+        },
+      },
+      {
+        type: "function",
+        function: {
+          name: "calculate",
+          description: "Evaluate an arithmetic expression",
+          parameters: { type: "object", properties: { expression: { type: "string", maxLength: 40 } }, required: ["expression"], additionalProperties: false },
+        },
+      },
+    ],
   },
 ];
 

@@ -2,7 +2,7 @@
 // `auto` puts the model on the CPU, since Chromium's only WebGPU adapter here is SwiftShader (a
 // software one), on a thread per core (the page is cross-origin isolated); a JSON-schema preset streams output that parses and validates against the
 // schema (checked here with Ajv, independently of sieve); a bad schema shows an error next to
-// the editor and the next run works.
+// the editor and the next run works; the tools preset shows a call whose arguments Ajv accepts.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { mkdir } from "node:fs/promises";
@@ -81,5 +81,17 @@ test("the demo page generates schema-valid JSON with the real model, and recover
   const next = await generate(page);
   assert.equal(next.state, "done", `the run after the error failed: ${next.error}`);
   assert.match(next.text, /^(yes|no)$/);
+
+  // The tools preset: one call, shown as name(arguments), the arguments valid for that tool.
+  const tools = PRESETS.find((p) => p.id === "tools");
+  await page.selectOption("#preset", tools.id);
+  const call = await generate(page);
+  assert.equal(call.state, "done", `the tool run failed: ${call.error}`);
+  const [, name, args] = call.text.match(/^(\w+)\((.*)\)$/s) ?? [];
+  const tool = tools.source.find((t) => t.function.name === name);
+  assert.ok(tool, `no tool call in ${JSON.stringify(call.text)}`);
+  assert.ok(ajv.validate(tool.function.parameters, JSON.parse(args)), `${args}: ${ajv.errorsText()}`);
+  assert.match(await page.textContent("#verdict"), new RegExp(`Called ${name}`));
+  await screenshot(page, "demo-tools");
   assert.deepEqual(errors, []);
 });
