@@ -4,7 +4,8 @@
 //! For every schema that compiles in strict mode, each instance is written
 //! as compact JSON and in the `", "`/`": "` spelling. Accepting an invalid
 //! instance fails the test; valid instances rejected (spellings the grammar
-//! leaves out) are counted against a baseline that may only go down. The
+//! leaves out) are counted against a baseline that may only go down, and the
+//! schemas that compile against one that may only rise. The
 //! grammar written as GBNF text and compiled again must accept exactly the
 //! same. Run with `--nocapture` for the per-keyword table of schemas that
 //! compile.
@@ -19,6 +20,9 @@ use include_dir::{Dir, include_dir};
 use std::collections::BTreeMap;
 
 
+/// Schemas of the suite that compile in strict mode today: a floor that may only rise, so that a
+/// translator refusing more could not pass.
+const COMPILED_BASELINE: usize = 449;
 /// Valid instances (times two spellings) the grammars reject today.
 const REJECTS_BASELINE: usize = 168;
 /// The same with `PropertyOrder::AnyUpTo(6)`.
@@ -136,4 +140,5 @@ fn official_suite_acceptance_equals_validity() {
     // property order, leap seconds, IPv6 with an IPv4 tail); the count may
     // only go down.
     assert!(rejects.len() <= REJECTS_BASELINE, "{} valid instances rejected, baseline {REJECTS_BASELINE}", rejects.len());
+    assert!(c >= COMPILED_BASELINE, "{c} of {s} schemas compile, baseline {COMPILED_BASELINE}");
 }

@@ -15,5 +15,7 @@ mod json_schema_suite;
 // Native only: it reads MaskBench files from disk.
 #[cfg(not(target_family = "wasm"))]
 mod json_schema_timing;
+#[cfg(not(target_family = "wasm"))]
+mod limits;
 mod matcher;
 mod oracle;

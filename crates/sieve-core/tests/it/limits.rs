@@ -1,0 +1,90 @@
+//! Pathological inputs stay inside the documented limits: each compiles under [`Limits`] and the
+//! translator's limits, or fails that one request with an error that says which limit; none
+//! panics, hangs or takes unbounded memory. Where one compiles, a matcher over the SmolLM2
+//! vocabulary computes a mask, and the compiled form's memory is reported and bounded.
+
+use serde_json::{Value, json};
+use sieve_core::{CompileErrorKind, Constraint, ConstraintSource, Limits, Matcher};
+use std::time::Instant;
+
+use crate::common;
+
+/// How one input ended: compiled (with its memory after one mask) or refused with this kind.
+#[derive(Debug, PartialEq)]
+enum Outcome {
+    Compiled { bytes: usize },
+    Refused(CompileErrorKind),
+}
+
+fn run(name: &str, source: ConstraintSource) -> Outcome {
+    let t = Instant::now();
+    let outcome = match Constraint::compile(&source, &Limits::default()) {
+        Ok(c) => {
+            let vocab = common::smollm2();
+            let mut m = Matcher::new(&c, &vocab);
+            let mut mask = vec![0u32; vocab.mask_words()];
+            // A mask may run out of fuel (a limit error); it must not panic.
+            let _ = m.fill_next_token_bitmask(&mut mask);
+            Outcome::Compiled { bytes: c.memory_bytes() }
+        }
+        Err(e) => {
+            eprintln!("{name}: {}", &e.message[..e.message.len().min(160)]);
+            Outcome::Refused(e.kind)
+        }
+    };
+    eprintln!("{name:<28} {outcome:?} in {:?}", t.elapsed());
+    outcome
+}
+
+fn schema(v: Value) -> ConstraintSource {
+    ConstraintSource::JsonSchema(v.to_string(), Default::default())
+}
+
+/// At most this much memory per compiled constraint with its caches after one mask.
+const MAX_BYTES: usize = 64 << 20;
+
+fn bounded(outcome: &Outcome) -> bool {
+    match outcome {
+        Outcome::Compiled { bytes } => *bytes <= MAX_BYTES,
+        Outcome::Refused(_) => true,
+    }
+}
+
+#[test]
+fn pathological_inputs_compile_within_limits_or_are_refused() {
+    // Deep $ref chains and a reference to itself with nothing else.
+    let mut defs = serde_json::Map::new();
+    for i in 0..2_000 {
+        defs.insert(format!("d{i}"), json!({"type": "array", "items": {"$ref": format!("#/$defs/d{}", i + 1)}, "maxItems": 1}));
+    }
+    defs.insert("d2000".into(), json!({"type": "integer"}));
+    let limit = Outcome::Refused(CompileErrorKind::Limit);
+    assert_eq!(run("2,000-deep $ref chain", schema(json!({"$defs": defs, "$ref": "#/$defs/d0"}))), limit);
+    assert_eq!(run("$ref to itself", schema(json!({"$defs": {"a": {"$ref": "#/$defs/a"}}, "$ref": "#/$defs/a"}))), Outcome::Refused(CompileErrorKind::Empty));
+    // Big enums and big schemas.
+    let members: Vec<String> = (0..10_000).map(|i| format!("member-{i:05}")).collect();
+    assert!(bounded(&run("10,000-member enum", schema(json!({"enum": members})))));
+    let properties: serde_json::Map<String, Value> = (0..25_000).map(|i| (format!("property_{i:05}"), json!({"type": "string", "maxLength": 8}))).collect();
+    let big = json!({"type": "object", "properties": properties});
+    assert!(big.to_string().len() > 1 << 20, "a schema over 1 MB");
+    // (Refused today: the automaton of 25,000 property names is over `max_dfa_states`.)
+    assert!(bounded(&run("1 MB schema", schema(big))));
+    // Patterns whose DFA blows up, and lengths and counts in the millions.
+    // (The grammar engine follows the pattern's NFA-sized automaton: no blow-up to refuse.)
+    assert!(bounded(&run("pattern DFA blow-up", schema(json!({"type": "string", "pattern": "^(a|b)*a(a|b){24}$"})))));
+    assert!(bounded(&run("minLength 5,000,000", schema(json!({"type": "string", "minLength": 5_000_000})))));
+    assert_eq!(run("maxLength 5,000,000", schema(json!({"type": "string", "maxLength": 5_000_000, "pattern": "^[a-z]+$"}))), limit);
+    assert_eq!(run("minItems 5,000,000", schema(json!({"type": "array", "minItems": 5_000_000}))), limit);
+    // anyOf nested 24 deep through references, two branches each: 2^24 paths if expanded.
+    let mut levels = serde_json::Map::from_iter([("l0".to_string(), json!({"type": "integer"}))]);
+    for i in 1..=24 {
+        let below = json!({"$ref": format!("#/$defs/l{}", i - 1)});
+        let object = json!({"type": "object", "properties": {"k": below}, "required": ["k"], "additionalProperties": false});
+        levels.insert(format!("l{i}"), json!({"anyOf": [below, object]}));
+    }
+    assert!(bounded(&run("anyOf nested 24 deep", schema(json!({"$defs": levels, "$ref": "#/$defs/l24"})))));
+    // GBNF with 100,000 rules, a chain, and a regex whose NFA is over the limit.
+    let rules: String = (0..100_000).map(|i| format!("r{i} ::= \"a\" r{}\n", i + 1)).collect::<String>() + "r100000 ::= \"b\"\n";
+    assert!(bounded(&run("GBNF of 100,000 rules", ConstraintSource::Gbnf(format!("root ::= r0\n{rules}")))));
+    assert_eq!(run("regex NFA over the limit", ConstraintSource::Regex("[a-z]{2000}[0-9]{2000}\\w{1000}".into())), limit);
+}
