@@ -4,7 +4,7 @@
 # a user with sudo. Sourced by scripts/test.sh and scripts/demo.sh; can also be run alone.
 #
 #   - Debian: chromium, chromium-driver (real browser + driver), mesa-vulkan-drivers (lavapipe
-#     Vulkan for native wgpu), python3, nodejs/npm when missing
+#     Vulkan for native wgpu), python3 and python3-venv, nodejs/npm when missing
 #   - rustup target wasm32-unknown-unknown
 #   - cargo: wasm-bindgen-cli at the version pinned below (it must equal the wasm-bindgen crate
 #     pinned in Cargo.toml): `wasm-bindgen` writes the npm package's bindings, and
@@ -12,6 +12,8 @@
 #   - npm: the test tooling in tests/e2e (playwright-core, Ajv, Vite for the bundler test) and
 #     the benchmark page's web-xgrammar in web/bench (package-lock.json each)
 #   - model and tokenizers: scripts/fetch-assets.sh (sha256-checked, cached)
+#   - a Python venv in $SIEVE_CACHE/venv with the Python package's build and test tools
+#     (crates/sieve-py/requirements-test.txt: maturin, numpy, pytest)
 #
 # Each step that does something is timed into STEP_TIMES ("seconds<TAB>name"), which
 # scripts/test.sh prints.
@@ -40,7 +42,7 @@ as_root() {
   if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi
 }
 
-apt_packages=(chromium chromium-driver mesa-vulkan-drivers python3 nodejs npm)
+apt_packages=(chromium chromium-driver mesa-vulkan-drivers python3 python3-venv nodejs npm)
 missing=()
 for pkg in "${apt_packages[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
@@ -89,3 +91,11 @@ if [ "$free_kib" -lt $((12 * 1024 * 1024)) ]; then
 fi
 
 timed "setup: fetch assets" bash "$ROOT/scripts/fetch-assets.sh"
+
+# The Python package's build and test tools, in a virtual environment of their own.
+export SIEVE_VENV="$SIEVE_CACHE/venv"
+requirements="$ROOT/crates/sieve-py/requirements-test.txt"
+if ! cmp -s "$requirements" "$SIEVE_VENV/requirements-test.txt"; then
+  say "python3 -m venv $SIEVE_VENV; pip install maturin, numpy, pytest"
+  timed "setup: python venv" bash -c "python3 -m venv '$SIEVE_VENV' && '$SIEVE_VENV/bin/pip' install -q -r '$requirements' && cp '$requirements' '$SIEVE_VENV/'"
+fi

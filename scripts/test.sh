@@ -4,7 +4,8 @@
 #   2. browser: cargo test --target wasm32-unknown-unknown for the crates that target the
 #               browser; wasm-bindgen-test-runner runs them in headless Chromium (WebGPU
 #               through SwiftShader, flags in each crate's webdriver.json)
-#   3. pages:   builds the npm package, serves the pages on localhost and runs the
+#   3. python:  builds the Python package (crates/sieve-py) into a venv and runs its pytest tests
+#   4. pages:   builds the npm package, serves the pages on localhost and runs the
 #               end-to-end tests in tests/e2e with playwright-core driving /usr/bin/chromium
 # At the end, or where it stops, it prints a table of each step's seconds.
 set -euo pipefail
@@ -39,6 +40,12 @@ timed "browser: sieve-core tests" cargo test --target wasm32-unknown-unknown -p 
 # random-weight model on WebGPU (greedy, equal to burn's CPU backend), and the WGSL forward pass
 # against burn's ops on the CPU. Its build is the one the npm package below reuses.
 timed "browser: sieve-model tests" cargo test --target wasm32-unknown-unknown -p sieve-model --test it
+
+step "python: the package, built and tested"
+# Built by maturin from the venv (no build isolation: nothing to download) into the shared
+# target folder.
+timed "python: pip install crates/sieve-py" env PATH="$SIEVE_VENV/bin:$PATH" pip install -q --no-build-isolation ./crates/sieve-py
+timed "python: pytest" "$SIEVE_VENV/bin/python" -m pytest -q -p no:cacheprovider crates/sieve-py/tests
 
 step "pages: end-to-end tests in Chromium"
 timed "pages: build the npm package (--dev)" bash "$ROOT/scripts/build-web.sh" --dev
