@@ -379,13 +379,120 @@ fn fill_next_token_bitmasks(
     }))
 }
 
+/// Compiled constraints keyed by their source, so a schema seen before is not compiled again:
+/// the same constructors as [`Constraint`], returning the shared compiled constraint. Holds at
+/// most `capacity` (the oldest goes first).
+#[pyclass(frozen, module = "sieve")]
+struct ConstraintCache {
+    inner: sieve_core::ConstraintCache,
+}
+
+impl ConstraintCache {
+    fn get(&self, py: Python<'_>, source: ConstraintSource) -> PyResult<Constraint> {
+        if let Some(inner) = self.inner.cached(&source) {
+            return Ok(Constraint { inner });
+        }
+        // A schema is translated first, so that its errors keep their keyword and pointer.
+        let compiled = match &source {
+            ConstraintSource::JsonSchema(text, options) => {
+                let value: serde_json::Value = serde_json::from_str(text)
+                    .map_err(|e| compile_error(py, format!("the schema is not JSON: {e}"), "schema", None, None, None))?;
+                let g = sieve_core::json_schema::to_grammar(&value, options).map_err(|e| from_schema_error(py, &JsonSchemaError::Schema(e)))?;
+                self.inner.get_with(&source, |limits| sieve_core::Constraint::from_grammar(&g, limits))
+            }
+            _ => self.inner.get(&source),
+        };
+        compiled.map(|inner| Constraint { inner }).map_err(|e| from_compile_error(py, &e))
+    }
+}
+
+#[pymethods]
+impl ConstraintCache {
+    #[new]
+    #[pyo3(signature = (capacity = 256))]
+    fn new(capacity: usize) -> Self {
+        ConstraintCache { inner: sieve_core::ConstraintCache::new(Limits::default(), capacity) }
+    }
+
+    /// As [`Constraint::json_schema`].
+    #[pyo3(signature = (schema, strict = true))]
+    fn json_schema(&self, py: Python<'_>, schema: &Bound<'_, PyAny>, strict: bool) -> PyResult<Constraint> {
+        self.get(py, ConstraintSource::JsonSchema(json_text(schema)?, schema_options(strict)))
+    }
+
+    fn regex(&self, py: Python<'_>, pattern: &str) -> PyResult<Constraint> {
+        self.get(py, ConstraintSource::Regex(pattern.to_string()))
+    }
+
+    fn grammar(&self, py: Python<'_>, gbnf: &str) -> PyResult<Constraint> {
+        self.get(py, ConstraintSource::Gbnf(gbnf.to_string()))
+    }
+
+    fn choices(&self, py: Python<'_>, choices: Vec<String>) -> PyResult<Constraint> {
+        self.get(py, ConstraintSource::Choices(choices))
+    }
+
+    /// As [`Constraint::structural_tag`].
+    #[pyo3(signature = (tag, strict = true))]
+    fn structural_tag(&self, py: Python<'_>, tag: &Bound<'_, PyAny>, strict: bool) -> PyResult<Constraint> {
+        let value: serde_json::Value = serde_json::from_str(&json_text(tag)?)
+            .map_err(|e| compile_error(py, format!("the structural tag is not JSON: {e}"), "structural_tag", None, None, None))?;
+        let tag = sieve_core::StructuralTag::from_json(&value, schema_options(strict)).map_err(|e| from_compile_error(py, &e))?;
+        self.get(py, ConstraintSource::StructuralTag(tag))
+    }
+
+    /// Constraints held.
+    fn __len__(&self) -> usize {
+        self.inner.len()
+    }
+}
+
+/// Sets the logits of tokens a bitmask does not allow to minus infinity, in place: row
+/// `indices[i]` (or `i`) of `bitmask` for row `i` of `logits`, a C-contiguous float32 array of
+/// shape `[batch, vocab]` or `[vocab]` (columns past the bitmask's bits are never allowed).
+#[pyfunction]
+#[pyo3(signature = (logits, bitmask, indices = None))]
+fn apply_token_bitmask_inplace(py: Python<'_>, logits: &Bound<'_, PyAny>, bitmask: &Bound<'_, PyAny>, indices: Option<Vec<usize>>) -> PyResult<()> {
+    let scores = PyBuffer::<f32>::get(logits)?;
+    if scores.readonly() || !scores.is_c_contiguous() {
+        return Err(PyValueError::new_err("the logits must be a writable, C-contiguous float32 array"));
+    }
+    let (batch, vocab) = match scores.shape() {
+        [v] => (1, *v),
+        [b, v] => (*b, *v),
+        shape => return Err(PyValueError::new_err(format!("the logits have shape {shape:?}; they are [batch, vocab] or [vocab]"))),
+    };
+    let mask = PyBuffer::<i32>::get(bitmask)?;
+    let (words_all, words) = mask_rows(&mask, 0)?;
+    let indices = indices.unwrap_or_else(|| (0..batch).collect());
+    if indices.len() != batch || indices.iter().any(|&i| (i + 1) * words > words_all.len()) {
+        return Err(PyValueError::new_err(format!("{batch} rows of logits need {batch} bitmask rows that exist")));
+    }
+    // SAFETY: writable, C-contiguous, `batch * vocab` float32 items (checked above), alive here.
+    let all = unsafe { std::slice::from_raw_parts_mut(scores.buf_ptr().cast::<f32>(), scores.item_count()) };
+    let words_all: &[u32] = words_all;
+    py.detach(move || {
+        for (row, &i) in all.chunks_mut(vocab).zip(&indices) {
+            let bits = &words_all[i * words..(i + 1) * words];
+            for (t, score) in row.iter_mut().enumerate() {
+                if bits.get(t / 32).is_none_or(|w| w >> (t % 32) & 1 == 0) {
+                    *score = f32::NEG_INFINITY;
+                }
+            }
+        }
+    });
+    Ok(())
+}
+
 /// The module `sieve`.
 #[pymodule]
 fn sieve(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Vocabulary>()?;
     m.add_class::<Constraint>()?;
     m.add_class::<Matcher>()?;
+    m.add_class::<ConstraintCache>()?;
     m.add_function(wrap_pyfunction!(fill_next_token_bitmasks, m)?)?;
+    m.add_function(wrap_pyfunction!(apply_token_bitmask_inplace, m)?)?;
     m.add("CompileError", m.py().get_type::<CompileError>())?;
     m.add("MatchError", m.py().get_type::<MatchError>())?;
     Ok(())

@@ -128,3 +128,25 @@ def test_structural_tags_and_compile_errors_keep_their_fields():
     assert e.value.kind == "unsupported"
     lenient = sieve.Constraint.json_schema({"type": "string", "pattern": "(?=a)"}, strict=False)
     assert lenient.warnings and lenient.memory_bytes() > 0
+
+
+def test_the_cache_shares_constraints_and_logits_are_masked_in_place(vocab):
+    cache = sieve.ConstraintCache(capacity=2)
+    schema = {"type": "object", "properties": {"ok": {"type": "boolean"}}}
+    first = cache.json_schema(schema)
+    assert len(cache) == 1 and cache.json_schema(json.dumps(schema)) is not None and len(cache) == 1
+    cache.regex("[0-9]+")
+    cache.choices(["a", "b"])
+    assert len(cache) == 2, "the oldest goes first"
+    with pytest.raises(sieve.CompileError) as e:
+        cache.json_schema({"type": "integr"})
+    assert (e.value.kind, e.value.keyword) == ("schema", "type")
+    m = sieve.Matcher(first, vocab)
+    bitmask = np.zeros((2, vocab.mask_words), dtype=np.int32)
+    m.fill_next_token_bitmask(bitmask, 1)
+    logits = np.random.default_rng(1).standard_normal((1, vocab.width + 7), dtype=np.float32)
+    before = logits.copy()
+    sieve.apply_token_bitmask_inplace(logits, bitmask, [1])
+    ok = allowed(bitmask[1], vocab.width)
+    kept = set(np.flatnonzero(np.isfinite(logits[0])).tolist())
+    assert kept == ok and np.array_equal(logits[0, sorted(ok)], before[0, sorted(ok)])
