@@ -13,7 +13,7 @@
 #     the benchmark page's web-xgrammar in web/bench (package-lock.json each)
 #   - model and tokenizers: scripts/fetch-assets.sh (sha256-checked, cached)
 #   - a Python venv in $SIEVE_CACHE/venv with the Python package's build and test tools
-#     (crates/sieve-py/requirements-test.txt: maturin, numpy, pytest)
+#     (crates/sieve-py/requirements-test.txt: maturin, numpy, pytest, transformers)
 #
 # Each step that does something is timed into STEP_TIMES ("seconds<TAB>name"), which
 # scripts/test.sh prints.

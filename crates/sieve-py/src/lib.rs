@@ -114,6 +114,23 @@ impl Vocabulary {
         Ok(Vocabulary { inner: Arc::new(vocab) })
     }
 
+    /// From a Hugging Face `transformers` tokenizer (a fast one: its `backend_tokenizer` is the
+    /// tokenizer.json read here): the end-of-sequence ids are its `eos_token_id` unless
+    /// `eos_ids` says otherwise, and `width` the model's logits width when larger.
+    #[staticmethod]
+    #[pyo3(signature = (tokenizer, eos_ids = None, width = None))]
+    fn from_huggingface(tokenizer: &Bound<'_, PyAny>, eos_ids: Option<Vec<u32>>, width: Option<usize>) -> PyResult<Self> {
+        let backend = tokenizer
+            .getattr("backend_tokenizer")
+            .map_err(|_| PyValueError::new_err("not a fast tokenizer: it has no backend_tokenizer (load it with use_fast=True)"))?;
+        let text: String = backend.call_method0("to_str")?.extract()?;
+        let eos_ids = match eos_ids {
+            Some(ids) => Some(ids),
+            None => tokenizer.getattr("eos_token_id")?.extract::<Option<u32>>()?.map(|id| vec![id]),
+        };
+        Self::from_tokenizer_json(&text, eos_ids, width)
+    }
+
     /// Tokens in the vocabulary.
     #[getter]
     fn size(&self) -> usize {

@@ -150,3 +150,19 @@ def test_the_cache_shares_constraints_and_logits_are_masked_in_place(vocab):
     ok = allowed(bitmask[1], vocab.width)
     kept = set(np.flatnonzero(np.isfinite(logits[0])).tolist())
     assert kept == ok and np.array_equal(logits[0, sorted(ok)], before[0, sorted(ok)])
+
+
+def test_a_huggingface_tokenizer_gives_the_same_vocabulary(vocab):
+    transformers = pytest.importorskip("transformers")
+    fixture = ROOT / "crates/sieve-core/tests/fixtures/smollm2.json"
+    tokenizer = transformers.PreTrainedTokenizerFast(tokenizer_file=str(fixture), eos_token="<|im_end|>")
+    hf = sieve.Vocabulary.from_huggingface(tokenizer, width=49_216)
+    assert (hf.size, hf.width, hf.eos_ids) == (vocab.size, 49_216, [tokenizer.eos_token_id])
+    c = sieve.Constraint.regex("[A-Z][a-z]+!")
+    a = np.zeros((1, hf.mask_words), dtype=np.int32)
+    b = np.zeros((1, vocab.mask_words), dtype=np.int32)
+    sieve.Matcher(c, hf).fill_next_token_bitmask(a)
+    sieve.Matcher(c, vocab).fill_next_token_bitmask(b)
+    assert allowed(a[0], hf.width) and allowed(a[0], hf.width) == allowed(b[0], vocab.width)
+    with pytest.raises(ValueError):
+        sieve.Vocabulary.from_huggingface(object())
