@@ -8,7 +8,7 @@ tokens, and for every token compute the full mask and commit the token (timed
 together). The token must be allowed; the matcher must accept at the end.
 Everything runs single-threaded on the CPU.
 
-    pip install llguidance xgrammar transformers
+    pip install llguidance xgrammar transformers crates/sieve-py
     python3 bench/maskbench.py --tokenizer assets/tokenizers/llama3.json \
         --sieve target/release/sieve --out-dir /tmp/mb DIR_OR_FILES...
 
@@ -197,7 +197,41 @@ def xgrammar_engine(tokenizer_path):
     return compile_fn
 
 
-ENGINES = {"llguidance": llguidance_engine, "xgrammar": xgrammar_engine}
+def sieve_py_engine(tokenizer_path):
+    """sieve through its Python package (crates/sieve-py), for the same call overhead as the
+    other Python engines."""
+    import numpy as np
+    import sieve
+
+    with open(tokenizer_path) as f:
+        vocab = sieve.Vocabulary.from_tokenizer_json(f.read())
+
+    class M:
+        def __init__(self, constraint):
+            self.m = sieve.Matcher(constraint, vocab)
+            self.mask = np.zeros((1, vocab.mask_words), dtype=np.int32)
+
+        def mask_allows(self, t):
+            self.m.fill_next_token_bitmask(self.mask)
+            return bool((int(self.mask[0, t // 32]) >> (t % 32)) & 1)
+
+        def commit(self, t):
+            return self.m.accept_token(t)
+
+        def accepting(self):
+            return self.m.is_accepting()
+
+    def compile_fn(schema):
+        # As `sieve maskbench` by default: any order for objects of up to 10 properties.
+        constraint = sieve.Constraint.json_schema(schema, property_order=10)
+        return lambda: M(constraint)
+
+    return compile_fn
+
+
+ENGINES = {"llguidance": llguidance_engine, "xgrammar": xgrammar_engine, "sieve-py": sieve_py_engine}
+# The module each Python engine imports.
+MODULES = {"llguidance": "llguidance", "xgrammar": "xgrammar", "sieve-py": "sieve"}
 
 
 def pct(v, q):
@@ -239,7 +273,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--tokenizer", required=True, help="tokenizer.json (e.g. assets/tokenizers/llama3.json)")
     ap.add_argument("--sieve", default="target/release/sieve", help="the sieve binary")
-    ap.add_argument("--engines", default="sieve,llguidance,xgrammar")
+    ap.add_argument("--engines", default="sieve,sieve-py,llguidance,xgrammar")
     ap.add_argument("--out-dir", required=True)
     ap.add_argument("--timeout-s", type=float, default=120, help="most seconds per file for a Python engine")
     ap.add_argument("paths", nargs="+")
@@ -255,7 +289,7 @@ def main():
                            check=True, stdout=subprocess.DEVNULL)
         else:
             try:
-                __import__(e)
+                __import__(MODULES[e])
             except ImportError as err:
                 print(f"{e}: not installed ({err}); skipped", file=sys.stderr)
                 continue

@@ -12,7 +12,7 @@ use pyo3::exceptions::{PyException, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyString;
 use rayon::prelude::*;
-use sieve_core::json_schema::{JsonSchemaError, JsonSchemaOptions, Mode, SchemaErrorKind};
+use sieve_core::json_schema::{JsonSchemaError, JsonSchemaOptions, Mode, PropertyOrder, SchemaErrorKind, Whitespace};
 use sieve_core::{CompileErrorKind, ConstraintSource, Limits, MatchError as CoreMatchError};
 
 pyo3::create_exception!(
@@ -170,17 +170,52 @@ fn schema_options(strict: bool) -> JsonSchemaOptions {
     JsonSchemaOptions { mode: if strict { Mode::Strict } else { Mode::Lenient }, ..JsonSchemaOptions::default() }
 }
 
+/// A JSON Schema's options from Python: `whitespace` `"any"` (default), `"compact"` or a most
+/// count of whitespace characters; `property_order` `"schema"` (default) or n, any order for
+/// objects of at most n properties; `additional_properties`, the value of a missing keyword.
+fn json_schema_options(strict: bool, whitespace: Option<&Bound<'_, PyAny>>, property_order: Option<&Bound<'_, PyAny>>, additional_properties: bool) -> PyResult<JsonSchemaOptions> {
+    let whitespace = match whitespace {
+        None => Whitespace::Any,
+        Some(w) => match (w.extract::<String>().ok().as_deref(), w.extract::<u32>().ok()) {
+            (Some("any"), _) => Whitespace::Any,
+            (Some("compact"), _) => Whitespace::Compact,
+            (_, Some(n)) => Whitespace::Bounded(n),
+            _ => return Err(PyValueError::new_err(format!("whitespace is \"any\", \"compact\" or a count, not {w}"))),
+        },
+    };
+    let property_order = match property_order {
+        None => PropertyOrder::Schema,
+        Some(p) => match (p.extract::<String>().ok().as_deref(), p.extract::<u8>().ok()) {
+            (Some("schema"), _) => PropertyOrder::Schema,
+            (_, Some(n)) => PropertyOrder::AnyUpTo(n),
+            _ => return Err(PyValueError::new_err(format!("property_order is \"schema\" or a count up to 255, not {p}"))),
+        },
+    };
+    Ok(JsonSchemaOptions { whitespace, property_order, additional_properties_default: additional_properties, ..schema_options(strict) })
+}
+
 #[pymethods]
 impl Constraint {
     /// A JSON Schema (a `str` or a `dict`). Strict (the default): a keyword that cannot be
     /// enforced exactly raises; `strict=False` leaves it out and lists it in `warnings`.
+    /// `whitespace` (`"any"`, `"compact"` or a count), `property_order` (`"schema"` or n: any
+    /// order for objects of at most n properties) and `additional_properties` (the value of a
+    /// missing keyword) as in the other APIs.
     #[staticmethod]
-    #[pyo3(signature = (schema, strict = true))]
-    fn json_schema(py: Python<'_>, schema: &Bound<'_, PyAny>, strict: bool) -> PyResult<Self> {
+    #[pyo3(signature = (schema, strict = true, whitespace = None, property_order = None, additional_properties = true))]
+    fn json_schema(
+        py: Python<'_>,
+        schema: &Bound<'_, PyAny>,
+        strict: bool,
+        whitespace: Option<&Bound<'_, PyAny>>,
+        property_order: Option<&Bound<'_, PyAny>>,
+        additional_properties: bool,
+    ) -> PyResult<Self> {
+        let options = json_schema_options(strict, whitespace, property_order, additional_properties)?;
         let text = json_text(schema)?;
         let value: serde_json::Value =
             serde_json::from_str(&text).map_err(|e| compile_error(py, format!("the schema is not JSON: {e}"), "schema", None, None, None))?;
-        let (inner, _) = sieve_core::Constraint::json_schema(&value, &schema_options(strict)).map_err(|e| from_schema_error(py, &e))?;
+        let (inner, _) = sieve_core::Constraint::json_schema(&value, &options).map_err(|e| from_schema_error(py, &e))?;
         Ok(Constraint { inner })
     }
 
@@ -432,9 +467,18 @@ impl ConstraintCache {
     }
 
     /// As [`Constraint::json_schema`].
-    #[pyo3(signature = (schema, strict = true))]
-    fn json_schema(&self, py: Python<'_>, schema: &Bound<'_, PyAny>, strict: bool) -> PyResult<Constraint> {
-        self.get(py, ConstraintSource::JsonSchema(json_text(schema)?, schema_options(strict)))
+    #[pyo3(signature = (schema, strict = true, whitespace = None, property_order = None, additional_properties = true))]
+    fn json_schema(
+        &self,
+        py: Python<'_>,
+        schema: &Bound<'_, PyAny>,
+        strict: bool,
+        whitespace: Option<&Bound<'_, PyAny>>,
+        property_order: Option<&Bound<'_, PyAny>>,
+        additional_properties: bool,
+    ) -> PyResult<Constraint> {
+        let options = json_schema_options(strict, whitespace, property_order, additional_properties)?;
+        self.get(py, ConstraintSource::JsonSchema(json_text(schema)?, options))
     }
 
     fn regex(&self, py: Python<'_>, pattern: &str) -> PyResult<Constraint> {

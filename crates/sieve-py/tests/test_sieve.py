@@ -128,6 +128,14 @@ def test_structural_tags_and_compile_errors_keep_their_fields():
     assert e.value.kind == "unsupported"
     lenient = sieve.Constraint.json_schema({"type": "string", "pattern": "(?=a)"}, strict=False)
     assert lenient.warnings and lenient.memory_bytes() > 0
+    pair = {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}, "additionalProperties": False}
+    assert not sieve.Constraint.json_schema(pair).matches('{"b": 1, "a": 2}')
+    assert sieve.Constraint.json_schema(pair, property_order=2).matches('{"b": 1, "a": 2}')
+    assert not sieve.Constraint.json_schema(pair, whitespace="compact").matches('{"a": 1}')
+    assert sieve.Constraint.json_schema({"type": "object"}, additional_properties=False).matches("{}")
+    assert not sieve.Constraint.json_schema({"type": "object"}, additional_properties=False).matches('{"x": 1}')
+    with pytest.raises(ValueError):
+        sieve.Constraint.json_schema(pair, whitespace="lots")
 
 
 def test_the_cache_shares_constraints_and_logits_are_masked_in_place(vocab):
