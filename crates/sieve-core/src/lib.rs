@@ -113,7 +113,7 @@ mod warm;
 pub use constraint::{Constraint, ConstraintCache, ConstraintSource, Limits};
 pub use error::{CompileError, CompileErrorKind, MatchError, VocabError};
 pub use json::ANY_JSON_GBNF;
-pub use matcher::{JumpForward, Matcher, fill_next_token_bitmasks};
+pub use matcher::{JumpForward, Matcher, fill_bitmask_rows, fill_next_token_bitmasks};
 pub use structural::{StructuralTag, Tag, TagContent};
 pub use vocab::Vocabulary;
 pub use warm::warm_up;

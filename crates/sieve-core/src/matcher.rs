@@ -391,7 +391,7 @@ impl Matcher {
 /// Fills one mask row per matcher into `masks` (`matchers.len()` rows of
 /// `words` words each). A failing matcher gets an all-zero row and its own
 /// error; the others are unaffected. With the `parallel` feature the rows
-/// are filled on several threads.
+/// are filled on several threads (see [`fill_bitmask_rows`]).
 pub fn fill_next_token_bitmasks(
     matchers: &mut [Matcher],
     masks: &mut [u32],
@@ -401,16 +401,38 @@ pub fn fill_next_token_bitmasks(
         let needed = matchers.len() * words;
         return matchers.iter().map(|_| Err(MatchError::MaskTooSmall { words: masks.len(), needed })).collect();
     }
-    let rows = masks.chunks_mut(words);
+    fill_bitmask_rows(matchers.iter_mut().zip(masks.chunks_mut(words)).collect())
+}
+
+/// Fills each matcher's mask into its row, in any rows of any buffers: the
+/// results in the order given. With the `parallel` feature the rows are
+/// filled on several threads, the rows of matchers that share a constraint
+/// (and its caches, behind one lock) one after another on one thread, so
+/// that different constraints fill side by side instead of waiting on each
+/// other.
+pub fn fill_bitmask_rows(work: Vec<(&mut Matcher, &mut [u32])>) -> Vec<Result<(), MatchError>> {
     #[cfg(feature = "parallel")]
     {
         use rayon::prelude::*;
-        let rows: Vec<&mut [u32]> = rows.collect();
-        matchers.par_iter_mut().zip(rows).map(|(m, row)| m.fill_next_token_bitmask(row)).collect()
+        let mut work: Vec<(usize, &mut Matcher, &mut [u32])> = work.into_iter().enumerate().map(|(i, (m, row))| (i, m, row)).collect();
+        work.sort_by_key(|(_, m, _)| Arc::as_ptr(&m.runtime) as usize);
+        let mut groups: Vec<Vec<(usize, &mut Matcher, &mut [u32])>> = Vec::new();
+        for item in work {
+            match groups.last_mut() {
+                Some(g) if Arc::ptr_eq(&g[0].1.runtime, &item.1.runtime) => g.push(item),
+                _ => groups.push(vec![item]),
+            }
+        }
+        let mut results: Vec<(usize, Result<(), MatchError>)> = groups
+            .into_par_iter()
+            .flat_map_iter(|g| g.into_iter().map(|(i, m, row)| (i, m.fill_next_token_bitmask(row))))
+            .collect();
+        results.sort_by_key(|(i, _)| *i);
+        results.into_iter().map(|(_, r)| r).collect()
     }
     #[cfg(not(feature = "parallel"))]
     {
-        matchers.iter_mut().zip(rows).map(|(m, row)| m.fill_next_token_bitmask(row)).collect()
+        work.into_iter().map(|(m, row)| m.fill_next_token_bitmask(row)).collect()
     }
 }
 

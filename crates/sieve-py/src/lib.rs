@@ -11,7 +11,6 @@ use pyo3::buffer::PyBuffer;
 use pyo3::exceptions::{PyException, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyString;
-use rayon::prelude::*;
 use sieve_core::json_schema::{JsonSchemaError, JsonSchemaOptions, Mode, PropertyOrder, SchemaErrorKind, Whitespace};
 use sieve_core::{CompileErrorKind, ConstraintSource, Limits, MatchError as CoreMatchError};
 
@@ -421,14 +420,8 @@ fn fill_next_token_bitmasks(
         let row = rows.get_mut(i).and_then(Option::take).ok_or_else(|| PyValueError::new_err(format!("row {i} is missing or named twice")))?;
         work.push((&mut m.inner, row));
     }
-    Ok(py.detach(move || {
-        work.into_par_iter()
-            .map(|(m, row)| {
-                let n = m.vocabulary().mask_words();
-                m.fill_next_token_bitmask(&mut row[..n]).err().map(|e| e.to_string())
-            })
-            .collect()
-    }))
+    let results = py.detach(move || sieve_core::fill_bitmask_rows(work));
+    Ok(results.into_iter().map(|r| r.err().map(|e| e.to_string())).collect())
 }
 
 /// Compiled constraints keyed by their source, so a schema seen before is not compiled again:
