@@ -66,6 +66,24 @@ pub enum CompileErrorKind {
     StructuralTag,
 }
 
+impl CompileErrorKind {
+    /// The kind as the bindings name it: `"regex"`, `"syntax"`, `"undefined_rule"`, ...
+    pub fn name(&self) -> &'static str {
+        match self {
+            CompileErrorKind::Regex => "regex",
+            CompileErrorKind::Syntax => "syntax",
+            CompileErrorKind::UndefinedRule => "undefined_rule",
+            CompileErrorKind::DuplicateRule => "duplicate_rule",
+            CompileErrorKind::NoRoot => "no_root",
+            CompileErrorKind::Empty => "empty",
+            CompileErrorKind::Limit => "limit",
+            CompileErrorKind::Unsupported => "unsupported",
+            CompileErrorKind::Schema => "schema",
+            CompileErrorKind::StructuralTag => "structural_tag",
+        }
+    }
+}
+
 /// A constraint that failed to compile: what, where (byte offset into the
 /// source, with line and column) and why.
 #[derive(Debug, Clone, PartialEq, Eq)]

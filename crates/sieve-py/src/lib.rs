@@ -11,8 +11,8 @@ use pyo3::buffer::PyBuffer;
 use pyo3::exceptions::{PyException, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyString;
-use sieve_core::json_schema::{JsonSchemaError, JsonSchemaOptions, Mode, PropertyOrder, SchemaErrorKind, Whitespace};
-use sieve_core::{CompileErrorKind, ConstraintSource, Limits, MatchError as CoreMatchError};
+use sieve_core::json_schema::{JsonSchemaError, JsonSchemaOptions, Mode, PropertyOrder, Whitespace};
+use sieve_core::{ConstraintSource, Limits, MatchError as CoreMatchError};
 
 pyo3::create_exception!(
     sieve,
@@ -21,21 +21,6 @@ pyo3::create_exception!(
     "A constraint that does not compile. Attributes: kind (\"schema\", \"unsupported\", \"limit\", \"empty\", \"regex\", \"syntax\", ...), keyword and pointer (JSON Schema errors), offset, line and column (regex and grammar errors), each None where it does not apply."
 );
 pyo3::create_exception!(sieve, MatchError, PyException, "A matcher operation that failed (the matcher is left as it was).");
-
-fn kind_name(kind: &CompileErrorKind) -> &'static str {
-    match kind {
-        CompileErrorKind::Regex => "regex",
-        CompileErrorKind::Syntax => "syntax",
-        CompileErrorKind::UndefinedRule => "undefined_rule",
-        CompileErrorKind::DuplicateRule => "duplicate_rule",
-        CompileErrorKind::NoRoot => "no_root",
-        CompileErrorKind::Empty => "empty",
-        CompileErrorKind::Limit => "limit",
-        CompileErrorKind::Unsupported => "unsupported",
-        CompileErrorKind::Schema => "schema",
-        CompileErrorKind::StructuralTag => "structural_tag",
-    }
-}
 
 /// A `CompileError` with its fields set (None where they do not apply).
 fn compile_error(py: Python<'_>, message: String, kind: &str, keyword: Option<&str>, pointer: Option<&str>, place: Option<(usize, (usize, usize))>) -> PyErr {
@@ -59,20 +44,12 @@ fn compile_error(py: Python<'_>, message: String, kind: &str, keyword: Option<&s
 
 fn from_compile_error(py: Python<'_>, e: &sieve_core::CompileError) -> PyErr {
     let place = e.offset.zip(e.line_col);
-    compile_error(py, e.to_string(), kind_name(&e.kind), None, None, place)
+    compile_error(py, e.to_string(), e.kind.name(), None, None, place)
 }
 
 fn from_schema_error(py: Python<'_>, e: &JsonSchemaError) -> PyErr {
     match e {
-        JsonSchemaError::Schema(s) => {
-            let kind = match s.kind {
-                SchemaErrorKind::Unsupported(_) => "unsupported",
-                SchemaErrorKind::Invalid(_) => "schema",
-                SchemaErrorKind::Limit(_) => "limit",
-                SchemaErrorKind::Unsatisfiable => "empty",
-            };
-            compile_error(py, s.to_string(), kind, Some(&s.keyword), Some(&s.pointer), None)
-        }
+        JsonSchemaError::Schema(s) => compile_error(py, s.to_string(), s.kind.compile_kind().name(), Some(&s.keyword), Some(&s.pointer), None),
         JsonSchemaError::Grammar(g) => from_compile_error(py, g),
     }
 }

@@ -4,8 +4,8 @@
 //! the byte `offset`, `line` and `column` of a regex or grammar error, and the `tool` whose
 //! definition is wrong.
 
-use sieve_core::json_schema::{JsonSchemaError, SchemaError, SchemaErrorKind};
-use sieve_core::{CompileError, CompileErrorKind};
+use sieve_core::json_schema::{JsonSchemaError, SchemaError};
+use sieve_core::CompileError;
 use sieve_model::tools::ToolError;
 use wasm_bindgen::prelude::*;
 
@@ -48,36 +48,16 @@ fn sieve_error(context: &str, message: &str, kind: &str, place: Place<'_>) -> Js
 
 /// A regex, grammar or compiled schema's error, after `context` (what was being compiled).
 pub(crate) fn compile_error(context: &str, e: &CompileError) -> JsValue {
-    let kind = match e.kind {
-        CompileErrorKind::Regex => "regex",
-        CompileErrorKind::Syntax => "syntax",
-        CompileErrorKind::UndefinedRule => "undefined_rule",
-        CompileErrorKind::DuplicateRule => "duplicate_rule",
-        CompileErrorKind::NoRoot => "no_root",
-        CompileErrorKind::Empty => "empty",
-        CompileErrorKind::Limit => "limit",
-        CompileErrorKind::Unsupported => "unsupported",
-        CompileErrorKind::Schema => "schema",
-        CompileErrorKind::StructuralTag => "structural_tag",
-    };
-    sieve_error(context, &e.to_string(), kind, Place { offset: e.offset, line_col: e.line_col, ..Place::default() })
+    sieve_error(context, &e.to_string(), e.kind.name(), Place { offset: e.offset, line_col: e.line_col, ..Place::default() })
 }
 
 /// A JSON Schema's translation error: its kind (as [`compile_error`] names the same classes),
 /// keyword and pointer.
 pub(crate) fn schema_error(context: &str, e: &SchemaError) -> JsValue {
     let place = Place { keyword: Some(&e.keyword), pointer: Some(&e.pointer), ..Place::default() };
-    sieve_error(context, &e.to_string(), schema_kind(e), place)
+    sieve_error(context, &e.to_string(), e.kind.compile_kind().name(), place)
 }
 
-fn schema_kind(e: &SchemaError) -> &'static str {
-    match e.kind {
-        SchemaErrorKind::Unsupported(_) => "unsupported",
-        SchemaErrorKind::Invalid(_) => "schema",
-        SchemaErrorKind::Limit(_) => "limit",
-        SchemaErrorKind::Unsatisfiable => "empty",
-    }
-}
 
 /// A request's bad `tools` or `tool_choice`: kind `tool`, or its schema error's kind, keyword
 /// and pointer (into the tool's `parameters`), with the `tool` named.
@@ -88,7 +68,7 @@ pub(crate) fn tool_error(e: &ToolError) -> JsValue {
         pointer: e.schema.as_ref().map(|s| s.pointer.as_str()),
         ..Place::default()
     };
-    sieve_error("tools", &e.to_string(), e.schema.as_ref().map_or("tool", schema_kind), place)
+    sieve_error("tools", &e.to_string(), e.schema.as_ref().map_or("tool", |s| s.kind.compile_kind().name()), place)
 }
 
 /// [`sieve_core::Constraint::json_schema`]'s error.

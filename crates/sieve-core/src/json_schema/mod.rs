@@ -222,15 +222,21 @@ impl fmt::Display for SchemaError {
 
 impl std::error::Error for SchemaError {}
 
-impl From<SchemaError> for crate::CompileError {
-    fn from(e: SchemaError) -> Self {
-        let kind = match e.kind {
+impl SchemaErrorKind {
+    /// The class of compile failure this is.
+    pub fn compile_kind(&self) -> crate::CompileErrorKind {
+        match self {
             SchemaErrorKind::Unsupported(_) => crate::CompileErrorKind::Unsupported,
             SchemaErrorKind::Invalid(_) => crate::CompileErrorKind::Schema,
             SchemaErrorKind::Limit(_) => crate::CompileErrorKind::Limit,
             SchemaErrorKind::Unsatisfiable => crate::CompileErrorKind::Empty,
-        };
-        crate::CompileError::new(kind, e.to_string())
+        }
+    }
+}
+
+impl From<SchemaError> for crate::CompileError {
+    fn from(e: SchemaError) -> Self {
+        crate::CompileError::new(e.kind.compile_kind(), e.to_string())
     }
 }
 
