@@ -138,8 +138,38 @@ struct Constraint {
     inner: sieve_core::Constraint,
 }
 
-fn compiled(py: Python<'_>, source: ConstraintSource) -> PyResult<Constraint> {
-    sieve_core::Constraint::compile(&source, &Limits::default()).map(|inner| Constraint { inner }).map_err(|e| from_compile_error(py, &e))
+/// Compiles `source`, through `cache` when given. A schema is translated first, so that its
+/// errors keep their keyword and pointer.
+fn compile(py: Python<'_>, source: ConstraintSource, cache: Option<&sieve_core::ConstraintCache>) -> PyResult<Constraint> {
+    if let Some(inner) = cache.and_then(|c| c.cached(&source)) {
+        return Ok(Constraint { inner });
+    }
+    let grammar = match &source {
+        ConstraintSource::JsonSchema(text, options) => {
+            let value: serde_json::Value = serde_json::from_str(text)
+                .map_err(|e| compile_error(py, format!("the schema is not JSON: {e}"), "schema", None, None, None))?;
+            let g = sieve_core::json_schema::to_grammar(&value, options).map_err(|e| from_schema_error(py, &JsonSchemaError::Schema(e)))?;
+            Some(g)
+        }
+        _ => None,
+    };
+    let build = |limits: &Limits| match &grammar {
+        Some(g) => sieve_core::Constraint::from_grammar(g, limits),
+        None => sieve_core::Constraint::compile(&source, limits),
+    };
+    let compiled = match cache {
+        Some(c) => c.get_with(&source, build),
+        None => build(&Limits::default()),
+    };
+    compiled.map(|inner| Constraint { inner }).map_err(|e| from_compile_error(py, &e))
+}
+
+/// The source of a structural tag given as JSON text or a `dict` (see [`Constraint::structural_tag`]).
+fn structural_tag_source(py: Python<'_>, tag: &Bound<'_, PyAny>, strict: bool) -> PyResult<ConstraintSource> {
+    let value: serde_json::Value = serde_json::from_str(&json_text(tag)?)
+        .map_err(|e| compile_error(py, format!("the structural tag is not JSON: {e}"), "structural_tag", None, None, None))?;
+    let tag = sieve_core::StructuralTag::from_json(&value, schema_options(strict)).map_err(|e| from_compile_error(py, &e))?;
+    Ok(ConstraintSource::StructuralTag(tag))
 }
 
 fn schema_options(strict: bool) -> JsonSchemaOptions {
@@ -188,29 +218,25 @@ impl Constraint {
         additional_properties: bool,
     ) -> PyResult<Self> {
         let options = json_schema_options(strict, whitespace, property_order, additional_properties)?;
-        let text = json_text(schema)?;
-        let value: serde_json::Value =
-            serde_json::from_str(&text).map_err(|e| compile_error(py, format!("the schema is not JSON: {e}"), "schema", None, None, None))?;
-        let (inner, _) = sieve_core::Constraint::json_schema(&value, &options).map_err(|e| from_schema_error(py, &e))?;
-        Ok(Constraint { inner })
+        compile(py, ConstraintSource::JsonSchema(json_text(schema)?, options), None)
     }
 
     /// A regex the whole output must match.
     #[staticmethod]
     fn regex(py: Python<'_>, pattern: &str) -> PyResult<Self> {
-        compiled(py, ConstraintSource::Regex(pattern.to_string()))
+        compile(py, ConstraintSource::Regex(pattern.to_string()), None)
     }
 
     /// A GBNF grammar (llama.cpp's format) whose start rule is `root`.
     #[staticmethod]
     fn grammar(py: Python<'_>, gbnf: &str) -> PyResult<Self> {
-        compiled(py, ConstraintSource::Gbnf(gbnf.to_string()))
+        compile(py, ConstraintSource::Gbnf(gbnf.to_string()), None)
     }
 
     /// Exactly one of these strings.
     #[staticmethod]
     fn choices(py: Python<'_>, choices: Vec<String>) -> PyResult<Self> {
-        compiled(py, ConstraintSource::Choices(choices))
+        compile(py, ConstraintSource::Choices(choices), None)
     }
 
     /// Any JSON value.
@@ -225,11 +251,7 @@ impl Constraint {
     #[staticmethod]
     #[pyo3(signature = (tag, strict = true))]
     fn structural_tag(py: Python<'_>, tag: &Bound<'_, PyAny>, strict: bool) -> PyResult<Self> {
-        let text = json_text(tag)?;
-        let value: serde_json::Value = serde_json::from_str(&text)
-            .map_err(|e| compile_error(py, format!("the structural tag is not JSON: {e}"), "structural_tag", None, None, None))?;
-        let tag = sieve_core::StructuralTag::from_json(&value, schema_options(strict)).map_err(|e| from_compile_error(py, &e))?;
-        compiled(py, ConstraintSource::StructuralTag(tag))
+        compile(py, structural_tag_source(py, tag, strict)?, None)
     }
 
     /// Keywords a non-strict schema left out, as messages.
@@ -411,20 +433,7 @@ struct ConstraintCache {
 
 impl ConstraintCache {
     fn get(&self, py: Python<'_>, source: ConstraintSource) -> PyResult<Constraint> {
-        if let Some(inner) = self.inner.cached(&source) {
-            return Ok(Constraint { inner });
-        }
-        // A schema is translated first, so that its errors keep their keyword and pointer.
-        let compiled = match &source {
-            ConstraintSource::JsonSchema(text, options) => {
-                let value: serde_json::Value = serde_json::from_str(text)
-                    .map_err(|e| compile_error(py, format!("the schema is not JSON: {e}"), "schema", None, None, None))?;
-                let g = sieve_core::json_schema::to_grammar(&value, options).map_err(|e| from_schema_error(py, &JsonSchemaError::Schema(e)))?;
-                self.inner.get_with(&source, |limits| sieve_core::Constraint::from_grammar(&g, limits))
-            }
-            _ => self.inner.get(&source),
-        };
-        compiled.map(|inner| Constraint { inner }).map_err(|e| from_compile_error(py, &e))
+        compile(py, source, Some(&self.inner))
     }
 }
 
@@ -466,10 +475,7 @@ impl ConstraintCache {
     /// As [`Constraint::structural_tag`].
     #[pyo3(signature = (tag, strict = true))]
     fn structural_tag(&self, py: Python<'_>, tag: &Bound<'_, PyAny>, strict: bool) -> PyResult<Constraint> {
-        let value: serde_json::Value = serde_json::from_str(&json_text(tag)?)
-            .map_err(|e| compile_error(py, format!("the structural tag is not JSON: {e}"), "structural_tag", None, None, None))?;
-        let tag = sieve_core::StructuralTag::from_json(&value, schema_options(strict)).map_err(|e| from_compile_error(py, &e))?;
-        self.get(py, ConstraintSource::StructuralTag(tag))
+        self.get(py, structural_tag_source(py, tag, strict)?)
     }
 
     /// Constraints held.

@@ -96,6 +96,15 @@ struct SchemaOptions {
 }
 
 impl SchemaOptions {
+    /// The options a JS caller passed (undefined or null: the defaults).
+    fn from_js(options: &JsValue) -> Result<JsonSchemaOptions, JsError> {
+        let options: SchemaOptions = match options.is_undefined() || options.is_null() {
+            true => SchemaOptions::default(),
+            false => from_js(options).map_err(|e| JsError::new(&format!("options: {e}")))?,
+        };
+        options.to_options().map_err(|e| JsError::new(&format!("options: {e}")))
+    }
+
     fn to_options(&self) -> Result<JsonSchemaOptions, String> {
         let whitespace = match &self.whitespace {
             None => Whitespace::Any,
@@ -146,11 +155,7 @@ impl Constraint {
             Some(text) => serde_json::from_str(&text).map_err(|e| not_json("schema", &e))?,
             None => from_js(&schema).map_err(|e| JsError::new(&format!("schema: {e}")))?,
         };
-        let options: SchemaOptions = match options.is_undefined() || options.is_null() {
-            true => SchemaOptions::default(),
-            false => from_js(&options).map_err(|e| JsError::new(&format!("options: {e}")))?,
-        };
-        let options = options.to_options().map_err(|e| JsError::new(&format!("options: {e}")))?;
+        let options = SchemaOptions::from_js(&options)?;
         let (inner, warnings) = sieve_core::Constraint::json_schema(&schema, &options).map_err(|e| json_schema_error("schema", &e))?;
         let warnings = warnings.iter().map(ToString::to_string).collect();
         Ok(Constraint { inner, warnings })
@@ -181,11 +186,7 @@ impl Constraint {
     #[wasm_bindgen(js_name = structuralTag)]
     pub fn structural_tag(tag: JsValue, options: JsValue) -> Result<Constraint, JsValue> {
         let tag: serde_json::Value = from_js(&tag).map_err(|e| JsError::new(&format!("structural tag: {e}")))?;
-        let options: SchemaOptions = match options.is_undefined() || options.is_null() {
-            true => SchemaOptions::default(),
-            false => from_js(&options).map_err(|e| JsError::new(&format!("options: {e}")))?,
-        };
-        let options = options.to_options().map_err(|e| JsError::new(&format!("options: {e}")))?;
+        let options = SchemaOptions::from_js(&options)?;
         let source = sieve_core::StructuralTag::from_json(&tag, options).map_err(|e| compile_error("structural tag", &e))?;
         let inner = sieve_core::Constraint::compile(&sieve_core::ConstraintSource::StructuralTag(source), &sieve_core::Limits::default())
             .map_err(|e| compile_error("structural tag", &e))?;
