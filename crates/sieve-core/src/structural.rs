@@ -197,7 +197,7 @@ impl StructuralTag {
         for &node in &text.fired {
             let at = edges.len() as u32;
             let mut seen = BTreeSet::new();
-            for t in text.ending_at(node) {
+            for &t in &text.ends[node] {
                 let trigger = &self.triggers[t];
                 for (i, tag) in self.tags.iter().enumerate() {
                     if tag.begin.starts_with(trigger.as_str()) && seen.insert((i, trigger.len())) {
@@ -334,10 +334,5 @@ impl Text {
         to.insert(0, gbnf::normalize(others));
         to.retain(|_, r| !r.is_empty());
         to
-    }
-
-    /// The triggers that end at fired node `node`.
-    fn ending_at(&self, node: usize) -> impl Iterator<Item = usize> + '_ {
-        self.ends[node].iter().copied()
     }
 }

@@ -45,6 +45,11 @@ impl ChatTemplate {
     /// `raise_exception`, as for roles it does not accept) is an error that says why, as are
     /// messages [`check_messages`] refuses.
     pub fn render(&self, messages: &[Json], kwargs: &Map<String, Json>) -> Result<String, ModelError> {
+        self.render_checked(&check_messages(messages)?, kwargs)
+    }
+
+    /// [`ChatTemplate::render`] of messages [`check_messages`] returned.
+    pub(crate) fn render_checked(&self, messages: &[Json], kwargs: &Map<String, Json>) -> Result<String, ModelError> {
         let mut env = Environment::new();
         env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
         env.add_function("raise_exception", |message: String| -> Result<String, minijinja::Error> {
@@ -53,7 +58,6 @@ impl ChatTemplate {
         env.add_filter("tojson", tojson);
         let fail = |e: minijinja::Error| ModelError::Tokenizer(format!("chat template: {e:#}"));
         let template = env.template_from_str(&self.source).map_err(fail)?;
-        let messages = check_messages(messages)?;
         let mut extra = Map::from_iter([("enable_thinking".to_string(), Json::Bool(false))]);
         extra.extend(kwargs.clone());
         let extra = Value::from_serialize(&extra);

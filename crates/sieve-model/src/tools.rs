@@ -308,7 +308,7 @@ impl Toolbox {
                     }
                 }
             }
-            return template.render(&messages, &kwargs);
+            return template.render_checked(&messages, &kwargs);
         }
         messages = self.written_out(messages);
         if offered {
@@ -321,7 +321,7 @@ impl Toolbox {
                 _ => messages.insert(0, json!({"role": "system", "content": text})),
             }
         }
-        template.render(&messages, &kwargs)
+        template.render_checked(&messages, &kwargs)
     }
 
     /// The generic format's description of the tools (as Qwen's templates write it).
@@ -340,35 +340,37 @@ impl Toolbox {
     /// text as the tags they were, and tool results as a user message of `<tool_response>`s.
     fn written_out(&self, messages: Vec<Json>) -> Vec<Json> {
         let mut out: Vec<Json> = Vec::with_capacity(messages.len());
+        // Whether the last message out holds tool results, which the next result joins.
+        let mut results = false;
         for m in messages {
             let content = m["content"].as_str().unwrap_or_default().to_string();
-            match m["role"].as_str() {
-                Some("assistant") if m.get("tool_calls").is_some() => {
-                    let calls = m["tool_calls"].as_array().into_iter().flatten().map(|c| {
-                        let name = c.pointer("/function/name").and_then(Json::as_str).unwrap_or_default();
-                        let args = c.pointer("/function/arguments").and_then(Json::as_str).unwrap_or("{}");
-                        format!("{}{args}{}", self.format.begin(name), self.format.end())
-                    });
-                    let text: Vec<String> = (!content.is_empty()).then_some(content).into_iter().chain(calls).collect();
-                    out.push(json!({"role": "assistant", "content": text.join("\n")}));
-                }
-                Some("tool") => {
-                    let response = format!("<tool_response>\n{content}\n</tool_response>");
-                    match out.last_mut() {
-                        Some(last) if last.get("tool_results") == Some(&Json::Bool(true)) => {
-                            let before = last["content"].as_str().unwrap_or_default();
-                            last["content"] = json!(format!("{before}\n{response}"));
-                        }
-                        _ => out.push(json!({"role": "user", "content": response, "tool_results": true})),
+            let tool = m["role"] == "tool";
+            if tool {
+                let response = format!("<tool_response>\n{content}\n</tool_response>");
+                match out.last_mut() {
+                    Some(last) if results => {
+                        let before = last["content"].as_str().unwrap_or_default();
+                        last["content"] = json!(format!("{before}\n{response}"));
                     }
+                    _ => out.push(json!({"role": "user", "content": response})),
                 }
-                _ => out.push(m),
+            } else if let Some(calls) = m.get("tool_calls").and_then(Json::as_array) {
+                let calls = calls.iter().map(|c| {
+                    let name = c.pointer("/function/name").and_then(Json::as_str).unwrap_or_default();
+                    // Arguments as JSON text, or an object written compactly.
+                    let args = match c.pointer("/function/arguments") {
+                        Some(Json::String(text)) => text.clone(),
+                        Some(other) => other.to_string(),
+                        None => "{}".into(),
+                    };
+                    format!("{}{args}{}", self.format.begin(name), self.format.end())
+                });
+                let text: Vec<String> = (!content.is_empty()).then_some(content).into_iter().chain(calls).collect();
+                out.push(json!({"role": "assistant", "content": text.join("\n")}));
+            } else {
+                out.push(m);
             }
-        }
-        for m in &mut out {
-            if let Some(o) = m.as_object_mut() {
-                o.remove("tool_results");
-            }
+            results = tool;
         }
         out
     }
@@ -458,11 +460,7 @@ impl CallReader {
                     } else if self.begins.iter().any(|(b, _)| b.starts_with(self.buffer.as_str())) {
                         return events;
                     } else {
-                        // Not a call after all (only without the constraint): it is text.
-                        let text = std::mem::take(&mut self.buffer);
-                        self.tell_text(text, &mut events);
-                        self.state = Read::Text;
-                        return events;
+                        return self.not_a_call(events);
                     }
                 }
                 Read::Arguments(scan) => {
@@ -486,14 +484,20 @@ impl CallReader {
                     } else if self.end.starts_with(self.buffer.as_str()) {
                         return events;
                     } else {
-                        let text = std::mem::take(&mut self.buffer);
-                        self.tell_text(text, &mut events);
-                        self.state = Read::Text;
-                        return events;
+                        return self.not_a_call(events);
                     }
                 }
             }
         }
+    }
+
+    /// Text held as a call's start that does not go on as one (only without the constraint):
+    /// it is text, told as such.
+    fn not_a_call(&mut self, mut events: Vec<Event>) -> Vec<Event> {
+        let text = std::mem::take(&mut self.buffer);
+        self.tell_text(text, &mut events);
+        self.state = Read::Text;
+        events
     }
 
     fn tell_text(&mut self, text: String, events: &mut Vec<Event>) {

@@ -80,6 +80,10 @@ fn smollm2_gets_the_generic_format_written_into_its_messages() {
     assert!(prompt.contains("<tools>\n{\"type\": \"function\", \"function\": {\"name\": \"get_weather\""), "{prompt}");
     assert!(prompt.contains("<|im_start|>assistant\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\":\"Oslo\"}}\n</tool_call><|im_end|>"), "{prompt}");
     assert!(prompt.contains("<|im_start|>user\n<tool_response>\n4 C, rain\n</tool_response><|im_end|>"), "{prompt}");
+    // Arguments given as an object are written as the same JSON.
+    let mut objects = second_turn();
+    objects[1]["tool_calls"][0]["function"]["arguments"] = json!({"city": "Oslo"});
+    assert_eq!(toolbox.prompt(template, &objects, &Map::new()).expect("renders"), toolbox.prompt(template, &second_turn(), &Map::new()).expect("renders"));
     // Without a system message of the caller's, the tools are one.
     let prompt = toolbox.prompt(template, &second_turn(), &Map::new()).expect("renders");
     assert!(prompt.starts_with("<|im_start|>system\n# Tools\n"), "{prompt}");
