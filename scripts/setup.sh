@@ -96,6 +96,6 @@ timed "setup: fetch assets" bash "$ROOT/scripts/fetch-assets.sh"
 export SIEVE_VENV="$SIEVE_CACHE/venv"
 requirements="$ROOT/crates/sieve-py/requirements-test.txt"
 if ! cmp -s "$requirements" "$SIEVE_VENV/requirements-test.txt"; then
-  say "python3 -m venv $SIEVE_VENV; pip install maturin, numpy, pytest"
+  say "python3 -m venv $SIEVE_VENV; pip install -r crates/sieve-py/requirements-test.txt"
   timed "setup: python venv" bash -c "python3 -m venv '$SIEVE_VENV' && '$SIEVE_VENV/bin/pip' install -q -r '$requirements' && cp '$requirements' '$SIEVE_VENV/'"
 fi

@@ -1,9 +1,10 @@
 //! sieve for Python: the same engine as the Rust crate `sieve-core`, for serving engines
 //! (vLLM, SGLang, transformers). A [`Vocabulary`] from a tokenizer.json, a [`Constraint`]
 //! compiled once per source, a [`Matcher`] per sequence that writes its row of an int32 token
-//! bitmask of shape `[batch, ceil(width / 32)]` in place (any C-contiguous writable buffer: a
-//! NumPy array, or a CPU torch tensor's `.numpy()` view), and [`fill_next_token_bitmasks`]
-//! filling many rows on threads with the GIL released.
+//! bitmask of shape `[batch, ceil(width / 32)]` in place (any C-contiguous writable array in CPU
+//! memory: a NumPy array, or a torch tensor through DLPack, without a copy), and
+//! [`fill_next_token_bitmasks`] filling many rows on threads with the GIL released. The package
+//! `sieve` (python/sieve) re-exports this module and adds what is written in Python.
 
 use std::sync::Arc;
 
@@ -271,6 +272,20 @@ impl Constraint {
     }
 }
 
+/// `array`'s memory: through the buffer protocol (NumPy), or through DLPack for arrays that only
+/// speak it, such as CPU torch tensors (`numpy.from_dlpack` views the same memory).
+fn array_buffer<T: pyo3::buffer::Element>(array: &Bound<'_, PyAny>) -> PyResult<PyBuffer<T>> {
+    match PyBuffer::<T>::get(array) {
+        Err(_) if array.hasattr("__dlpack__")? => {
+            let view = array.py().import("numpy")?.call_method1("from_dlpack", (array,)).map_err(|e| {
+                PyValueError::new_err(format!("the array must be in CPU memory (NumPy cannot view it without a copy: {e})"))
+            })?;
+            PyBuffer::get(&view)
+        }
+        result => result,
+    }
+}
+
 /// The rows of an int32 bitmask: C-contiguous and writable, of shape `[batch, words]` or
 /// `[words]`, `words` at least the vocabulary's `mask_words`. Returns the memory as `u32`
 /// words (the same bits) and the words per row.
@@ -309,7 +324,7 @@ impl Matcher {
     /// may come next.
     #[pyo3(signature = (bitmask, index = 0))]
     fn fill_next_token_bitmask(&mut self, py: Python<'_>, bitmask: &Bound<'_, PyAny>, index: usize) -> PyResult<()> {
-        let buffer = PyBuffer::<i32>::get(bitmask)?;
+        let buffer = array_buffer::<i32>(bitmask)?;
         let needed = self.inner.vocabulary().mask_words();
         let (all, words) = mask_rows(&buffer, needed)?;
         let row = all.chunks_mut(words).nth(index).ok_or_else(|| PyValueError::new_err(format!("the bitmask has no row {index}")))?;
@@ -406,7 +421,7 @@ fn fill_next_token_bitmasks(
     bitmask: &Bound<'_, PyAny>,
     indices: Option<Vec<usize>>,
 ) -> PyResult<Vec<Option<String>>> {
-    let buffer = PyBuffer::<i32>::get(bitmask)?;
+    let buffer = array_buffer::<i32>(bitmask)?;
     let needed = matchers.iter().map(|m| m.inner.vocabulary().mask_words()).max().unwrap_or(0);
     let (all, words) = mask_rows(&buffer, needed)?;
     let indices = indices.unwrap_or_else(|| (0..matchers.len()).collect());
@@ -490,7 +505,7 @@ impl ConstraintCache {
 #[pyfunction]
 #[pyo3(signature = (logits, bitmask, indices = None))]
 fn apply_token_bitmask_inplace(py: Python<'_>, logits: &Bound<'_, PyAny>, bitmask: &Bound<'_, PyAny>, indices: Option<Vec<usize>>) -> PyResult<()> {
-    let scores = PyBuffer::<f32>::get(logits)?;
+    let scores = array_buffer::<f32>(logits)?;
     if scores.readonly() || !scores.is_c_contiguous() {
         return Err(PyValueError::new_err("the logits must be a writable, C-contiguous float32 array"));
     }
@@ -499,7 +514,7 @@ fn apply_token_bitmask_inplace(py: Python<'_>, logits: &Bound<'_, PyAny>, bitmas
         [b, v] => (*b, *v),
         shape => return Err(PyValueError::new_err(format!("the logits have shape {shape:?}; they are [batch, vocab] or [vocab]"))),
     };
-    let mask = PyBuffer::<i32>::get(bitmask)?;
+    let mask = array_buffer::<i32>(bitmask)?;
     let (words_all, words) = mask_rows(&mask, 0)?;
     let indices = indices.unwrap_or_else(|| (0..batch).collect());
     if indices.len() != batch || indices.iter().any(|&i| (i + 1) * words > words_all.len()) {
@@ -521,9 +536,9 @@ fn apply_token_bitmask_inplace(py: Python<'_>, logits: &Bound<'_, PyAny>, bitmas
     Ok(())
 }
 
-/// The module `sieve`.
+/// The module `sieve._sieve`, re-exported by the package `sieve`.
 #[pymodule]
-fn sieve(m: &Bound<'_, PyModule>) -> PyResult<()> {
+fn _sieve(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Vocabulary>()?;
     m.add_class::<Constraint>()?;
     m.add_class::<Matcher>()?;
