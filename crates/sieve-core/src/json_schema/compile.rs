@@ -1774,6 +1774,10 @@ impl<'a> Compiler<'a> {
         Ok(out)
     }
 
+    /// The members from declared member `i` on (`first`: nothing written yet; `cnt`: members
+    /// written, capped), memoized in `memo`. Each state needs the states of member `i + 1`:
+    /// they are made first, from a stack of our own rather than by recursion, so that an object
+    /// of many thousands of declared properties does not run out of the thread's stack.
     fn member_state(
         &mut self,
         sh: &MemberShape<'_>,
@@ -1782,9 +1786,36 @@ impl<'a> Compiler<'a> {
         cnt: u64,
         memo: &mut FastMap<(usize, bool, u64), Option<Ex>>,
     ) -> Res<Option<Ex>> {
-        if let Some(done) = memo.get(&(i, first, cnt)) {
-            return Ok(*done);
+        let mut stack = vec![(i, first, cnt)];
+        while let Some(&(i, first, cnt)) = stack.last() {
+            if memo.contains_key(&(i, first, cnt)) {
+                stack.pop();
+                continue;
+            }
+            if i < sh.entries.len() && sh.max_p.is_none_or(|m| cnt <= m) {
+                let take = (i + 1, false, (cnt + 1).min(sh.cap));
+                let skip = (i + 1, first, cnt);
+                if let Some(next) = [Some(take), (!sh.entries[i].2).then_some(skip)].into_iter().flatten().find(|k| !memo.contains_key(k)) {
+                    stack.push(next);
+                    continue;
+                }
+            }
+            stack.pop();
+            let name = self.member_body(sh, i, first, cnt, memo)?;
+            memo.insert((i, first, cnt), name);
         }
+        Ok(memo[&(i, first, cnt)])
+    }
+
+    /// One state of [`Compiler::member_state`], the states it needs already in `memo`.
+    fn member_body(
+        &mut self,
+        sh: &MemberShape<'_>,
+        i: usize,
+        first: bool,
+        cnt: u64,
+        memo: &FastMap<(usize, bool, u64), Option<Ex>>,
+    ) -> Res<Option<Ex>> {
         let sep = self.sep();
         let lead: &[Ex] = if first { &[] } else { &[sep] };
         let body: Option<Ex> = if sh.max_p.is_some_and(|m| cnt > m) {
@@ -1812,7 +1843,7 @@ impl<'a> Compiler<'a> {
             let (_, kv, req) = sh.entries[i];
             let next_cnt = (cnt + 1).min(sh.cap);
             let mut alts = Vec::new();
-            if let Some(next) = self.member_state(sh, i + 1, false, next_cnt, memo)? {
+            if let Some(next) = memo[&(i + 1, false, next_cnt)] {
                 let mut parts = lead.to_vec();
                 parts.extend(sh.lead_extras);
                 parts.push(kv);
@@ -1822,18 +1853,16 @@ impl<'a> Compiler<'a> {
                 alts.push(self.rules.seq(&parts));
             }
             if !req
-                && let Some(skip) = self.member_state(sh, i + 1, first, cnt, memo)? {
+                && let Some(skip) = memo[&(i + 1, first, cnt)] {
                     alts.push(skip);
                 }
             if alts.is_empty() { None } else { Some(self.rules.alt(&alts)) }
         };
-        let name = match body {
+        Ok(match body {
             Some(b) if self.rules.is_empty(b) || self.rules.is_atom(b) => Some(b),
             Some(b) => Some(self.add("members", b)?),
             None => None,
-        };
-        memo.insert((i, first, cnt), name);
-        Ok(name)
+        })
     }
 
     /// One member alternative per region of undeclared keys: keys matching
@@ -1876,11 +1905,14 @@ impl<'a> Compiler<'a> {
             exprs.push(Re::Alt(known.iter().map(|k| literal_re(k)).collect()));
         }
         let known_mask = if exprs.len() > known_from { u64::MAX << known_from } else { 0 };
-        let max_states = self.opts.limits.max_dfa_states;
+        // The declared names alone make a trie, as large as their text: the schema pays for
+        // those states, and the limit bounds what the patterns add to them.
+        let max_states = self.opts.limits.max_dfa_states + known.iter().map(|k| k.len() + 1).sum::<usize>();
+        let names_keyword = if patterns.is_empty() { "properties" } else { "patternProperties" };
         let dfa = match Dfa::tagged(&exprs, max_states) {
             Ok(d) => d,
             Err(TooLarge) => {
-                self.unsupported("patternProperties", ptr, "property name patterns exceed max_dfa_states")?;
+                self.unsupported(names_keyword, ptr, "property name patterns exceed max_dfa_states")?;
                 return Ok(None);
             }
         };
@@ -1907,7 +1939,7 @@ impl<'a> Compiler<'a> {
                 Ok(Some(k)) => k,
                 Ok(None) => continue,
                 Err(TooLarge) => {
-                    self.unsupported("patternProperties", ptr, "property name patterns exceed max_dfa_states")?;
+                    self.unsupported(names_keyword, ptr, "property name patterns exceed max_dfa_states")?;
                     continue;
                 }
             };
