@@ -94,8 +94,10 @@ timed "setup: fetch assets" bash "$ROOT/scripts/fetch-assets.sh"
 
 # The Python package's build and test tools, in a virtual environment of their own.
 export SIEVE_VENV="$SIEVE_CACHE/venv"
+# vLLM and SGLang go in without their own requirements (GPU packages; see requirements-serving.txt).
 requirements="$ROOT/crates/sieve-py/requirements-test.txt"
-if ! cmp -s "$requirements" "$SIEVE_VENV/requirements-test.txt"; then
-  say "python3 -m venv $SIEVE_VENV; pip install -r crates/sieve-py/requirements-test.txt"
-  timed "setup: python venv" bash -c "python3 -m venv '$SIEVE_VENV' && '$SIEVE_VENV/bin/pip' install -q -r '$requirements' && cp '$requirements' '$SIEVE_VENV/'"
+serving="$ROOT/crates/sieve-py/requirements-serving.txt"
+if ! cmp -s "$requirements" "$SIEVE_VENV/requirements-test.txt" || ! cmp -s "$serving" "$SIEVE_VENV/requirements-serving.txt"; then
+  say "python3 -m venv $SIEVE_VENV; pip install -r crates/sieve-py/requirements-test.txt; pip install --no-deps -r crates/sieve-py/requirements-serving.txt"
+  timed "setup: python venv" bash -c "python3 -m venv '$SIEVE_VENV' && '$SIEVE_VENV/bin/pip' install -q -r '$requirements' && '$SIEVE_VENV/bin/pip' install -q --no-deps -r '$serving' && cp '$requirements' '$serving' '$SIEVE_VENV/'"
 fi
