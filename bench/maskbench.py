@@ -44,20 +44,22 @@ def files_of(paths):
 
 
 def run_file(path, tokenize, compile_fn):
-    """The record of one file. compile_fn(schema) -> matcher factory; a
-    matcher has mask_allows(tok) (computes the full mask), commit(tok) -> bool,
-    accepting()."""
+    """The record of one file. compile_fn(schema) -> (matcher factory, bytes the
+    compiled schema holds, or None where the engine does not say); a matcher has
+    mask_allows(tok) (computes the full mask), commit(tok) -> bool, accepting()."""
     with open(path) as f:
         doc = json.load(f)
     rec = {"id": os.path.basename(path), "mask_us": [], "tests": [], "warnings": []}
     t0 = time.perf_counter()
     try:
-        factory = compile_fn(doc["schema"])
+        factory, memory = compile_fn(doc["schema"])
     except Exception as e:  # an engine's compile error fails this schema only
         rec["ttfm_us"] = int((time.perf_counter() - t0) * 1e6)
         rec["compile_error"] = str(e)[:500]
         return rec
     rec["ttfm_us"] = int((time.perf_counter() - t0) * 1e6)
+    if memory is not None:
+        rec["memory_bytes"] = memory
     for t in doc.get("tests", []):
         ids = tokenize(spaced(t["data"]))
         m = factory()
@@ -159,7 +161,7 @@ def llguidance_engine(tokenizer_path):
         probe = M(grammar)
         if probe.m.is_error():
             raise RuntimeError(probe.m.get_error())
-        return lambda: M(grammar)
+        return lambda: M(grammar), None
 
     return compile_fn
 
@@ -192,7 +194,7 @@ def xgrammar_engine(tokenizer_path):
 
     def compile_fn(schema):
         compiled = compiler.compile_json_schema(json.dumps(schema), any_whitespace=True, strict_mode=False)
-        return lambda: M(compiled)
+        return lambda: M(compiled), compiled.memory_size_bytes
 
     return compile_fn
 
@@ -224,7 +226,7 @@ def sieve_py_engine(tokenizer_path):
     def compile_fn(schema):
         # As `sieve maskbench` by default: any order for objects of up to 10 properties.
         constraint = sieve.Constraint.json_schema(schema, property_order=10)
-        return lambda: M(constraint)
+        return lambda: M(constraint), constraint.memory_bytes()
 
     return compile_fn
 
@@ -245,6 +247,7 @@ def summary(path):
     rows = [json.loads(line) for line in open(path)]
     masks = [x for r in rows for x in r["mask_us"]]
     compiles = [r["ttfm_us"] for r in rows if "compile_error" not in r or r.get("timeout")]
+    memory = [r["memory_bytes"] for r in rows if "memory_bytes" in r]
     tests = sum(len(r["tests"]) for r in rows)
     vr = sum(1 for r in rows for t in r["tests"] if t["valid"] and not t["accepted"])
     ia = sum(1 for r in rows for t in r["tests"] if not t["valid"] and t["accepted"])
@@ -266,6 +269,8 @@ def summary(path):
         "compile p90 us": pct(compiles, 0.9),
         "compile p99 us": pct(compiles, 0.99),
         "compile max us": max(compiles) if compiles else 0,
+        "memory p50 KiB": pct(memory, 0.5) // 1024 if memory else "-",
+        "memory max KiB": max(memory) // 1024 if memory else "-",
     }
 
 
