@@ -3,7 +3,7 @@
 
 use super::format;
 use super::gbnf::{self, Encoding, Ex, Writer};
-use super::number::{self, Bound, Dec};
+use super::number::{self, Bound, Dec, Numbers};
 use super::dfa::{Dfa, TooLarge};
 use super::regex::{self, Re};
 use super::{JsonSchemaOptions, Mode, PropertyOrder, SchemaError, SchemaErrorKind, SchemaGrammar, Warning, Whitespace};
@@ -938,7 +938,7 @@ impl<'a> Compiler<'a> {
         let chars = self.rules.repeat(self.chr, 0, None);
         let string = self.quoted(chars);
         let string = self.add("string", string)?;
-        let num = self.number_re(&number::range(None, None, false))?;
+        let num = self.number_re(&number::range(None, None, Numbers::Real))?;
         let array = self.list("[", name, "]");
         let array = self.add("array", array)?;
         let member = self.member(string, name);
@@ -1042,6 +1042,8 @@ impl<'a> Compiler<'a> {
             && hi.as_ref().is_none_or(|h| d.cmp_value(&h.0).is_le()) {
                 hi = Some((d, true));
             }
+        // Draft 4's `integer` type excludes `1.0`; `multipleOf: 1` does not.
+        let written = if integer && self.draft04 { Numbers::Whole } else { Numbers::Integer };
         let mut integer = integer;
         if m.get(FRACTION) == Some(&Value::Bool(true)) {
             // Numbers that are not integers, in range, written without an exponent.
@@ -1051,7 +1053,7 @@ impl<'a> Compiler<'a> {
             if m.contains_key("multipleOf") {
                 self.unsupported("multipleOf", ptr, "a fractional multipleOf on numbers that are not integers")?;
             }
-            let Some(range) = number::range(lo.as_ref(), hi.as_ref(), false) else { return Ok(None) };
+            let Some(range) = number::range(lo.as_ref(), hi.as_ref(), Numbers::Real) else { return Ok(None) };
             let frac = regex::parse_pattern("^-?(0|[1-9][0-9]*)\\.[0-9]*[1-9][0-9]*$").map_err(|e| invalid("type", ptr, &e.to_string()))?;
             let max_states = self.opts.limits.max_dfa_states;
             let built = Dfa::tagged(&[range, frac], max_states)
@@ -1092,11 +1094,12 @@ impl<'a> Compiler<'a> {
             }
         }
         // Many maps share bounds (none, most often): build each range once.
-        let key = format!("{lo:?} {hi:?} {integer}");
+        let numbers = if integer { written } else { Numbers::Real };
+        let key = format!("{lo:?} {hi:?} {numbers:?}");
         if let Some(e) = self.ranges.get(&key) {
             return Ok(*e);
         }
-        let e = match number::range(lo.as_ref(), hi.as_ref(), integer) {
+        let e = match number::range(lo.as_ref(), hi.as_ref(), numbers) {
             None => None,
             Some(r) => self.number_re(&Some(r))?,
         };

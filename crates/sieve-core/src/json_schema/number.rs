@@ -363,14 +363,28 @@ fn int_bounds(lo: Option<&Bound>, hi: Option<&Bound>) -> (Option<Dec>, Option<De
     (lo, hi)
 }
 
-/// JSON number text for values in the range. `integer` restricts to integers.
+/// Which numbers a range holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Numbers {
+    /// Any number.
+    Real,
+    /// Integers, also written with a zero fraction (`1.0`: drafts 6 on).
+    Integer,
+    /// Integers written without a fraction (draft 4's `integer` type).
+    Whole,
+}
+
+/// JSON number text for values in the range, of the kind `numbers` says.
 /// Returns `None` when no value is in range.
-pub fn range(lo: Option<&Bound>, hi: Option<&Bound>, integer: bool) -> Option<Re> {
-    if integer {
+pub fn range(lo: Option<&Bound>, hi: Option<&Bound>, numbers: Numbers) -> Option<Re> {
+    if numbers != Numbers::Real {
         let (lo, hi) = int_bounds(lo, hi);
         let lo = lo.map(|d| (d, false));
         let hi = hi.map(|d| (d, false));
         let body = real_range(lo.as_ref(), hi.as_ref(), true)?;
+        if numbers == Numbers::Whole {
+            return Some(body);
+        }
         let zero_frac = Re::Repeat(Box::new(cat(vec![ch(b'.'), Re::Repeat(Box::new(ch(b'0')), 1, None)])), 0, Some(1));
         return Some(cat(vec![body, zero_frac]));
     }

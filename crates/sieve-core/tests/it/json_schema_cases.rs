@@ -390,3 +390,16 @@ fn plain_name_identifiers_follow_the_draft() {
     let err = Constraint::json_schema(&schema, &JsonSchemaOptions::default()).unwrap_err().to_string();
     assert!(err.contains("unresolvable anchor"), "{err}");
 }
+
+#[test]
+fn integers_with_a_zero_fraction_follow_the_draft() {
+    let draft04 = "http://json-schema.org/draft-04/schema#";
+    // Draft 4: an integer is written without a fraction; `multipleOf: 1` is about the value.
+    table(json!({"$schema": draft04, "type": "integer", "maximum": 50}), &[("12", true), ("12.0", false), ("-3", true), ("51", false)]);
+    table(json!({"$schema": draft04, "type": "integer"}), &[("0", true), ("0.0", false), ("7.00", false)]);
+    table(json!({"$schema": draft04, "type": "number", "multipleOf": 1}), &[("12", true), ("12.0", true), ("12.5", false)]);
+    // Since draft 6: 12.0 is the integer 12.
+    for dialect in ["http://json-schema.org/draft-07/schema#", "https://json-schema.org/draft/2020-12/schema"] {
+        table(json!({"$schema": dialect, "type": "integer", "maximum": 50}), &[("12", true), ("12.0", true), ("12.5", false)]);
+    }
+}
