@@ -1,0 +1,237 @@
+//! Strings: length bounds, patterns, formats and excluded strings, and
+//! long repetitions split into blocks.
+
+use super::keywords::count;
+use super::{invalid, Compiler, Expr, Res, NOT_PATTERNS, NOT_STRINGS, PATTERNS};
+use super::super::dfa::{Dfa, TooLarge};
+use super::super::format;
+use super::super::gbnf::{self, Encoding, Ex, Writer};
+use super::super::regex::{self, Re};
+use serde_json::{Map, Value};
+
+impl<'a> Compiler<'a> {
+    pub(super) fn string(&mut self, m: &Map<String, Value>, ptr: &str) -> Res<Expr> {
+        let min_len = count(m, "minLength", ptr)?.unwrap_or(0);
+        let max_len = count(m, "maxLength", ptr)?;
+        if max_len.is_some_and(|x| x < min_len) {
+            return Ok(None);
+        }
+        let mut res: Vec<(Re, &str)> = Vec::new();
+        if let Some(f) = m.get("format").and_then(Value::as_str) {
+            if let Some(p) = format::pattern(f) {
+                let re = self.pattern(&p).map_err(|e| invalid("format", ptr, &e.to_string()))?;
+                res.push((Re::clone(&re), "format"));
+            } else if format::UNSUPPORTED.contains(&f) {
+                self.unsupported("format", ptr, &format!("format {f:?} is not a regular language here"))?;
+            }
+        }
+        let more = m.get(PATTERNS).and_then(Value::as_array).cloned().unwrap_or_default();
+        for p in m.get("pattern").into_iter().chain(more.iter()) {
+            let p = p.as_str().ok_or_else(|| invalid("pattern", ptr, "must be a string"))?;
+            match self.pattern(p) {
+                Ok(re) => res.push((Re::clone(&re), "pattern")),
+                Err(e @ regex::PatternError::Unsupported(_)) => self.unsupported("pattern", ptr, &e.to_string())?,
+                Err(e) => return Err(invalid("pattern", ptr, &e.to_string())),
+            }
+        }
+        // Languages a `not` excluded: strings, and patterns.
+        let mut banned: Vec<Re> = Vec::new();
+        for p in m.get(NOT_PATTERNS).and_then(Value::as_array).into_iter().flatten() {
+            let p = p.as_str().ok_or_else(|| invalid("not", ptr, "pattern must be a string"))?;
+            match self.pattern(p) {
+                Ok(re) => banned.push(Re::clone(&re)),
+                Err(e @ regex::PatternError::Unsupported(_)) => {
+                    self.unsupported("not", ptr, &format!("negated pattern: {e}"))?
+                }
+                Err(e) => return Err(invalid("pattern", ptr, &e.to_string())),
+            }
+        }
+        let excluded: Vec<&str> = m.get(NOT_STRINGS).and_then(Value::as_array).map(|v| v.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
+        if !excluded.is_empty() {
+            banned.push(Re::Alt(excluded.iter().map(|x| literal_re(x)).collect()));
+        }
+        if res.is_empty() && banned.is_empty() {
+            let body = self.repeat(self.chr, min_len, max_len)?;
+            let body = self.quoted(body);
+            return Ok(Some(self.add("string", body)?));
+        }
+        if res.len() == 1 && banned.is_empty()
+            && let Some(re) = with_length(res[0].0.clone(), min_len, max_len) {
+                return self.string_re(&re);
+            }
+        // Intersections: every pattern/format and the length bounds at once,
+        // minus the strings a `not` excluded.
+        let mut exprs: Vec<Re> = res.iter().map(|r| r.0.clone()).collect();
+        if exprs.is_empty() {
+            exprs.push(Re::any_string());
+        }
+        let all = (1u64 << exprs.len()) - 1;
+        let mut forbid = 0u64;
+        for b in banned {
+            if exprs.len() >= 63 {
+                self.unsupported("pattern", ptr, "more than 63 patterns on one string")?;
+                break;
+            }
+            exprs.push(b);
+            forbid |= 1 << (exprs.len() - 1);
+        }
+        let max_states = self.opts.limits.max_dfa_states;
+        let built = Dfa::tagged(&exprs, max_states)
+            .and_then(|d| d.emit(&|t| t & all == all && t & forbid == 0, min_len, max_len, &mut self.rules, max_states));
+        match built {
+            Ok(Some(body)) => {
+                let body = self.quoted(body);
+                Ok(Some(self.add("string", body)?))
+            }
+            Ok(None) => Ok(None),
+            Err(TooLarge) => {
+                let kw = res.first().map_or("not", |r| r.1);
+                self.unsupported(kw, ptr, "pattern, format, length bounds and excluded strings together exceed max_dfa_states")?;
+                match res.first() {
+                    Some(r) => self.string_re(&r.0),
+                    None => Ok(None),
+                }
+            }
+        }
+    }
+
+    /// `unit{min,max}`; bounds above the grammar compiler's 1000 are split
+    /// into blocks of 1000 (each count has one split).
+    pub(super) fn repeat(&mut self, unit: Ex, min: u64, max: Option<u64>) -> Res<Ex> {
+        const B: u64 = 1000;
+        let blocks = min > B || max.is_some_and(|m| m > B);
+        // Blocks copy their unit thousands of times, at every count they may
+        // end at: a string character keeps its `\u` escapes (rare, and a
+        // dozen states each copy) in one rule called from every copy. Short
+        // escapes (`\n`, `\"`) stay inline, where the masks after their
+        // backslash are cheap.
+        let unit = if blocks && unit == self.chr { self.lean_chr()? } else { unit };
+        // Counts below a block fit a u32.
+        let small = |r: &mut Writer, lo: u64, hi: Option<u64>| match hi {
+            Some(0) => r.empty(),
+            _ => r.repeat(unit, lo as u32, hi.map(|h| h as u32)),
+        };
+        if !blocks {
+            return Ok(small(&mut self.rules, min, max));
+        }
+        let block = self.rules.repeat(unit, B as u32, Some(B as u32));
+        let block = self.add("block", block)?;
+        let mut parts = Vec::new();
+        if min > 0 {
+            parts.push(self.repeat(block, min / B, Some(min / B))?);
+            parts.push(small(&mut self.rules, min % B, Some(min % B)));
+        }
+        match max {
+            None => parts.push(self.rules.repeat(unit, 0, None)),
+            Some(m) => {
+                let n = m - min;
+                let (q, r) = (n / B, n % B);
+                if q == 0 {
+                    parts.push(small(&mut self.rules, 0, Some(r)));
+                } else {
+                    let fewer = self.repeat(block, 0, Some(q - 1))?;
+                    let full = self.repeat(block, q, Some(q))?;
+                    let fewer = [fewer, small(&mut self.rules, 0, Some(B - 1))];
+                    let full = [full, small(&mut self.rules, 0, Some(r))];
+                    let (fewer, full) = (self.rules.seq(&fewer), self.rules.seq(&full));
+                    parts.push(self.rules.alt(&[fewer, full]));
+                }
+            }
+        }
+        Ok(self.rules.seq(&parts))
+    }
+
+    /// See [`Compiler::lean_chr`].
+    fn lean_chr(&mut self) -> Res<Ex> {
+        if let Some(c) = self.lean_chr {
+            return Ok(c);
+        }
+        let unicode_escape = gbnf::json_unicode_escape(&mut self.rules, self.hex2);
+        let unicode_escape = self.opaque("unicode", unicode_escape)?;
+        let c = gbnf::json_char_any(&mut self.rules, unicode_escape);
+        let c = self.add("char", c)?;
+        self.lean_chr = Some(c);
+        Ok(c)
+    }
+
+    fn string_re(&mut self, re: &Re) -> Res<Expr> {
+        let chr = self.chr;
+        match gbnf::emit(re, Encoding::JsonString, &mut self.rules, chr) {
+            Some(e) => {
+                let body = self.quoted(e);
+                Ok(Some(self.add("string", body)?))
+            }
+            None => Ok(None),
+        }
+    }
+}
+
+/// Fit a string language to length bounds without intersecting automata: a
+/// branch of fixed length is kept or dropped, a branch with one unbounded
+/// repetition of single characters has that repetition's bounds narrowed.
+fn with_length(re: Re, min: u64, max: Option<u64>) -> Option<Re> {
+    let (lo, hi) = re.length_range()?;
+    if lo >= min && max.is_none_or(|m| hi.is_some_and(|h| h <= m)) {
+        return Some(re);
+    }
+    match re {
+        Re::Alt(branches) => {
+            let mut out = Vec::new();
+            for b in branches {
+                let (blo, bhi) = match b.length_range() {
+                    Some(x) => x,
+                    None => continue,
+                };
+                if bhi.is_some_and(|h| h < min) || max.is_some_and(|m| blo > m) {
+                    continue;
+                }
+                out.push(with_length(b, min, max)?);
+            }
+            Some(Re::Alt(out))
+        }
+        Re::Concat(parts) => {
+            let mut var: Option<usize> = None;
+            let mut fixed = 0u64;
+            for (i, p) in parts.iter().enumerate() {
+                match p.length_range() {
+                    Some((a, Some(b))) if a == b => fixed += a,
+                    _ => {
+                        if var.is_some() {
+                            return None;
+                        }
+                        var = Some(i);
+                    }
+                }
+            }
+            let i = var?;
+            let mut parts = parts;
+            let Re::Repeat(inner, rmin, rmax) = &parts[i] else { return None };
+            if !matches!(**inner, Re::Set(_)) {
+                return None;
+            }
+            let new_min = u64::from(*rmin).max(min.saturating_sub(fixed));
+            let new_max = match (rmax, max) {
+                (Some(a), Some(m)) => Some(u64::from(*a).min(m.checked_sub(fixed)?)),
+                (Some(a), None) => Some(u64::from(*a)),
+                (None, Some(m)) => Some(m.checked_sub(fixed)?),
+                (None, None) => None,
+            };
+            if new_max.is_some_and(|x| x < new_min) {
+                return Some(Re::Alt(Vec::new()));
+            }
+            let new_min = u32::try_from(new_min).ok()?;
+            let new_max = new_max.map(u32::try_from).transpose().ok()?;
+            parts[i] = Re::Repeat(inner.clone(), new_min, new_max);
+            Some(Re::Concat(parts))
+        }
+        Re::Repeat(inner, rmin, rmax) if matches!(*inner, Re::Set(_)) => {
+            with_length(Re::Concat(vec![Re::Repeat(inner, rmin, rmax)]), min, max)
+        }
+        _ => None,
+    }
+}
+
+/// The one-string language of `s`.
+pub(super) fn literal_re(s: &str) -> Re {
+    Re::Concat(s.chars().map(|c| Re::Set(regex::CharSet::single(c as u32))).collect())
+}
