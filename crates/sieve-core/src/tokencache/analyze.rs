@@ -1,0 +1,298 @@
+//! The analysis of a group: a walk of the token trie from its set, through
+//! the set DFA, that allows whole blocks of the string slice where it can.
+
+use super::characters::ByteSequence;
+use super::dfa::{SetDfa, DEAD};
+use super::walker::SetWalker;
+use crate::error::MatchError;
+use crate::grammar::{Chart, ChartWalker, FollowSets, Grammar};
+use crate::trie::{Slice, Walker};
+use crate::vocab::Vocabulary;
+
+/// What [`analyze`] finds: the tokens allowed, those that die after the
+/// rule could end at some depth (`(token, depth)`), and the subtrees of
+/// the string slice's `rest` it left to the analysis of a set that every
+/// character of the slice leads back to (`(node, set)`).
+pub(super) struct Walked {
+    pub(super) allowed: Box<[u32]>,
+    pub(super) pending: Vec<(u32, u32)>,
+    pub(super) cuts: Vec<(u32, u32)>,
+}
+
+/// The FOLLOW set of a rule (the bytes that may come right after it ends),
+/// computed when first asked: most walks end no rule part-way through a
+/// token, and a rule called from hundreds of places takes a while.
+pub(super) struct Follow<'a> {
+    pub(super) sets: &'a mut FollowSets,
+    pub(super) rule: u32,
+    pub(super) set: Option<[u64; 4]>,
+}
+
+impl Follow<'_> {
+    pub(super) fn get(&mut self, g: &Grammar) -> [u64; 4] {
+        *self.set.get_or_insert_with(|| self.sets.of(g, self.rule))
+    }
+
+    /// Whether `b` may follow the rule.
+    fn has(&mut self, g: &Grammar, b: u8) -> bool {
+        self.get(g)[(b / 64) as usize] >> (b % 64) & 1 == 1
+    }
+}
+
+/// Walks every token from the set of `states` (one rule, caller outside).
+/// Tokens alive at their end are allowed; tokens that die after the rule
+/// could have ended at depth `k` get the suffix `bytes[k..]` when its first
+/// byte is in `follow` (the bytes that may come after the rule's end).
+#[allow(clippy::too_many_arguments)]
+pub(super) fn analyze(
+    g: &Grammar,
+    vocab: &Vocabulary,
+    dfa: &mut SetDfa,
+    chart: &mut Chart,
+    slice_seqs: &[ByteSequence],
+    states: &[u32],
+    follow: &mut Follow,
+    fuel: &mut usize,
+    limit: usize,
+) -> Result<Walked, MatchError> {
+    let mut allowed = vec![0u32; vocab.mask_words()].into_boxed_slice();
+    let seed = dfa.intern(g, states, false);
+    let mut walker = SetWalker {
+        inner: ChartWalker { g, chart, fuel: *fuel, limit },
+        dfa,
+        frames: vec![(seed, 0)],
+    };
+    // Where every string of the slice's characters keeps the seed set
+    // alive, the slice's tokens are allowed (none can die) and only the
+    // other tokens are walked. Where those of at most `d` characters do,
+    // their tokens are allowed, and the walk takes only the other tokens
+    // when no longer one lives (closed), those of more than `SHORT` bytes
+    // and the other tokens when `d` is at least `SHORT`, else the whole
+    // trie but the subtrees of allowed tokens only.
+    let slice = vocab.string_slice();
+    // Subtrees of the vocabulary's trie whose tokens are all allowed as a
+    // block (see [`Slice::reach`]) are skipped: `(reach, d)`.
+    let mut skip: Option<(&[u8], u8)> = None;
+    // Where a character of the slice dies at once, the tokens of at most
+    // `d` characters without any that die (see [`SetWalker::fewer_characters`])
+    // are allowed by subtrees: `(d, the dying bytes as in Slice::bytes)`.
+    let mut without: Option<(u8, u128)> = None;
+    // Where every character of the slice leads the seed set back to itself
+    // (see [`Slice::tails`]), the rest's tails are walked instead: the
+    // tokens' splits, added to depths on the tails' trie.
+    let mut split: Option<&[u8]> = None;
+    // Elsewhere, where the rest is walked, below a node whose path is
+    // whole characters of the slice ([`Slice::whole`]) and whose set they
+    // all lead back to, its subtree is cut: `(node, set)`, for that set's
+    // analysis (of the tails) to decide.
+    let mut cuts: Option<Vec<(u32, u32)>> = None;
+    // Asked of the rule's automaton first, where it is cheaper (the set
+    // may still be its own link, which the split below takes).
+    let depth = if walker.dfa.living.lives(g, states, slice_seqs) {
+        walker.loop_set(slice_seqs).map(|_| (usize::MAX, false))
+    } else {
+        walker.alive_depth(seed, slice_seqs, slice.max_chars)
+    };
+    let trie = match depth {
+        Ok((d, _)) if d >= slice.max_chars => {
+            allowed.iter_mut().zip(slice.mask.iter()).for_each(|(a, &m)| *a = m);
+            if walker.dfa.links.get(&seed) == Some(&seed) {
+                split = Some(&slice.split);
+                &slice.tails
+            } else {
+                cuts = Some(Vec::new());
+                &slice.rest
+            }
+        }
+        Ok((d, closed)) if closed || d >= Slice::SHORT => {
+            slice.up_to(d, &mut allowed);
+            if closed { &slice.rest } else { &slice.long_rest }
+        }
+        Ok((d, _)) if d > 0 => {
+            slice.up_to(d, &mut allowed);
+            skip = Some((&slice.reach, d as u8));
+            vocab.trie()
+        }
+        Ok(_) => match walker.fewer_characters(seed, slice_seqs, slice.max_chars) {
+            Ok(Some((d, dying))) => {
+                without = Some((d, dying));
+                vocab.trie()
+            }
+            Ok(None) => vocab.trie(),
+            Err(e) => {
+                *fuel = walker.inner.fuel;
+                return Err(e);
+            }
+        },
+        Err(e) => {
+            *fuel = walker.inner.fuel;
+            return Err(e);
+        }
+    };
+    let mut ends: Vec<u32> = Vec::new(); // depths where the rule could end, on the current path
+    let mut path: Vec<u8> = Vec::new(); // the bytes of the current path
+    let mut follows = |b: u8| follow.has(g, b);
+    let mut pending: Vec<(u32, u32)> = Vec::new(); // (token, depth of the end)
+    let mut kept: Vec<u32> = Vec::new();
+    let mut depth = 0u32;
+    let mut i = 0usize;
+    // Below a node of the vocabulary's trie at depth `f`, at a character's
+    // end, whose set some characters of the slice keep alive for good
+    // (`strays` the others, see [`SetDfa::strays`]), these subtrees are
+    // allowed whole: those of strings of such characters (see [`Slice::bytes`]),
+    // and where every character of the slice does, those of tokens
+    // that are strings of the slice past `f` bytes (see [`Slice::class_from`]).
+    let full = std::ptr::eq(trie, vocab.trie());
+    let mut free: Vec<(u32, u128)> = Vec::new();
+    // The seed's own (a first character that leads into a string's loop).
+    if full {
+        match walker.strays(slice_seqs) {
+            Ok(u128::MAX) => {}
+            Ok(strays) => free.push((0, strays)),
+            Err(e) => {
+                *fuel = walker.inner.fuel;
+                return Err(e);
+            }
+        }
+    }
+    // The root's children whose byte the seed set may take: no end is on
+    // the path yet, so the others die before anything could be kept.
+    let roots: Vec<usize> = trie.roots.iter().filter(|&&(b, _)| walker.known(b) != DEAD).map(|&(_, r)| r as usize).collect();
+    let mut roots = roots.into_iter();
+    let mut root_end = 0;
+    let result = loop {
+        if i >= root_end {
+            let Some(r) = roots.next() else { break Ok(()) };
+            i = r;
+        }
+        let Some(node) = trie.nodes.get(i) else { break Ok(()) };
+        if node.depth == 1 {
+            root_end = node.end as usize;
+        }
+        while free.last().is_some_and(|&(f, _)| node.depth <= f) {
+            free.pop();
+        }
+        while depth >= node.depth {
+            walker.pop();
+            depth -= 1;
+        }
+        while ends.last().is_some_and(|&d| d > depth) {
+            ends.pop();
+        }
+        path.truncate(depth as usize);
+        // Most bytes kill most sets: skip them before any other work
+        // where no end on the path could keep a suffix of their tokens
+        // (as below, where a push fails).
+        let known = walker.known(node.byte);
+        if known == DEAD && !ends.iter().any(|&k| follows(path.get(k as usize).copied().unwrap_or(node.byte))) {
+            i = node.end as usize;
+            continue;
+        }
+        // (Entries are only pushed on the vocabulary's trie, whose nodes
+        // the slice's arrays describe.)
+        let whole = |&(f, strays): &(u32, u128)| {
+            let from = slice.class_from[i];
+            (strays & slice.class_bits == 0 && from < u8::MAX && from as u32 <= f)
+                || (slice.reach[i] != u8::MAX && slice.bytes[i] & strays == 0)
+        };
+        let surely_lives = |(d, dying): (u8, u128)| slice.reach[i] <= d && slice.bytes[i] & dying == 0;
+        if free.iter().any(whole) || without.is_some_and(surely_lives) {
+            for &t in trie.subtree_tokens(i) {
+                allowed[(t / 32) as usize] |= 1 << (t % 32);
+            }
+            i = node.end as usize;
+            continue;
+        }
+        if skip.is_some_and(|(reach, d)| reach[i] <= d) {
+            i = node.end as usize;
+            continue;
+        }
+        match walker.push_known(node.byte, known) {
+            Ok(true) => {
+                if let Some(cuts) = cuts.as_mut()
+                    && slice.whole[i]
+                    && ends.is_empty()
+                {
+                    match walker.loop_set(slice_seqs) {
+                        Ok(Some(set)) => {
+                            cuts.push((i as u32, set));
+                            walker.pop();
+                            i = node.end as usize;
+                            continue;
+                        }
+                        Ok(None) => {}
+                        Err(e) => break Err(e),
+                    }
+                }
+                // Below a set that whitespace keeps as it is, runs of it live.
+                if full && slice.blank_below[i] && node.end as usize - i > 1 {
+                    match walker.blank_loop() {
+                        Ok(true) => {
+                            for &t in trie.subtree_tokens(i) {
+                                allowed[(t / 32) as usize] |= 1 << (t % 32);
+                            }
+                            walker.pop();
+                            i = node.end as usize;
+                            continue;
+                        }
+                        Ok(false) => {}
+                        Err(e) => break Err(e),
+                    }
+                }
+                depth += 1;
+                path.push(node.byte);
+                for &t in &trie.tokens[node.tok_start as usize..node.tok_end as usize] {
+                    allowed[(t / 32) as usize] |= 1 << (t % 32);
+                }
+                if walker.outer_end() {
+                    ends.push(depth);
+                }
+                // Below a set that refuses every byte of the string slice's
+                // tokens, where no rule could end on the way, the longer
+                // tokens of a subtree of such tokens all die (a string of
+                // bounded length at its end, a key's name once written).
+                if full && walker.refuses_slice() && ends.is_empty() && slice.reach[i] != u8::MAX && node.end as usize - i > 1 {
+                    i = node.end as usize;
+                    continue;
+                }
+                // Worth its cost (a transition per byte class) above large
+                // subtrees only; once known for the set, below any. (A set
+                // past a cut character takes no character's first byte:
+                // `f` ends a character.)
+                if full && node.end as usize - i > 1 {
+                    let strays = if node.end as usize - i > FREE_MIN_NODES { walker.strays(slice_seqs).map(Some) } else { Ok(walker.known_strays()) };
+                    match strays {
+                        Ok(None | Some(u128::MAX)) => {}
+                        Ok(Some(strays)) => free.push((depth, strays)),
+                        Err(e) => break Err(e),
+                    }
+                }
+                i += 1;
+            }
+            Ok(false) => {
+                // Ends whose next byte (on the path, or this node's) may follow the rule.
+                let next = |k: u32| path.get(k as usize).copied().unwrap_or(node.byte);
+                kept.clear();
+                kept.extend(ends.iter().copied().filter(|&k| follows(next(k))));
+                if !kept.is_empty() {
+                    for &t in trie.subtree_tokens(i) {
+                        let at = split.map_or(0, |s| s[t as usize] as u32);
+                        pending.extend(kept.iter().map(|&k| (t, at + k)));
+                    }
+                }
+                i = node.end as usize;
+            }
+            Err(e) => break Err(e),
+        }
+    };
+    *fuel = walker.inner.fuel;
+    result?;
+    Ok(Walked { allowed, pending, cuts: cuts.unwrap_or_default() })
+}
+
+/// Fewest nodes below a node of the vocabulary's trie for which an
+/// analysis's walk looks for characters that lead its set back to itself
+/// (every node in tests, whose vocabularies are small). Looking costs a
+/// transition per byte class of every set the closure meets, more than
+/// a subtree of a few hundred nodes takes to walk.
+const FREE_MIN_NODES: usize = if cfg!(test) { 0 } else { 1024 };

@@ -1,0 +1,604 @@
+//! Grammar masks through a cache of context-independent tokens.
+//!
+//! Group the byte-consuming items of the newest Earley set by rule and
+//! origin. For one group, most tokens are decided by the group's states
+//! alone: a token whose bytes keep some item of the rule alive is allowed
+//! whatever the callers are, and a token that dies before the rule could end
+//! is refused. Only tokens that end the rule part-way through (`",` ending a
+//! string inside a list) depend on the callers. [`Analysis`] computes both
+//! sets once per group of states by walking the whole token trie through a
+//! local chart; at mask time a group costs one OR of the cached bits plus a
+//! walk of the remaining suffixes (`,` of `",`) from the set where the rule
+//! has ended, through the real chart. The result is exact: every token is
+//! either decided locally or checked against the full parse. Groups of one
+//! shape (the same automaton reachable from their states, in rules that
+//! the same bytes may follow, or whose walks never ended the rule: a string
+//! value inlined into each of several members) share one analysis.
+//!
+//! The walks share a lazily built DFA over outer sets (sets whose items all
+//! belong to rules called from outside the local chart) and open sets
+//! (whose other items belong to rules called in the set itself: after a
+//! digit, the member that may follow the number is predicted; or called in
+//! one open set below: the inside of that member, or of a called block of a
+//! long string): what follows such a set depends on nothing else, so each
+//! of its byte transitions is computed by an Earley step once and looked up
+//! afterwards. Inside a string or a number nearly every set is one of them,
+//! so a walk costs about one table lookup per trie node. Transitions are
+//! computed once per run of bytes the set's states take alike; the bytes
+//! none of them takes are refused from the start. No walk takes more bytes
+//! than the vocabulary's longest token, so a state may stand in for another
+//! that takes every string that long alike ([`Grammar::stand_in`]): the
+//! states of a patterned string of bounded length, far from its bound,
+//! make the same sets at every count.
+//!
+//! Inside a string body most of the vocabulary is allowed, and walking it
+//! all is what costs. When every string of JSON string characters keeps the
+//! group's set alive (checked on the rule's automaton where each byte
+//! leads to one successor list, as a key past many declared names does,
+//! else on the DFA), the vocabulary's string slice
+//! (tokens made of such characters) is allowed as a block and only the other
+//! tokens are walked; when only strings up to some length surely do (a
+//! string of bounded length), the slice's short tokens are. When some
+//! characters die at once (a pattern refusing `.`), the tokens without them
+//! that surely live are allowed by whole subtrees of the trie. Where a
+//! walk of the whole trie reaches a set that some characters lead back to
+//! (a key past the declared names, a pattern's `[^-]*`), the subtrees of
+//! tokens whose rest is made of them are allowed whole too. Where a walk of
+//! the slice's other tokens reaches, past whole characters, a set that every
+//! character leads back to (a key past the declared names, once off their
+//! prefixes), the tokens below go where their tails do from that set: its
+//! own analysis, a walk of the shared trie of tails, decides them. Below a
+//! set that every whitespace byte leads back to (between JSON tokens), the
+//! subtrees of whitespace runs are allowed whole. Below a set that takes no
+//! byte of the slice's tokens (a bounded string at its end), the longer
+//! tokens of a subtree of them are refused whole.
+//!
+//! A token that dies after its rule could have ended is kept for the
+//! mask-time walk only when the byte after that end may follow the rule
+//! somewhere in the grammar (its FOLLOW set, computed when a walk first
+//! asks): inside a string, only the closing quote can end it, not every
+//! character before.
+//!
+//! [`TokenCache`] and [`Analysis`] are here; each job has a file of its
+//! own: `analyze` (the walk of the token trie from a group's set), `dfa`
+//! (the lazily built DFA over outer and open sets), `walker` (the trie
+//! walker that follows it), `characters` (walks by the string slice's
+//! characters rather than bytes) and `living` (the same question asked of
+//! the rule's automaton).
+
+mod analyze;
+mod characters;
+mod dfa;
+mod living;
+mod walker;
+
+use analyze::{analyze, Follow, Walked};
+use characters::{byte_sequences, ByteSequence};
+use dfa::SetDfa;
+use crate::error::MatchError;
+use crate::grammar::{Chart, ChartWalker, FollowSets, Grammar};
+use crate::trie::{byte_bit, TokenTrie};
+use crate::vocab::Vocabulary;
+use crate::hash::FastMap;
+use std::sync::Arc;
+
+/// What a group of states decides on its own.
+#[derive(Debug)]
+pub(crate) struct Analysis {
+    /// Tokens allowed whatever the context.
+    allowed: Tokens,
+    /// For tokens that may end the rule part-way: the bytes left after each
+    /// place it may end, in a trie whose tokens are the owners of the suffixes.
+    suffixes: TokenTrie,
+    /// The FOLLOW set of the rule that the walk asked for (to keep the
+    /// suffixes whose first byte may follow), if it asked: a group of the
+    /// same shape in another rule shares the analysis only with the same.
+    follow: Option<[u64; 4]>,
+}
+
+/// Analyses per group of states, for one grammar and one vocabulary, and
+/// the DFA their walks share.
+#[derive(Debug, Default)]
+pub(crate) struct TokenCache {
+    groups: FastMap<Box<[u32]>, Arc<Analysis>>,
+    /// The same analyses by the shape of the group ([`Grammar::shape`]):
+    /// groups of one shape in different rules (a string in each of several
+    /// members) share one where the bytes that may follow their rules are
+    /// the same, or the walk never asked ([`Analysis::follow`]).
+    shapes: FastMap<Box<[u32]>, Vec<Arc<Analysis>>>,
+    dfa: SetDfa,
+    /// Per rule, the bytes that may follow its end (set up on first use).
+    follow: Option<FollowSets>,
+    /// The vocabulary's string-slice characters as [`byte_sequences`] for
+    /// this grammar (computed on first use).
+    slice_seqs: Vec<ByteSequence>,
+    /// The local chart of the analyses, kept between them: it grows a
+    /// mark per automaton state it meets, once.
+    local: Option<Chart>,
+    /// Scratch of [`Grammar::shape`].
+    shape_index: Vec<u32>,
+    bytes: usize,
+}
+
+impl TokenCache {
+    /// Approximate heap bytes held.
+    pub fn memory(&self) -> usize {
+        self.bytes + self.dfa.memory() + self.local.as_ref().map_or(0, Chart::memory) + self.shape_index.len() * 4
+    }
+
+    /// Fills `mask` for the newest set of `chart`. `fuel` bounds the Earley
+    /// items created (analyses included).
+    pub fn fill(
+        &mut self,
+        g: &Grammar,
+        vocab: &Vocabulary,
+        chart: &mut Chart,
+        mask: &mut [u32],
+        fuel: &mut usize,
+        limit: usize,
+    ) -> Result<(), MatchError> {
+        let mut items: Vec<(u32, u32, u32)> = chart.byte_items(g).collect();
+        items.sort_unstable();
+        let mut i = 0;
+        while i < items.len() {
+            let (rule, origin, _) = items[i];
+            let j = i + items[i..].iter().take_while(|x| x.0 == rule && x.1 == origin).count();
+            let states: Vec<u32> = items[i..j].iter().map(|x| x.2).collect();
+            i = j;
+            let a = self.analysis(g, vocab, rule, states, fuel, limit)?;
+            a.allowed.add_to(mask);
+            if !a.suffixes.nodes.is_empty() && chart.push_end_of(g, rule, origin, fuel)? {
+                let mut w = ChartWalker { g, chart: &mut *chart, fuel: *fuel, limit };
+                let r = a.suffixes.walk(&mut w, mask);
+                *fuel = w.fuel;
+                chart.pop();
+                r?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The analysis of the group of `states` of `rule`: cached, shared with
+    /// a group of the same shape, or made.
+    fn analysis(&mut self, g: &Grammar, vocab: &Vocabulary, rule: u32, states: Vec<u32>, fuel: &mut usize, limit: usize) -> Result<Arc<Analysis>, MatchError> {
+        if self.slice_seqs.is_empty() {
+            self.slice_seqs = byte_sequences(g, vocab.string_slice().class);
+            self.dfa.horizon = vocab.trie().longest;
+            let bits = vocab.string_slice().class_bits;
+            for b in (b' '..=255).filter(|&b| b >= 0x80 || byte_bit(b) & bits != 0) {
+                self.dfa.slice_bytes[(b / 64) as usize] |= 1 << (b % 64);
+            }
+        }
+        let states = g.stand_in(&states, self.dfa.horizon).unwrap_or(states);
+        if let Some(a) = self.groups.get(states.as_slice()) {
+            return Ok(a.clone());
+        }
+        let mut follow = Follow { sets: self.follow.get_or_insert_with(|| g.follow_sets()), rule, set: None };
+        let shape = g.shape(&states, &mut self.shape_index).map(Vec::into_boxed_slice);
+        let shared = shape.as_ref().and_then(|k| self.shapes.get(k)).and_then(|same| {
+            same.iter().find(|a| a.follow.is_none_or(|f| f == follow.get(g))).cloned()
+        });
+        let a = match shared {
+            Some(a) => a,
+            None => {
+                let local = self.local.get_or_insert_with(Chart::local);
+                let walked = analyze(g, vocab, &mut self.dfa, local, &self.slice_seqs, &states, &mut follow, fuel, limit);
+                let mut asked = follow.set;
+                // A failed walk may leave sets open.
+                if local.bytes() != 0 {
+                    self.local = None;
+                }
+                let Walked { mut allowed, mut pending, mut cuts } = walked?;
+                // Each cut subtree's tokens go where their tails do from its
+                // set: that set's analysis (of the tails) says.
+                cuts.sort_unstable_by_key(|c| c.1);
+                let rest = &vocab.string_slice().rest;
+                let mut below = if cuts.is_empty() { Vec::new() } else { vec![0u32; allowed.len()] };
+                for run in cuts.chunk_by(|a, b| a.1 == b.1) {
+                    let states = self.dfa.sets[run[0].1 as usize].to_vec();
+                    let tails = self.analysis(g, vocab, rule, states, fuel, limit)?;
+                    below.fill(0);
+                    for &t in run.iter().flat_map(|c| rest.subtree_tokens(c.0 as usize)) {
+                        let (w, bit) = ((t / 32) as usize, 1 << (t % 32));
+                        below[w] |= bit;
+                        if tails.allowed.contains(t) {
+                            allowed[w] |= bit;
+                        }
+                    }
+                    let has = |t: u32| below[(t / 32) as usize] >> (t % 32) & 1 == 1;
+                    pending.extend(tails.suffix_ends(vocab).filter(|&(t, _)| has(t)));
+                    asked = asked.or(tails.follow);
+                }
+                let a = Arc::new(Analysis::new(vocab, allowed, &pending, asked));
+                self.bytes += a.allowed.memory() + a.suffixes.nodes.len() * 20 + a.suffixes.roots.len() * 8 + a.suffixes.tokens.len() * 4 + 64;
+                if let Some(k) = shape {
+                    self.bytes += k.len() * 4 + 8;
+                    self.shapes.entry(k).or_default().push(a.clone());
+                }
+                a
+            }
+        };
+        self.groups.insert(states.into_boxed_slice(), a.clone());
+        Ok(a)
+    }
+}
+
+impl Analysis {
+    /// The analysis of the tokens `allowed` and of those that die after
+    /// their rule could end, as `(token, depth of the end)`, made with
+    /// `follow` where the walk asked for it.
+    fn new(vocab: &Vocabulary, allowed: Box<[u32]>, pending: &[(u32, u32)], follow: Option<[u64; 4]>) -> Analysis {
+        let mut sorted: Vec<(&[u8], u32)> = pending
+            .iter()
+            .filter_map(|&(t, k)| vocab.token_bytes(t).and_then(|b| b.get(k as usize..)).map(|s| (s, t)))
+            .filter(|(s, _)| !s.is_empty())
+            .collect();
+        sorted.sort_unstable();
+        sorted.dedup();
+        let suffixes = TokenTrie::from_sorted(sorted.into_iter().map(|(s, t)| (t, s)));
+        Analysis { allowed: Tokens::new(allowed), suffixes, follow }
+    }
+
+    /// The `(token, depth of the end)` pairs of [`Analysis::suffixes`].
+    fn suffix_ends<'a>(&'a self, vocab: &'a Vocabulary) -> impl Iterator<Item = (u32, u32)> + 'a {
+        let nodes = self.suffixes.nodes.iter();
+        nodes.flat_map(move |n| {
+            let tokens = &self.suffixes.tokens[n.tok_start as usize..n.tok_end as usize];
+            tokens.iter().map(move |&t| (t, (vocab.token_bytes(t).map_or(0, |b| b.len()) as u32).saturating_sub(n.depth)))
+        })
+    }
+}
+
+/// A set of tokens: a bitmask over the vocabulary, or its tokens in order
+/// when they are few (a key's name, a closing brace): a mask adds those
+/// one by one instead of reading the whole bitmask.
+#[derive(Debug)]
+enum Tokens {
+    Dense(Box<[u32]>),
+    Sparse(Box<[u32]>),
+}
+
+/// Most tokens of a [`Tokens::Sparse`] set: setting a bit costs about
+/// as much as ORing a few words of a bitmask.
+const SPARSE_MAX: usize = 256;
+
+impl Tokens {
+    /// The set of the tokens whose bits `bits` has.
+    fn new(bits: Box<[u32]>) -> Tokens {
+        let mut tokens = Vec::new();
+        for (i, &w) in bits.iter().enumerate().filter(|x| *x.1 != 0) {
+            let mut w = w;
+            while w != 0 {
+                if tokens.len() == SPARSE_MAX {
+                    return Tokens::Dense(bits);
+                }
+                tokens.push(i as u32 * 32 + w.trailing_zeros());
+                w &= w - 1;
+            }
+        }
+        Tokens::Sparse(tokens.into_boxed_slice())
+    }
+
+    /// Adds the set to bitmask `mask`.
+    fn add_to(&self, mask: &mut [u32]) {
+        match self {
+            Tokens::Dense(bits) => mask.iter_mut().zip(bits.iter()).for_each(|(m, &w)| *m |= w),
+            Tokens::Sparse(tokens) => tokens.iter().for_each(|&t| mask[(t / 32) as usize] |= 1 << (t % 32)),
+        }
+    }
+
+    fn contains(&self, t: u32) -> bool {
+        match self {
+            Tokens::Dense(bits) => bits[(t / 32) as usize] >> (t % 32) & 1 == 1,
+            Tokens::Sparse(tokens) => tokens.binary_search(&t).is_ok(),
+        }
+    }
+
+    /// Heap bytes held.
+    fn memory(&self) -> usize {
+        match self {
+            Tokens::Dense(w) | Tokens::Sparse(w) => w.len() * 4,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use super::living::Living;
+    use super::walker::SetWalker;
+
+    /// The grammar of `src`, its chart after `text`, and the states of the
+    /// byte items there, in order.
+    fn chart_after(src: &str, text: &[u8]) -> (Grammar, Chart, Vec<u32>) {
+        let g = Grammar::new(src, 10_000).unwrap();
+        let mut chart = Chart::new(&g);
+        let mut fuel = usize::MAX;
+        for &b in text {
+            assert!(chart.push(&g, b, &mut fuel).unwrap());
+        }
+        let mut states: Vec<u32> = chart.byte_items(&g).map(|x| x.2).collect();
+        states.sort_unstable();
+        (g, chart, states)
+    }
+
+    /// Whether the group after the first byte of `text` keeps alive on
+    /// every string of JSON string characters.
+    fn keeps_alive_after(src: &str, text: &[u8]) -> bool {
+        let (g, _, states) = chart_after(src, text);
+        let fuel = usize::MAX;
+        let mut dfa = SetDfa::default();
+        let mut local = Chart::local();
+        let seed = dfa.intern(&g, &states, false);
+        let mut w = SetWalker { inner: ChartWalker { g: &g, chart: &mut local, fuel, limit: fuel }, dfa: &mut dfa, frames: vec![] };
+        let seqs = byte_sequences(&g, &[(' ', '!'), ('#', '['), (']', char::MAX)]);
+        w.alive_depth(seed, &seqs, 64).unwrap().0 == usize::MAX
+    }
+
+    /// [`Living::lives`] for the byte items after `text`; where it holds,
+    /// every string of up to three characters of the slice (of one, two and
+    /// three bytes) is checked to keep the parser alive after `text`.
+    fn lives_after(src: &str, text: &[u8]) -> bool {
+        let (g, mut chart, states) = chart_after(src, text);
+        let mut fuel = usize::MAX;
+        let seqs = byte_sequences(&g, &[(' ', '!'), ('#', '['), (']', char::MAX)]);
+        let lives = Living::default().lives(&g, &states, &seqs);
+        if lives {
+            let alphabet = ["a", "b", "c", "x", " ", "é", "中"];
+            let mut strings = vec![String::new()];
+            for _ in 0..3 {
+                strings = strings.iter().flat_map(|s| alphabet.iter().map(move |c| format!("{s}{c}"))).collect();
+                for s in &strings {
+                    let pushed = s.bytes().take_while(|&b| chart.push(&g, b, &mut fuel).unwrap()).count();
+                    (0..pushed).for_each(|_| chart.pop());
+                    assert_eq!(pushed, s.len(), "{src}: {s:?} dies after {text:?}");
+                }
+            }
+        }
+        lives
+    }
+
+    /// Groups that every string of the slice keeps alive on their rule's
+    /// automaton alone are found so: a key past declared names (its
+    /// automaton walks their trie, then takes any string), before and
+    /// inside a name; and no others: a bounded string, a class short of
+    /// the slice, names whose other keys are bounded.
+    #[test]
+    fn groups_live_by_themselves_where_every_string_lives() {
+        let c = r#"[^"\\\x00-\x1F]"#;
+        let key = format!(r#"root ::= "\"" ("a" ("b" ("c" {c}+ | [^"\\\x00-\x1Fc] {c}*) | [^"\\\x00-\x1Fb] {c}* | "") | [^"\\\x00-\x1Fa] {c}*)? "\"""#);
+        assert!(lives_after(&key, b"\""));
+        assert!(lives_after(&key, b"\"ab"));
+        assert!(lives_after(&format!(r#"root ::= "\"" ("x" {c}* | [^"\\\x00-\x1Fx] {c}*) "\"""#), b"\""));
+        // A loop, where every character leads to one list: left to
+        // `alive_depth`, which takes it in one step.
+        assert!(!lives_after(&format!(r#"root ::= "\"" {c}* "\"""#), b"\""));
+        assert!(!lives_after(&format!(r#"root ::= "\"" {c}{{0,30}} "\"""#), b"\""));
+        assert!(!lives_after(r#"root ::= "\"" [a-z]* "\"""#, b"\""));
+        assert!(!lives_after(&format!(r#"root ::= "\"" ("ab" | [^"\\\x00-\x1Fa] {c}{{0,3}}) "\"""#), b"\""));
+    }
+
+    /// Masks inside a string of bounded length, on a vocabulary with
+    /// tokens longer than [`Slice::SHORT`] and multi-byte characters, equal
+    /// taking each token on the parser at every position.
+    #[test]
+    fn bounded_strings_match_the_parser() {
+        use crate::{Constraint, Vocabulary};
+        let mut tokens: Vec<Option<Vec<u8>>> = Vec::new();
+        for n in 1..=24 {
+            for unit in ["a", "é", "中"] {
+                let s = unit.repeat(n);
+                tokens.push(Some(s.clone().into_bytes()));
+                tokens.push(Some(format!("{s}\"").into_bytes()));
+                tokens.push(Some(format!("\"{s}").into_bytes()));
+            }
+        }
+        tokens.extend([&b"\""[..], b"\xe4", b"\xe4\xb8", b"\xb8\xad", b"\xad", b"\\n"].map(|b| Some(b.to_vec())));
+        let vocab = std::sync::Arc::new(Vocabulary::from_token_bytes(tokens));
+        // A string of bounded length, and one of two bounded parts in a
+        // called rule (it ends inside the string: tokens go on after it).
+        let grammars = [
+            r#"root ::= "\"" ([^"\\\x00-\x1F] | "\\n"){3,40} "\"""#,
+            "root ::= \"\\\"\" b b \"\\\"\"\nb ::= ([^\"\\\\\\x00-\\x1F] | \"\\\\n\"){2,9} | \"(\" b \")\"",
+        ];
+        let mut seed = 7u64;
+        for i in 0..60 {
+            let c = Constraint::gbnf(grammars[i % 2]).unwrap();
+            // Every fourth walk takes the last token allowed (`"`, then
+            // `\n`): one character at a time from the string's start.
+            walk_matches_parser(&c, &vocab, usize::MAX, &mut seed, i % 4 == 3);
+        }
+    }
+
+    /// Masks inside strings of a pattern and bounded length (the pattern's
+    /// product with the count) equal taking each token on the parser, where
+    /// the states at one count stand in for those at another (far from the
+    /// bound) and near the bound, where they may not. Every fourth walk
+    /// takes the last token allowed: one character at a time.
+    #[test]
+    fn bounded_patterns_match_the_parser() {
+        use crate::{Constraint, Vocabulary};
+        let tokens = [
+            &b"\""[..], b"a", b"b", b"ab", b"abc", b"abcab", b"aaaaaaaa", b"@", b"a@b", b"b@", b".", b".uk", b"a.b", b"b.uk",
+            b"a\"", b"b.uk\"", b"uk", b"u", b"k", b" ", b"a b", b"\\n", "é".as_bytes(), "aé".as_bytes(), "中".as_bytes(),
+            b"\xe4", b"\xb8\xad", "é@".as_bytes(), b"\"a", b"\"ab@",
+        ];
+        let vocab = std::sync::Arc::new(Vocabulary::from_token_bytes(tokens.iter().map(|b| Some(b.to_vec())).collect()));
+        let schemas = [
+            serde_json::json!({"type": "string", "pattern": "^[a-c]+@[a-c]+(\\.[a-c]+)*$", "minLength": 3, "maxLength": 40}),
+            serde_json::json!({"type": "string", "pattern": "^[^@\\s]+@[^@.\\s]+(\\.[^@.\\s]*)*\\.uk", "minLength": 5, "maxLength": 30}),
+        ];
+        let mut seed = 11u64;
+        for i in 0..48 {
+            let (c, _) = Constraint::json_schema(&schemas[i % 2], &Default::default()).unwrap();
+            let crate::constraint::Program::Grammar(g) = c.program() else { panic!("a schema compiles to a grammar") };
+            assert!(g.stand_in_count() > 0);
+            walk_matches_parser(&c, &vocab, 60, &mut seed, i % 4 == 3);
+        }
+    }
+
+    /// Takes at most `steps` tokens from the start of `c`, each a random one
+    /// of those allowed (or the last, with `last`), and checks at every step
+    /// that the mask equals taking each token on the parser.
+    fn walk_matches_parser(c: &crate::Constraint, vocab: &std::sync::Arc<crate::Vocabulary>, steps: usize, seed: &mut u64, last: bool) {
+        let mut m = crate::Matcher::new(c, vocab);
+        let mut mask = vec![0u32; vocab.mask_words()];
+        for _ in 0..steps {
+            let allowed = crate::matcher::mask_equals_parser(&mut m, &mut mask)
+                .unwrap_or_else(|t| panic!("the mask and the parser disagree on token {t} after {} bytes", m.bytes_len()));
+            if allowed.is_empty() {
+                break;
+            }
+            *seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            let pick = if last { allowed.len() - 1 } else { (*seed >> 33) as usize % allowed.len() };
+            m.accept_token(allowed[pick]).unwrap();
+        }
+    }
+
+    /// Masks inside strings whose characters lead back to the same set (the
+    /// walk takes the tails of tokens past their characters), on tokens
+    /// whose tails start at a quote, a backslash, a control character or
+    /// a byte that cannot follow, equal taking each token on the parser.
+    /// The string is a called rule (recursive, so not inlined): tokens that
+    /// end it go on through the chart from their tails' ends.
+    #[test]
+    fn string_tails_match_the_parser() {
+        use crate::{Constraint, Vocabulary};
+        let tokens = [
+            &b"["[..], b"]", b",", b"\"", b"a", "é".as_bytes(), "中".as_bytes(), b"\xe4", b"\xb8\xad", b"ab", b"\"a",
+            b"a\"", b"ab\"", b"ab\",", b"ab\"]", "é\",".as_bytes(), b"a\"]", b"\",", b"\"]", b"\", \"", b"a\\n", b"a\\n\"",
+            b"\\", b"a\\", b"a\\x", b"a\n", b"a\xb8\"", b"\xe4\xb8\"", b"aa\"],",
+        ];
+        let vocab = std::sync::Arc::new(Vocabulary::from_token_bytes(tokens.iter().map(|b| Some(b.to_vec())).collect()));
+        let c = Constraint::gbnf("root ::= \"[\" s (\",\" \" \"? s)* \"]\"\ns ::= \"\\\"\" ([^\"\\\\\\x00-\\x1F] | \"\\\\n\")* \"\\\"\" | \"<\" s \">\"\n").unwrap();
+        let mut seed = 5u64;
+        for _ in 0..40 {
+            walk_matches_parser(&c, &vocab, 30, &mut seed, false);
+        }
+    }
+
+    /// Takes `walks` walks of at most 30 tokens (see [`walk_matches_parser`]),
+    /// each on a fresh compile of the next of `grammars`, over a vocabulary
+    /// of `tokens`.
+    fn grammars_match_the_parser(tokens: &[&[u8]], grammars: &[&str], walks: usize, mut seed: u64) {
+        let vocab = std::sync::Arc::new(crate::Vocabulary::from_token_bytes(tokens.iter().map(|b| Some(b.to_vec())).collect()));
+        for i in 0..walks {
+            let c = crate::Constraint::gbnf(grammars[i % grammars.len()]).unwrap();
+            walk_matches_parser(&c, &vocab, 30, &mut seed, false);
+        }
+    }
+
+    /// Masks inside strings that refuse some characters of the slice (an
+    /// ASCII punctuation mark, every character of more than one byte, all
+    /// but one of them, one that lives only before another; first bytes
+    /// that share a bit with one that dies; labels of bounded length that a
+    /// `.` may end but not two in a row), of bounded and unbounded length,
+    /// equal taking each token on the parser:
+    /// the walk allows the subtrees of tokens without those characters.
+    #[test]
+    fn strings_of_fewer_characters_match_the_parser() {
+        let tokens = [
+            &b"["[..], b"]", b",", b"\"", b"a", b"ab", b"abc", b"abcd", b"a b", b".", b"#", b"a.b", b"ab#", b"a\"", b"ab\",",
+            "é".as_bytes(), "aé".as_bytes(), "中".as_bytes(), b"\xe4", b"a\xe4", b"\xb8\xad", b"\",", b"\"]", b"a\"]", b"aaaa",
+            b"aaaaaaaa", b"a.", b"..", b"a\\n", "ü".as_bytes(), "a¢".as_bytes(), b"#a", b"a#b", b"##",
+        ];
+        let grammars = [
+            "root ::= \"[\" s (\",\" s)* \"]\"\ns ::= \"\\\"\" [^\"\\\\\\x00-\\x1F.#]* \"\\\"\" | \"<\" s \">\"\n",
+            "root ::= \"[\" s (\",\" s)* \"]\"\ns ::= \"\\\"\" [a-d ]{0,6} \"\\\"\" | \"<\" s \">\"\n",
+            "root ::= \"[\" s (\",\" s)* \"]\"\ns ::= \"\\\"\" [^\"\\\\\\x00-\\x1F#]{1,5} \".\"? \"\\\"\" | \"<\" s \">\"\n",
+            "root ::= \"[\" s (\",\" s)* \"]\"\ns ::= \"\\\"\" [^\"\\\\\\x00-\\x1Fé]* \"\\\"\" | \"<\" s \">\"\n",
+            "root ::= \"[\" s (\",\" s)* \"]\"\ns ::= \"\\\"\" ([^\"\\\\\\x00-\\x1F#.] | \"#a\")* \"\\\"\" | \"<\" s \">\"\n",
+            "root ::= \"[\" s (\",\" s)* \"]\"\ns ::= \"\\\"\" [a-d]{1,6} (\".\" [a-d]{1,6}){0,3} \"\\\"\" | \"<\" s \">\"\n",
+        ];
+        grammars_match_the_parser(&tokens, &grammars, 96, 3);
+    }
+
+    /// Masks where tokens enter strings whose sets lead some characters
+    /// back to themselves, or into a loop after a first character (any key
+    /// but `ab`, a pattern whose `-` moves on, a called recursive string,
+    /// segments that a `-` may end but no two in a row, a string whose first
+    /// character is one of three), on tokens that go on past a quote, a
+    /// dash, a cut character or a byte that cannot follow, equal taking
+    /// each token on the parser: the walk allows the subtrees of tokens
+    /// whose rest is such characters.
+    #[test]
+    fn looping_strings_match_the_parser() {
+        let tokens = [
+            &b"["[..], b"]", b",", b"\"", b"\"a", b"\"ab", b"\"abc", b"\"x", b"\"xy\"", b"\"a-b", b"-", b"--", b"a-", b"-a",
+            b"a", b"b", b"ab", b"abc", b"a b", b" ", b"\" ", "\"é".as_bytes(), "é".as_bytes(), "中".as_bytes(), b"\xe4",
+            b"\xb8\xad", b"\"\xe4", b"\"a\xe4", b"\"],", b"\"]", b"\",\"", b"a\"", b"ab\"", b"xy\",", b"\"ab\"", b"\\n", b"\"\\",
+            b"\"a-", b"\"-", b"\"--a", "\"a中".as_bytes(), b"\"b-c-d", b"\"\"", b"a\xb8", b"\"a\xb8", b"\xb8", b"b\xe4\xb8",
+        ];
+        let grammars = [
+            "root ::= \"[\" k (\",\" k)* \"]\"\nk ::= \"\\\"\" (\"a\" (\"b\" [^\"\\\\]+ | [^\"\\\\b] [^\"\\\\]* | \"\") | [^\"\\\\a] [^\"\\\\]*)? \"\\\"\"\n",
+            "root ::= \"[\" k (\",\" k)* \"]\"\nk ::= \"\\\"\" [^\"\\\\-]* (\"-\" [^\"\\\\-]+){0,2} \"\\\"\"\n",
+            "root ::= \"[\" k (\",\" k)* \"]\"\nk ::= \"\\\"\" t \"\\\"\"\nt ::= \"\" | [^\"\\\\] t\n",
+            "root ::= \"[\" k (\",\" k)* \"]\"\nk ::= \"\\\"\" \"-\"? ([^\"\\\\-]+ \"-\"?)+ \"\\\"\"\n",
+            "root ::= \"[\" k (\",\" k)* \"]\"\nk ::= \"\\\"\" [a-c] [^\"\\\\]* \"\\\"\"\n",
+        ];
+        grammars_match_the_parser(&tokens, &grammars, 150, 13);
+    }
+
+    /// Masks where whitespace may run on (unbounded, bounded, spaces only,
+    /// inside a string), on tokens of whitespace runs and of runs followed
+    /// by more, equal taking each token on the parser: the walk allows the
+    /// subtrees of runs whole only below a set that whitespace keeps.
+    #[test]
+    fn blank_runs_match_the_parser() {
+        let tokens = [
+            &b" "[..], b"  ", b"   ", b"\t", b"\t\t", b"\t\t\t", b"\n", b"\n ", b"\n  ", b"\n\t", b"\n\n", b"\r\n", b"\r\n\t",
+            b" \t\n\r", b" x", b"\n:", b"\n\t\"", b"  \"", b":", b": ", b"\"", b"\"a", b"a", b"x", b"{", b"}", b",", b", ", b"{\n",
+            b"\" ", b"a ",
+        ];
+        let grammars = [
+            "root ::= \"{\" ws (k ws \":\" ws k ws (\",\" ws k ws \":\" ws k ws)*)? \"}\"\nk ::= \"\\\"\" [a x]* \"\\\"\"\nws ::= [ \\t\\n\\r]*\n",
+            "root ::= \"{\" ws (k ws \":\" ws k ws)? \"}\"\nk ::= \"\\\"\" [a x]* \"\\\"\"\nws ::= [ \\t\\n\\r]{0,2}\n",
+            "root ::= \"{\" \" \"* (k \" \"* \":\" \" \"* k)? \" \"* \"}\"\nk ::= \"\\\"\" [a x ]* \"\\\"\"\n",
+        ];
+        grammars_match_the_parser(&tokens, &grammars, 120, 29);
+    }
+
+    /// Masks inside keys past declared names (any key but `ab` or `abc`,
+    /// then a member's value; a called rule, recursive so not inlined), on
+    /// tokens whose characters lead into the key's loop and whose tails
+    /// close the key and go on past its rule through the chart,
+    /// equal taking each token on the parser: the walk leaves such subtrees
+    /// to the analysis of the loop's set.
+    #[test]
+    fn keys_past_declared_names_match_the_parser() {
+        let tokens = [
+            &b"{"[..], b"}", b",", b"\"", b":", b"1", b"x", b"a", b"b", b"ab", b"xy", b"\"x", b"x\"", b"xy\":", b"xy\":1",
+            b"xy\":1,", b"x\":1}", b"a\":", b"ab\":", b"abc\":1", b"abd\":1,", b"b\":1,\"", "\u{e9}\":".as_bytes(),
+            "x\u{e9}\":1}".as_bytes(), b"x\\n\":", b"\\n", b"xy\"", b"\":1", b"\":1,\"", b"\xe4", b"\xb8\xad\":", b"<", b">",
+            b"<\"", b"x\">", b"x\">:1",
+        ];
+        let key = "k ::= \"\\\"\" (\"a\" (\"b\" (\"c\" c+ | [^\"\\\\\\x00-\\x1Fc] c*) | [^\"\\\\\\x00-\\x1Fb] c* | \"\") | [^\"\\\\\\x00-\\x1Fa] c*)? \"\\\"\" | \"<\" k \">\"\nc ::= [^\"\\\\\\x00-\\x1F] | \"\\\\n\"\n";
+        let grammars = [format!("root ::= \"{{\" (m (\",\" m)*)? \"}}\"\nm ::= k \":\" \"1\"\n{key}")];
+        let grammars: Vec<&str> = grammars.iter().map(String::as_str).collect();
+        grammars_match_the_parser(&tokens, &grammars, 120, 21);
+    }
+
+    /// Masks where a number that may end inside a token is followed by a
+    /// called rule (predicted in the set after each digit: open sets, and
+    /// sets that are neither open nor outer after the call takes a byte)
+    /// equal taking each token on the parser.
+    #[test]
+    fn open_sets_match_the_parser() {
+        use crate::Constraint;
+        let vocab = crate::matcher::short_strings_vocab(b"01;x[],");
+        let c = Constraint::gbnf("root ::= v | \"[\" v (\",\" v)* \"]\"\nv ::= [0-1]+ (\"\" | v \";\" | \"[\" v \"]\") | \"x\"\n").unwrap();
+        let mut seed = 11u64;
+        for _ in 0..40 {
+            walk_matches_parser(&c, &vocab, 12, &mut seed, false);
+        }
+    }
+
+    #[test]
+    fn string_bodies_keep_alive() {
+        let body = r#"[^"\\\x00-\x1F]"#;
+        assert!(keeps_alive_after(&format!(r#"root ::= "\"" {body}* "\"""#), b"\""));
+        assert!(keeps_alive_after(&format!(r#"root ::= "\"" {body}* "ab" {body}* "\"""#), b"\"x"));
+        assert!(!keeps_alive_after(&format!(r#"root ::= "\"" {body}{{0,30}} "\"""#), b"\""));
+        assert!(!keeps_alive_after(r#"root ::= "\"" [a-z]* "\"""#, b"\""));
+    }
+}
