@@ -33,7 +33,7 @@ enum N {
     Ranges { first: u32, end: u32 },
 }
 
-struct Builder<'a> {
+pub(super) struct Builder<'a> {
     p: &'a gbnf::Rules,
     /// Which expressions derive anything: only those are compiled.
     facts: Facts,

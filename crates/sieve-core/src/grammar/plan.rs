@@ -20,6 +20,8 @@ const INLINE_MAX_AUTOMATON: usize = 4000;
 /// Estimated automaton states of `e` (as [`Builder::expr`] compiles it),
 /// with `r(rule, tail)` the cost of a reference; `tail` is true when the
 /// reference continues where `e` does (it ends its rule's body).
+///
+/// [`Builder::expr`]: super::build::Builder::expr
 fn cost(p: &gbnf::Rules, e: u32, tail: bool, r: &mut dyn FnMut(u32, bool) -> usize) -> usize {
     match p.expr(e) {
         Expr::Seq { first, end } => {
@@ -288,6 +290,8 @@ type Held = (Vec<(u32, usize)>, Option<usize>);
 /// copies nothing). A copy holds, once each, the
 /// rules reached through tail references (they share one continuation) and
 /// a copy of each rule referenced elsewhere.
+///
+/// [`Builder::memo`]: super::build::Builder::memo
 pub(super) fn plan(p: &gbnf::Rules, calls: &Calls, comps: &Components) -> Vec<bool> {
     let rules = &p.rules;
     let (comp, members) = (&comps.of, &comps.members);

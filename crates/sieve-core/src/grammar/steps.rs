@@ -178,6 +178,8 @@ impl Grammar {
     /// ends the rule after it in both or neither: a token cache that only
     /// walks tokens that long may take one group for the other. A string
     /// whose length is bounded so meets few groups rather than one per count.
+    ///
+    /// [`gbnf::State::twin`]: crate::gbnf::State::twin
     pub fn stand_in(&self, states: &[u32], bytes: u32) -> Option<Vec<u32>> {
         if self.stand_ins.is_empty() {
             return None;

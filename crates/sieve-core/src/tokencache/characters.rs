@@ -115,6 +115,8 @@ impl SetWalker<'_, '_> {
     /// such strings reach level by level, up to `max_chars` levels and
     /// [`MAX_FEWER`] sets; the depth is at least one character, at most
     /// `u8::MAX - 1`. `None` when no string of them lives.
+    ///
+    /// [`Slice::bytes`]: crate::trie::Slice::bytes
     pub(super) fn fewer_characters(&mut self, id: u32, seqs: &[ByteSequence], max_chars: usize) -> Result<Option<(u8, u128)>, MatchError> {
         // Per sequence, per first byte: still kept.
         let mut kept: Vec<Vec<bool>> = seqs.iter().map(|seq| vec![true; seq.bits.len()]).collect();
@@ -242,12 +244,16 @@ pub(super) struct ByteSequence {
     pub(super) bytes: Vec<Vec<u8>>,
     /// Per first byte: the bits of the first bytes it stands for, as
     /// [`Slice::bytes`] marks them.
+    ///
+    /// [`Slice::bytes`]: crate::trie::Slice::bytes
     pub(super) bits: Vec<u128>,
 }
 
 /// The UTF-8 sequences of the characters of `class`, for the walks that
 /// follow characters rather than bytes ([`SetWalker::alive_depth`],
 /// [`SetWalker::fewer_characters`], [`SetDfa::strays`]).
+///
+/// [`SetDfa::strays`]: super::dfa::SetDfa::strays
 pub(super) fn byte_sequences(g: &Grammar, class: &[(char, char)]) -> Vec<ByteSequence> {
     class
         .iter()

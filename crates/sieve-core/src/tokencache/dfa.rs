@@ -42,8 +42,12 @@ pub(super) struct SetDfa {
     /// Per set from which every character of the string slice lives and
     /// leads to one same set, ending no rule on the way: that set (a chain
     /// link of [`SetWalker::alive_depth`], which takes it in one lookup).
+    ///
+    /// [`SetWalker::alive_depth`]: super::walker::SetWalker::alive_depth
     pub(super) links: FastMap<u32, u32>,
     /// Outer sets checked by [`SetWalker::loop_set`].
+    ///
+    /// [`SetWalker::loop_set`]: super::walker::SetWalker::loop_set
     pub(super) looped: FastSet<u32>,
     /// What [`Living::lives`] learnt of the grammar's successor lists.
     pub(super) living: Living,
@@ -108,6 +112,8 @@ const MAX_CLOSURE: usize = 8;
 
 /// The bits of ASCII characters in [`Slice::bytes`] (the others mark
 /// non-ASCII first bytes).
+///
+/// [`Slice::bytes`]: crate::trie::Slice::bytes
 pub(super) const ASCII_BITS: u128 = !0xFFFF_FFFF;
 
 /// An open set's items as `(state, origin)` ([`Origin::Below`]: its anchor).
@@ -179,6 +185,9 @@ impl SetDfa {
     /// ASCII characters: `id` alone (a string's loop), or up to
     /// [`MAX_CLOSURE`] sets (a first character that leads into the loop).
     /// Computed once per set.
+    ///
+    /// [`Slice::bytes`]: crate::trie::Slice::bytes
+    /// [`byte_sequences`]: super::characters::byte_sequences
     pub(super) fn strays(&mut self, w: &mut ChartWalker, id: u32, seqs: &[ByteSequence]) -> Result<u128, MatchError> {
         let (known, i) = (&mut self.strays[(id >> 31) as usize], (id & !OPEN) as usize);
         if i >= known.len() {

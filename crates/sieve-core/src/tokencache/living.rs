@@ -72,6 +72,8 @@ impl Living {
     /// links: where every character leads `states`, or [`MAX_CHAIN`] lists
     /// in a row, to one other list. Every list met on the way to a no is
     /// then known as one that may die.
+    ///
+    /// [`SetWalker::alive_depth`]: super::walker::SetWalker::alive_depth
     pub(super) fn lives(&mut self, g: &Grammar, states: &[u32], seqs: &[ByteSequence]) -> bool {
         self.known.resize(g.list_count(), UNSEEN);
         let mut met: Vec<(u32, u32)> = Vec::new();
