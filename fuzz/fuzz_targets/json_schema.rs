@@ -252,6 +252,10 @@ fuzz_target!(|input: Input| {
         additional_properties_default: !input.closed,
         limits: json_schema::Limits { max_dfa_states: limits.max_dfa_states, ..json_schema::Limits::default() },
     };
+    if std::env::var_os("SIEVE_FUZZ_PRINT").is_some() {
+        // To turn an input into a regression test: the schema and options it stands for.
+        eprintln!("{schema}\n{options:?}");
+    }
     let source = ConstraintSource::JsonSchema(schema.to_string(), options);
     if let Ok(c) = Constraint::compile(&source, &limits) {
         common::drive(&c, &common::vocab(), &input.ops);
