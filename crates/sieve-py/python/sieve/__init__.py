@@ -28,17 +28,9 @@ __all__ = [
     "MatchError",
     "Matcher",
     "Vocabulary",
-    "allocate_token_bitmask",
     "apply_token_bitmask_inplace",
     "fill_next_token_bitmasks",
 ]
-
-
-def allocate_token_bitmask(batch, width):
-    """A zeroed int32 bitmask of shape ``[batch, ceil(width / 32)]`` (a NumPy array)."""
-    import numpy
-
-    return numpy.zeros((batch, (width + 31) // 32), dtype=numpy.int32)
 
 
 def apply_token_bitmask_inplace(logits, bitmask, indices=None):

@@ -1,6 +1,13 @@
-"""The token bitmask applied by torch's own kernels, on any device and in any float type."""
+"""Token bitmasks as torch tensors: allocated as serving engines expect them, applied by torch's
+own kernels on any device and in any float type."""
 
 import torch
+
+
+def allocate_token_bitmask(batch, width):
+    """An int32 bitmask of ``batch`` rows in CPU memory, every token allowed (a row left
+    unfilled constrains nothing)."""
+    return torch.full((batch, (width + 31) // 32), -1, dtype=torch.int32)
 
 
 def apply_token_bitmask_inplace(logits, bitmask, indices=None):

@@ -18,6 +18,7 @@ import torch
 from sglang.srt.constrained.base_grammar_backend import BaseGrammarBackend, BaseGrammarObject, GrammarRow, InvalidGrammarObject
 
 from . import CompileError, ConstraintCache, Matcher, Vocabulary, apply_token_bitmask_inplace, fill_next_token_bitmasks
+from ._torch import allocate_token_bitmask
 
 
 class SieveGrammar(BaseGrammarObject):
@@ -84,7 +85,7 @@ class SieveGrammar(BaseGrammarObject):
 
 def allocate_vocab_mask(vocab_size: int, batch_size: int, device) -> torch.Tensor:
     """An int32 bitmask of ``batch_size`` rows, every token allowed (rows left unfilled stay free)."""
-    return torch.full((batch_size, (vocab_size + 31) // 32), -1, dtype=torch.int32)
+    return allocate_token_bitmask(batch_size, vocab_size)
 
 
 def move_vocab_mask(vocab_mask: torch.Tensor, device) -> torch.Tensor:

@@ -22,10 +22,10 @@ import os
 import threading
 from dataclasses import dataclass
 
-import torch
 from vllm.v1.structured_output.backend_types import StructuredOutputBackend, StructuredOutputGrammar, StructuredOutputOptions
 
 from . import ConstraintCache, Matcher, Vocabulary
+from ._torch import allocate_token_bitmask
 
 
 @dataclass
@@ -123,7 +123,7 @@ class SieveBackend(StructuredOutputBackend):
             return vocab
 
     def allocate_token_bitmask(self, max_num_seqs):
-        return torch.full((max_num_seqs, (self.vocab_size + 31) // 32), -1, dtype=torch.int32)
+        return allocate_token_bitmask(max_num_seqs, self.vocab_size)
 
     def destroy(self):
         pass
