@@ -4,7 +4,7 @@ use crate::constraint::{Constraint, Program, Runtime, lock};
 use crate::error::MatchError;
 use crate::grammar::Chart;
 use crate::regex::{DEAD, DfaWalker, START};
-use crate::tokencache::TokenCache;
+use crate::tokencache::{self, TokenCache};
 use crate::vocab::Vocabulary;
 use std::sync::Arc;
 
@@ -252,14 +252,15 @@ impl Matcher {
             (State::Regex(st), Program::Regex(p), Runtime::Regex(dfa)) => {
                 let mut dfa = lock(dfa);
                 let s = *st.last().unwrap_or(&DEAD);
-                if let Some(m) = dfa.masks.get(&s) {
-                    mask.copy_from_slice(m);
+                if let Some(m) = dfa.masks.get(&s).cloned() {
+                    drop(dfa);
+                    mask.copy_from_slice(&m);
                     Ok(())
                 } else {
                     let mut w = DfaWalker { prog: p, dfa: &mut dfa, stack: vec![s] };
                     let r = trie.walk(&mut w, mask);
                     if r.is_ok() {
-                        dfa.masks.insert(s, mask.to_vec().into_boxed_slice());
+                        dfa.masks.insert(s, Arc::from(&*mask));
                     }
                     r.map(|_| ())
                 }
@@ -267,11 +268,14 @@ impl Matcher {
             (State::Grammar(c), Program::Grammar(g), Runtime::Grammar(cache)) => {
                 let limits = self.constraint.limits();
                 let mut fuel = limits.mask_fuel;
-                let mut cache = lock(cache);
-                if cache.memory() > limits.max_token_cache_bytes {
-                    *cache = TokenCache::default();
-                }
-                cache.fill(g, &self.vocab, c, mask, &mut fuel, limits.mask_fuel)
+                let analyses = {
+                    let mut cache = lock(cache);
+                    if cache.memory() > limits.max_token_cache_bytes {
+                        *cache = TokenCache::default();
+                    }
+                    cache.analyses(g, &self.vocab, c, &mut fuel, limits.mask_fuel)
+                };
+                analyses.and_then(|a| tokencache::fill(&a, g, c, mask, &mut fuel, limits.mask_fuel))
             }
             _ => Err(MatchError::Limit { what: "matcher and constraint disagree", limit: 0 }),
         };
@@ -406,27 +410,17 @@ pub fn fill_next_token_bitmasks(
 
 /// Fills each matcher's mask into its row, in any rows of any buffers: the
 /// results in the order given. With the `parallel` feature the rows are
-/// filled on several threads, the rows of matchers that share a constraint
-/// (and its caches, behind one lock) one after another on one thread, so
-/// that different constraints fill side by side instead of waiting on each
-/// other.
+/// filled on several threads, rows of one constraint side by side too: they
+/// hold its shared cache only to look up (or make) their analyses, and fill
+/// from them apart.
 pub fn fill_bitmask_rows(work: Vec<(&mut Matcher, &mut [u32])>) -> Vec<Result<(), MatchError>> {
     #[cfg(feature = "parallel")]
     {
         use rayon::prelude::*;
         let mut work: Vec<(usize, &mut Matcher, &mut [u32])> = work.into_iter().enumerate().map(|(i, (m, row))| (i, m, row)).collect();
         work.sort_by_key(|(_, m, _)| Arc::as_ptr(&m.runtime) as usize);
-        let mut groups: Vec<Vec<(usize, &mut Matcher, &mut [u32])>> = Vec::new();
-        for item in work {
-            match groups.last_mut() {
-                Some(g) if Arc::ptr_eq(&g[0].1.runtime, &item.1.runtime) => g.push(item),
-                _ => groups.push(vec![item]),
-            }
-        }
-        let mut results: Vec<(usize, Result<(), MatchError>)> = groups
-            .into_par_iter()
-            .flat_map_iter(|g| g.into_iter().map(|(i, m, row)| (i, m.fill_next_token_bitmask(row))))
-            .collect();
+        let mut results: Vec<(usize, Result<(), MatchError>)> =
+            work.into_par_iter().map(|(i, m, row)| (i, m.fill_next_token_bitmask(row))).collect();
         results.sort_by_key(|(i, _)| *i);
         results.into_iter().map(|(_, r)| r).collect()
     }

@@ -11,6 +11,7 @@ use crate::trie::Walker;
 use regex_automata::nfa::thompson::{self, NFA, State, WhichCaptures};
 use regex_automata::util::primitives::StateID;
 use std::collections::HashMap;
+use std::sync::Arc;
 
 /// A compiled regex: the trimmed NFA and its anchored start set.
 #[derive(Debug)]
@@ -144,7 +145,7 @@ pub(crate) struct LazyDfa {
     trans: Vec<u32>,
     max_states: usize,
     /// Token mask of each state whose mask has been computed.
-    pub masks: HashMap<u32, Box<[u32]>>,
+    pub masks: HashMap<u32, Arc<[u32]>>,
 }
 
 impl LazyDfa {

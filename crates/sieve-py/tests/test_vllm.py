@@ -26,7 +26,7 @@ from vllm.sampling_params import SamplingParams, StructuredOutputsParams  # noqa
 from vllm.v1.request import Request  # noqa: E402
 from vllm.v1.structured_output import StructuredOutputManager  # noqa: E402
 
-from conftest import WIDTH  # noqa: E402
+from conftest import ROOT, WIDTH  # noqa: E402
 
 
 @pytest.fixture
@@ -47,6 +47,11 @@ def engine(model_dir, speculative=0, backend="auto", **options):
 def request(model, config, manager, rid, stop_token_ids=None, **constraint):
     """A request as vLLM's front end makes it, compiled by the manager."""
     params = SamplingParams(max_tokens=64, stop_token_ids=stop_token_ids, structured_outputs=StructuredOutputsParams(**constraint))
+    return submit(model, config, manager, rid, params)
+
+
+def submit(model, config, manager, rid, params):
+    """A request of these sampling parameters, checked as the front end does and compiled."""
     params.update_from_generation_config({}, manager.tokenizer.eos_token_id)
     params.verify(model, config.speculative_config, config.structured_outputs_config, manager.tokenizer)
     req = Request(rid, prompt_token_ids=[1, 2, 3], sampling_params=params, pooling_params=None)
@@ -98,6 +103,21 @@ def test_requests_of_every_kind_follow_their_constraint(model_dir, installed, ki
     fresh = request(model, config, manager, "bad", **constraint).structured_output_request.grammar
     assert not fresh.accept_tokens("bad", [tok.convert_tokens_to_ids("<|im_start|>")]), "a token outside the constraint is refused"
     assert fresh.validate_tokens(tok.encode(text, add_special_tokens=False) + [eos]) == tok.encode(text, add_special_tokens=False) + [eos]
+
+
+def test_the_readme_request_through_the_openai_front_end(model_dir, installed):
+    """The README's request, turned into sampling parameters by vLLM's OpenAI server code."""
+    from vllm.entrypoints.openai.chat_completion.protocol import ChatCompletionRequest
+
+    block = (ROOT / "README.md").read_text().split("SIEVE_VLLM=1 vllm serve")[1].split("\n```")[0]
+    body = json.loads(block.split("-d '")[1].rsplit("'", 1)[0])
+    model, config, manager = engine(model_dir)
+    req = submit(model, config, manager, "r", ChatCompletionRequest.model_validate(body).to_sampling_params(64, {}))
+    assert isinstance(req.structured_output_request.grammar, sieve.vllm.SieveGrammar)
+    tok = manager.tokenizer
+    for text, follows in [('{"name": 7}', False), ('{"name": "Oslo"}', True)]:
+        tokens = tok.encode(text, add_special_tokens=False) + [tok.eos_token_id]
+        assert (manager.validate_tokens(req, tokens) == tokens) == follows, text
 
 
 def test_a_constraint_that_does_not_compile_fails_its_request_only(model_dir, installed):

@@ -126,36 +126,31 @@ impl TokenCache {
         self.bytes + self.dfa.memory() + self.local.as_ref().map_or(0, Chart::memory) + self.shape_index.len() * 4
     }
 
-    /// Fills `mask` for the newest set of `chart`. `fuel` bounds the Earley
-    /// items created (analyses included).
-    pub fn fill(
+    /// The analyses of the groups of byte items in the newest set of
+    /// `chart`, each with its rule and origin: cached, or made here. `fuel`
+    /// bounds the Earley items created by analyses. The caller holds the
+    /// cache only for this; [`fill`] applies the analyses to the chart alone,
+    /// so that matchers sharing a cache fill their masks at the same time.
+    pub fn analyses(
         &mut self,
         g: &Grammar,
         vocab: &Vocabulary,
-        chart: &mut Chart,
-        mask: &mut [u32],
+        chart: &Chart,
         fuel: &mut usize,
         limit: usize,
-    ) -> Result<(), MatchError> {
+    ) -> Result<Vec<(Arc<Analysis>, u32, u32)>, MatchError> {
         let mut items: Vec<(u32, u32, u32)> = chart.byte_items(g).collect();
         items.sort_unstable();
+        let mut out = Vec::new();
         let mut i = 0;
         while i < items.len() {
             let (rule, origin, _) = items[i];
             let j = i + items[i..].iter().take_while(|x| x.0 == rule && x.1 == origin).count();
             let states: Vec<u32> = items[i..j].iter().map(|x| x.2).collect();
             i = j;
-            let a = self.analysis(g, vocab, rule, states, fuel, limit)?;
-            a.allowed.add_to(mask);
-            if !a.suffixes.nodes.is_empty() && chart.push_end_of(g, rule, origin, fuel)? {
-                let mut w = ChartWalker { g, chart: &mut *chart, fuel: *fuel, limit };
-                let r = a.suffixes.walk(&mut w, mask);
-                *fuel = w.fuel;
-                chart.pop();
-                r?;
-            }
+            out.push((self.analysis(g, vocab, rule, states, fuel, limit)?, rule, origin));
         }
-        Ok(())
+        Ok(out)
     }
 
     /// The analysis of the group of `states` of `rule`: cached, shared with
@@ -221,6 +216,30 @@ impl TokenCache {
         self.groups.insert(states.into_boxed_slice(), a.clone());
         Ok(a)
     }
+}
+
+/// Fills `mask` for the newest set of `chart` from its [`TokenCache::analyses`]:
+/// each group's cached tokens, then its suffixes walked through the chart.
+/// `fuel` bounds the Earley items created.
+pub(crate) fn fill(
+    analyses: &[(Arc<Analysis>, u32, u32)],
+    g: &Grammar,
+    chart: &mut Chart,
+    mask: &mut [u32],
+    fuel: &mut usize,
+    limit: usize,
+) -> Result<(), MatchError> {
+    for (a, rule, origin) in analyses {
+        a.allowed.add_to(mask);
+        if !a.suffixes.nodes.is_empty() && chart.push_end_of(g, *rule, *origin, fuel)? {
+            let mut w = ChartWalker { g, chart: &mut *chart, fuel: *fuel, limit };
+            let r = a.suffixes.walk(&mut w, mask);
+            *fuel = w.fuel;
+            chart.pop();
+            r?;
+        }
+    }
+    Ok(())
 }
 
 impl Analysis {

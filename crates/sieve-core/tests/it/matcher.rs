@@ -206,14 +206,15 @@ fn batch_isolates_failures() {
     assert!(matches!(fill_next_token_bitmasks(&mut ms, &mut masks[1..], words)[0], Err(MatchError::MaskTooSmall { .. })));
 }
 
-/// Matchers of a few constraints interleaved (the batch fills the rows of one constraint
-/// together): each row is its own matcher's mask, in the order given.
+/// Matchers of a few fresh constraints interleaved (the batch fills rows of one constraint on
+/// several threads, making its cache's entries as they go): each row is its own matcher's mask,
+/// in the order given.
 #[test]
 fn batch_rows_follow_their_matchers_when_constraints_repeat() {
     let vocab = common::toy();
     let constraints = [Constraint::any_json(), Constraint::regex("[0-9]+(,[0-9]+)*").unwrap(), Constraint::gbnf("root ::= \"ab\"+ \"c\"").unwrap()];
     let starts = [["[1, ", "{\"a", "2"], ["1", "12,", "3,4"], ["ab", "abab", "a"]];
-    let mut ms: Vec<Matcher> = (0..12)
+    let mut ms: Vec<Matcher> = (0..48)
         .map(|i| {
             let mut m = Matcher::new(&constraints[i % 3], &vocab);
             m.accept_bytes(starts[i % 3][i / 4 % 3].as_bytes()).unwrap();
@@ -221,7 +222,7 @@ fn batch_rows_follow_their_matchers_when_constraints_repeat() {
         })
         .collect();
     let words = vocab.mask_words();
-    let mut masks = vec![u32::MAX; 12 * words];
+    let mut masks = vec![u32::MAX; 48 * words];
     assert!(sieve_core::fill_next_token_bitmasks(&mut ms, &mut masks, words).iter().all(Result::is_ok));
     for (i, m) in ms.iter_mut().enumerate() {
         assert_eq!(&masks[i * words..(i + 1) * words], mask_of(m).as_slice(), "row {i}");
