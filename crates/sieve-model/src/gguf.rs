@@ -62,16 +62,16 @@ impl Value {
     }
 }
 
-/// The element types this reader can dequantize (GGML type ids in brackets).
+/// The element types this reader can dequantize (GGML type ids in parentheses).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TensorType {
-    /// [0] little-endian f32.
+    /// (id 0) little-endian f32.
     F32,
-    /// [1] little-endian f16.
+    /// (id 1) little-endian f16.
     F16,
-    /// [3] blocks of 32: f16 scale `d`, f16 minimum `m`, 16 bytes of 4-bit `q`; `x = d * q + m`.
+    /// (id 3) blocks of 32: f16 scale `d`, f16 minimum `m`, 16 bytes of 4-bit `q`; `x = d * q + m`.
     Q4_1,
-    /// [8] blocks of 32: f16 scale `d`, 32 signed bytes `q`; `x = d * q`.
+    /// (id 8) blocks of 32: f16 scale `d`, 32 signed bytes `q`; `x = d * q`.
     Q8_0,
 }
 

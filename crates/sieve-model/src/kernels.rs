@@ -1,6 +1,6 @@
 //! GPU kernels that work on the model's own buffers.
 //!
-//! Each kernel is hand-written WGSL from the repository's `shaders/` folder,
+//! Each kernel is hand-written WGSL from the crate's `shaders/` folder,
 //! launched through burn's raw-kernel route (`KernelSource` + `SourceKernel`)
 //! on the buffer behind a burn tensor, so logits never leave the GPU. Each one
 //! has a plain CPU reference beside it that tests compare it with.
@@ -102,21 +102,21 @@ impl Wgsl {
 
 const APPLY_BITMASK: Wgsl = Wgsl {
     name: "apply_bitmask.wgsl",
-    source: include_str!("../../../shaders/apply_bitmask.wgsl"),
+    source: include_str!("../shaders/apply_bitmask.wgsl"),
     workgroup_size: WORKGROUP_SIZE,
     rows: 1,
 };
 
 const MASKED_ARGMAX: Wgsl = Wgsl {
     name: "masked_argmax.wgsl",
-    source: include_str!("../../../shaders/masked_argmax.wgsl"),
+    source: include_str!("../shaders/masked_argmax.wgsl"),
     workgroup_size: PICK_WORKGROUP as u32,
     rows: 1,
 };
 
 const MASKED_SAMPLE: Wgsl = Wgsl {
     name: "masked_sample.wgsl",
-    source: include_str!("../../../shaders/masked_sample.wgsl"),
+    source: include_str!("../shaders/masked_sample.wgsl"),
     workgroup_size: PICK_WORKGROUP as u32,
     rows: 1,
 };

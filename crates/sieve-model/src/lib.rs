@@ -4,7 +4,7 @@
 //! CPU, with kernels of its own over the GGUF's quantized blocks (SIMD, threads natively); or on
 //! a burn device, where a wgpu device (WebGPU, Vulkan) runs the forward pass as hand-written WGSL
 //! (five kernels per layer) and any other device runs burn's ops, the reference the tests hold
-//! the others to. WGSL kernels from `shaders/` also mask logits with a token bitmask and pick the
+//! the others to. WGSL kernels from the crate's `shaders/` also mask logits with a token bitmask and pick the
 //! next token on the GPU; and the async constrained decode loop.
 //!
 //! # Map
@@ -15,11 +15,13 @@
 //!   ([`chat`]: the GGUF's Jinja template, rendered by minijinja).
 //! - [`tools`]: tool calls in the model family's format: the prompt that offers the tools, the
 //!   structural tag that makes each call exact, and the reply read back into calls.
-//! - [`model`]: [`LlamaConfig`], [`Llama`] (weights, one forward pass for any number of new
-//!   tokens, [`Logits`] where the pass left them) and its [`KvCache`]; [`Placement`] says where
-//!   it runs and [`Backend`] which implementation ran; a commented table maps GGUF tensor names
-//!   to fields. On wgpu devices the pass runs as the WGSL kernels of the private
-//!   `wgsl_forward` module.
+//! - [`config`]: [`LlamaConfig`], the hyper-parameters from GGUF metadata, and the rotary tables.
+//! - [`model`]: [`Llama`] (weights, one forward pass for any number of new tokens, [`Logits`]
+//!   where the pass left them) and its [`KvCache`]; [`Placement`] says where it runs and
+//!   [`Backend`] which implementation ran; a commented table maps GGUF tensor names to fields.
+//!   It picks one of three passes: [`cpu`], the WGSL kernels of the private `wgsl_forward`
+//!   module on wgpu devices, or burn's ops (the private `burn_forward` module) elsewhere; each
+//!   depends on [`config`], none on [`model`].
 //! - [`cpu`]: the forward pass on the CPU: [`cpu::matrix`] keeps weights in their GGUF
 //!   encoding and dequantizes them inside AVX2 or WebAssembly SIMD products; [`cpu::threads`]
 //!   splits them over threads.
@@ -55,7 +57,9 @@
 //! # Ok(()) }
 //! ```
 
+mod burn_forward;
 pub mod chat;
+pub mod config;
 pub mod cpu;
 pub mod decode;
 pub mod error;

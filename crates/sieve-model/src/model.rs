@@ -31,129 +31,15 @@
 //! The GGUF stores Q and K rows in llama.cpp's order, in which RoPE rotates adjacent pairs
 //! `(2i, 2i+1)` of each head: that is the rotation applied here, so no permutation is needed.
 
-use burn::tensor::{Device, Int, Tensor, TensorData, activation};
+use burn::tensor::{Device, Tensor};
 
+use crate::burn_forward::{BurnWeights, LayerData};
+pub use crate::config::LlamaConfig;
 use crate::cpu::parts::{Helpers, Shard};
 use crate::cpu::{CpuCache, CpuForward, LayerRows};
 use crate::error::ModelError;
 use crate::gguf::Gguf;
 use crate::wgsl_forward::{GpuCache, WgslForward};
-
-/// Hyper-parameters of a Llama-architecture model.
-#[derive(Debug, Clone, PartialEq)]
-pub struct LlamaConfig {
-    /// Logits width `V` (token ids `0..V`).
-    pub vocab: usize,
-    /// Residual width `D`.
-    pub hidden: usize,
-    pub layers: usize,
-    /// Query heads `H`.
-    pub heads: usize,
-    /// Key/value heads `Hkv`; `H` must be a multiple of it.
-    pub kv_heads: usize,
-    /// MLP width `F`.
-    pub ffn: usize,
-    pub rms_eps: f32,
-    pub rope_theta: f32,
-    /// Longest sequence the KV cache and RoPE tables accept.
-    pub max_seq: usize,
-}
-
-impl LlamaConfig {
-    /// SmolLM2-135M's shape with a context of `max_seq` tokens.
-    pub fn smollm2_135m(max_seq: usize) -> Self {
-        Self {
-            vocab: 49152,
-            hidden: 576,
-            layers: 30,
-            heads: 9,
-            kv_heads: 3,
-            ffn: 1536,
-            rms_eps: 1e-5,
-            rope_theta: 1e5,
-            max_seq,
-        }
-    }
-
-    /// A small model of the same architecture for tests: 2 layers, 4/2 heads of width 8.
-    pub fn tiny(vocab: usize) -> Self {
-        Self { vocab, hidden: 32, layers: 2, heads: 4, kv_heads: 2, ffn: 48, rms_eps: 1e-5, rope_theta: 1e4, max_seq: 256 }
-    }
-
-    /// Reads the `llama.*` metadata of a GGUF; the context is capped at `max_seq`.
-    pub fn from_gguf(gguf: &Gguf<'_>, max_seq: usize) -> Result<Self, ModelError> {
-        let arch = gguf.get_str("general.architecture")?;
-        if arch != "llama" {
-            return Err(ModelError::Metadata { key: "general.architecture".into(), message: format!("`{arch}` is not llama") });
-        }
-        let int = |k: &str| -> Result<usize, ModelError> {
-            let v = gguf.get_u64(k)?;
-            usize::try_from(v).ok().filter(|&v| v > 0 && v <= 1 << 24).ok_or_else(|| ModelError::Metadata {
-                key: k.into(),
-                message: format!("{v} is out of range"),
-            })
-        };
-        let vocab = match gguf.get_u64("llama.vocab_size") {
-            Ok(_) => int("llama.vocab_size")?,
-            Err(_) => gguf.get_array("tokenizer.ggml.tokens")?.len(),
-        };
-        let config = Self {
-            vocab,
-            hidden: int("llama.embedding_length")?,
-            layers: int("llama.block_count")?,
-            heads: int("llama.attention.head_count")?,
-            kv_heads: int("llama.attention.head_count_kv")?,
-            ffn: int("llama.feed_forward_length")?,
-            rms_eps: gguf.get_f64("llama.attention.layer_norm_rms_epsilon")? as f32,
-            rope_theta: gguf.get_f64("llama.rope.freq_base").unwrap_or(1e4) as f32,
-            max_seq: max_seq.min(int("llama.context_length")?),
-        };
-        config.validate()?;
-        if let Ok(dim) = gguf.get_u64("llama.rope.dimension_count")
-            && dim as usize != config.head_dim()
-        {
-            return Err(ModelError::Metadata {
-                key: "llama.rope.dimension_count".into(),
-                message: format!("partial rotary ({dim} of {}) is not supported", config.head_dim()),
-            });
-        }
-        Ok(config)
-    }
-
-    /// Width of one attention head.
-    pub fn head_dim(&self) -> usize {
-        self.hidden / self.heads
-    }
-
-    fn validate(&self) -> Result<(), ModelError> {
-        let ok = self.heads > 0
-            && self.kv_heads > 0
-            && self.hidden.is_multiple_of(self.heads)
-            && self.heads.is_multiple_of(self.kv_heads)
-            && self.head_dim().is_multiple_of(2)
-            && self.max_seq > 0
-            && self.vocab > 0
-            && self.vocab <= i32::MAX as usize;
-        if ok {
-            Ok(())
-        } else {
-            Err(ModelError::Input(format!("inconsistent model shape {self:?}")))
-        }
-    }
-}
-
-pub(crate) struct Layer {
-    pub(crate) attn_norm: Tensor<1>,
-    /// `[D, (H + 2 Hkv) hd]`
-    pub(crate) wqkv: Tensor<2>,
-    /// `[H hd, D]`
-    pub(crate) wo: Tensor<2>,
-    pub(crate) ffn_norm: Tensor<1>,
-    /// `[D, 2F]`
-    pub(crate) w_gate_up: Tensor<2>,
-    /// `[F, D]`
-    pub(crate) w_down: Tensor<2>,
-}
 
 /// Where a model runs.
 #[derive(Debug, Clone)]
@@ -196,24 +82,9 @@ pub enum Backend {
     Reference,
 }
 
-/// A model's weights as burn tensors on one device.
-pub(crate) struct BurnWeights {
-    pub(crate) device: Device,
-    /// `[V, D]`
-    pub(crate) embed: Tensor<2>,
-    /// `[V, D]`, when not tied to `embed`.
-    pub(crate) head: Option<Tensor<2>>,
-    pub(crate) layers: Vec<Layer>,
-    pub(crate) norm: Tensor<1>,
-    /// `[max_seq, hd/2]` cosines and sines of the rotary angles.
-    pub(crate) cos: Tensor<2>,
-    pub(crate) sin: Tensor<2>,
-    /// The WGSL forward pass, on wgpu devices.
-    wgsl: Option<WgslForward>,
-}
-
 enum Weights {
-    Burn(BurnWeights),
+    /// Tensors on a burn device, and the WGSL pass over them on wgpu devices.
+    Burn(BurnWeights, Option<WgslForward>),
     Cpu(CpuForward),
 }
 
@@ -263,8 +134,8 @@ impl KvCache {
     /// An empty cache for `model`.
     pub fn new(model: &Llama) -> Self {
         let store = match &model.weights {
-            Weights::Burn(BurnWeights { wgsl: Some(wgsl), .. }) => CacheStore::Gpu(wgsl.new_cache()),
-            Weights::Burn(_) => CacheStore::Tensors((0..model.config.layers).map(|_| None).collect()),
+            Weights::Burn(_, Some(wgsl)) => CacheStore::Gpu(wgsl.new_cache()),
+            Weights::Burn(..) => CacheStore::Tensors((0..model.config.layers).map(|_| None).collect()),
             Weights::Cpu(cpu) => CacheStore::Cpu(cpu.new_cache()),
         };
         Self { store, len: 0 }
@@ -333,24 +204,6 @@ fn random_weights(state: &mut u64, n: usize, scale: f32) -> Vec<f32> {
         .collect()
 }
 
-/// Cosines and sines of the rotary angles, `[max_seq, hd / 2]` each: pair `i` of a head turns
-/// by `pos * theta^(-2i / hd)` at position `pos`.
-pub(crate) fn rope_tables(config: &LlamaConfig) -> (Vec<f32>, Vec<f32>) {
-    let hd = config.head_dim();
-    let half = hd / 2;
-    let mut cos = Vec::with_capacity(config.max_seq * half);
-    let mut sin = Vec::with_capacity(config.max_seq * half);
-    for pos in 0..config.max_seq {
-        for i in 0..half {
-            let freq = (config.rope_theta as f64).powf(-((2 * i) as f64) / hd as f64);
-            let angle = pos as f64 * freq;
-            cos.push(angle.cos() as f32);
-            sin.push(angle.sin() as f32);
-        }
-    }
-    (cos, sin)
-}
-
 impl Llama {
     /// Loads the weights of a llama GGUF where `placement` says: kept in their encoding for the
     /// CPU path, dequantized to f32 burn tensors on a device.
@@ -399,7 +252,8 @@ impl Llama {
             false => None,
         };
         let norm = get("output_norm.weight", &[d])?;
-        let model = Self::on_device(config, embed, head, layers, norm, &device);
+        let weights = BurnWeights::new(&config, embed, head, layers, norm, &device);
+        let model = Self::on_device(config, weights);
         on_progress(1.0);
         Ok(model)
     }
@@ -425,7 +279,10 @@ impl Llama {
         let embed = random_weights(&mut s, config.vocab * d, 0.1);
         let norm = vec![1.0; d];
         match placement.into() {
-            Placement::Device(device) => Ok(Self::on_device(config, embed, None, layers, norm, &device)),
+            Placement::Device(device) => {
+                let weights = BurnWeights::new(&config, embed, None, layers, norm, &device);
+                Ok(Self::on_device(config, weights))
+            }
             Placement::Cpu { threads } => {
                 let (qd, kd) = (config.heads * hd, config.kv_heads * hd);
                 let rows = layers
@@ -452,43 +309,10 @@ impl Llama {
         }
     }
 
-    fn on_device(
-        config: LlamaConfig,
-        embed: Vec<f32>,
-        head: Option<Vec<f32>>,
-        layers: Vec<LayerData>,
-        norm: Vec<f32>,
-        device: &Device,
-    ) -> Self {
-        let (d, hd, f) = (config.hidden, config.head_dim(), config.ffn);
-        let qkv_width = (config.heads + 2 * config.kv_heads) * hd;
-        let t1 = |v: Vec<f32>| Tensor::<1>::from_data(TensorData::new(v, [d]), device);
-        let t2 = |v: Vec<f32>, r: usize, c: usize| Tensor::<2>::from_data(TensorData::new(v, [r, c]), device);
-        let layers = layers
-            .into_iter()
-            .map(|l| Layer {
-                attn_norm: t1(l.attn_norm),
-                wqkv: t2(l.wqkv, d, qkv_width),
-                wo: t2(l.wo, config.heads * hd, d),
-                ffn_norm: t1(l.ffn_norm),
-                w_gate_up: t2(l.w_gate_up, d, 2 * f),
-                w_down: t2(l.w_down, f, d),
-            })
-            .collect();
-        let half = hd / 2;
-        let (cos, sin) = rope_tables(&config);
-        let mut weights = BurnWeights {
-            embed: t2(embed, config.vocab, d),
-            head: head.map(|h| t2(h, config.vocab, d)),
-            layers,
-            norm: t1(norm),
-            cos: t2(cos, config.max_seq, half),
-            sin: t2(sin, config.max_seq, half),
-            device: device.clone(),
-            wgsl: None,
-        };
-        weights.wgsl = WgslForward::new(&config, &weights);
-        Self { config, weights: Weights::Burn(weights) }
+    /// The model on the device of `weights`, run by the WGSL kernels where they cover it.
+    fn on_device(config: LlamaConfig, weights: BurnWeights) -> Self {
+        let wgsl = WgslForward::new(&config, &weights);
+        Self { config, weights: Weights::Burn(weights, wgsl) }
     }
 
     /// The model's hyper-parameters.
@@ -499,7 +323,7 @@ impl Llama {
     /// The burn device holding the weights (none on the CPU path).
     pub fn device(&self) -> Option<&Device> {
         match &self.weights {
-            Weights::Burn(w) => Some(&w.device),
+            Weights::Burn(w, _) => Some(&w.device),
             Weights::Cpu(_) => None,
         }
     }
@@ -513,7 +337,7 @@ impl Llama {
                 cpu.set_helpers(helpers);
                 Ok(())
             }
-            Weights::Burn(_) => Err(ModelError::Input("helpers are for the CPU path".into())),
+            Weights::Burn(..) => Err(ModelError::Input("helpers are for the CPU path".into())),
         }
     }
 
@@ -522,15 +346,15 @@ impl Llama {
     pub fn shard(&self, part: usize, parts: usize) -> Result<Shard, ModelError> {
         match &self.weights {
             Weights::Cpu(cpu) => cpu.shard(part, parts),
-            Weights::Burn(_) => Err(ModelError::Input("shards are of the CPU path".into())),
+            Weights::Burn(..) => Err(ModelError::Input("shards are of the CPU path".into())),
         }
     }
 
     /// Which implementation runs the forward pass.
     pub fn backend(&self) -> Backend {
         match &self.weights {
-            Weights::Burn(BurnWeights { wgsl: Some(_), .. }) => Backend::Gpu,
-            Weights::Burn(_) => Backend::Reference,
+            Weights::Burn(_, Some(_)) => Backend::Gpu,
+            Weights::Burn(..) => Backend::Reference,
             Weights::Cpu(cpu) => Backend::Cpu { threads: cpu.threads() },
         }
     }
@@ -539,11 +363,7 @@ impl Llama {
     /// CPU path).
     pub fn weight_bytes(&self) -> usize {
         match &self.weights {
-            Weights::Burn(w) => {
-                let count = |t: &Tensor<2>| t.dims().iter().product::<usize>();
-                let layer = |l: &Layer| count(&l.wqkv) + count(&l.wo) + count(&l.w_gate_up) + count(&l.w_down) + 2 * self.config.hidden;
-                4 * (count(&w.embed) + w.head.as_ref().map_or(0, count) + self.config.hidden + w.layers.iter().map(layer).sum::<usize>())
-            }
+            Weights::Burn(w, _) => 4 * w.values(&self.config),
             Weights::Cpu(cpu) => cpu.weight_bytes(),
         }
     }
@@ -552,7 +372,7 @@ impl Llama {
     /// (nothing to do on the CPU path, whose passes run when called).
     pub fn flush(&self) -> Result<(), ModelError> {
         match &self.weights {
-            Weights::Burn(w) => w.device.flush().map_err(|e| ModelError::Backend(format!("flush: {e:?}"))),
+            Weights::Burn(w, _) => w.device.flush().map_err(|e| ModelError::Backend(format!("flush: {e:?}"))),
             Weights::Cpu(_) => Ok(()),
         }
     }
@@ -561,7 +381,7 @@ impl Llama {
     /// same for a prefill as for one token; `None` where burn's ops or the CPU path run it.
     pub fn launches_per_pass(&self) -> Option<usize> {
         match &self.weights {
-            Weights::Burn(BurnWeights { wgsl: Some(_), .. }) => Some(crate::wgsl_forward::launches_per_pass(&self.config)),
+            Weights::Burn(_, Some(_)) => Some(crate::wgsl_forward::launches_per_pass(&self.config)),
             _ => None,
         }
     }
@@ -590,12 +410,12 @@ impl Llama {
                 cache.len = start + n;
                 return Ok(Logits::Host(logits));
             }
-            (CacheStore::Gpu(gpu), Weights::Burn(BurnWeights { wgsl: Some(wgsl), .. })) if gpu.layers() == c.layers => {
+            (CacheStore::Gpu(gpu), Weights::Burn(_, Some(wgsl))) if gpu.layers() == c.layers => {
                 let logits = wgsl.forward(tokens, start, gpu)?;
                 cache.len = start + n;
                 return Ok(Logits::Device(logits));
             }
-            (CacheStore::Tensors(layers), Weights::Burn(w @ BurnWeights { wgsl: None, .. })) if layers.len() == c.layers => (w, layers),
+            (CacheStore::Tensors(layers), Weights::Burn(w, None)) if layers.len() == c.layers => (w, layers),
             _ => return Err(mismatch()),
         };
         let logits = weights.forward(c, tokens, start, layers);
@@ -604,84 +424,3 @@ impl Llama {
     }
 }
 
-impl BurnWeights {
-    /// burn's ops for one pass over `tokens` at positions `start..`.
-    fn forward(&self, c: &LlamaConfig, tokens: &[u32], start: usize, layers: &mut [Option<(Tensor<3>, Tensor<3>)>]) -> Tensor<2> {
-        let n = tokens.len();
-        let (hd, h, hkv) = (c.head_dim(), c.heads, c.kv_heads);
-        let group = h / hkv;
-        let total = start + n;
-        let ids: Vec<i32> = tokens.iter().map(|&t| t as i32).collect();
-        let ids = Tensor::<1, Int>::from_data(TensorData::new(ids, [n]), &self.device);
-        let mut x = self.embed.clone().select(0, ids);
-        let cos = self.cos.clone().narrow(0, start, n).reshape([1, n, hd / 2, 1]);
-        let sin = self.sin.clone().narrow(0, start, n).reshape([1, n, hd / 2, 1]);
-        // Additive causal mask over `[group * n, total]` rows (query i sees keys <= start + i).
-        let mask = (n > 1).then(|| {
-            let mut m = Vec::with_capacity(group * n * total);
-            for _ in 0..group {
-                for i in 0..n {
-                    m.extend((0..total).map(|j| if j <= start + i { 0.0f32 } else { f32::NEG_INFINITY }));
-                }
-            }
-            Tensor::<3>::from_data(TensorData::new(m, [1, group * n, total]), &self.device)
-        });
-        let scale = 1.0 / (hd as f32).sqrt();
-        for (layer, entry) in self.layers.iter().zip(layers) {
-            let qkv = rms_norm(x.clone(), &layer.attn_norm, c.rms_eps).matmul(layer.wqkv.clone());
-            let heads = |from: usize, count: usize| {
-                qkv.clone().narrow(1, from * hd, count * hd).reshape([n, count, hd]).swap_dims(0, 1)
-            };
-            let q = rope(heads(0, h), &cos, &sin);
-            let k = rope(heads(h, hkv), &cos, &sin);
-            let v = heads(h + hkv, hkv);
-            let (k, v) = match entry.take() {
-                Some((pk, pv)) => (Tensor::cat(vec![pk, k], 1), Tensor::cat(vec![pv, v], 1)),
-                None => (k, v),
-            };
-            *entry = Some((k.clone(), v.clone()));
-            // Query heads sharing a key/value head are stacked as rows: [Hkv, group * n, hd].
-            let q = q.reshape([hkv, group * n, hd]);
-            let mut scores = q.matmul(k.swap_dims(1, 2)).mul_scalar(scale);
-            if let Some(mask) = &mask {
-                scores = scores + mask.clone();
-            }
-            let att = activation::softmax(scores, 2).matmul(v);
-            let att = att.reshape([h, n, hd]).swap_dims(0, 1).reshape([n, h * hd]);
-            x = x + att.matmul(layer.wo.clone());
-            let gu = rms_norm(x.clone(), &layer.ffn_norm, c.rms_eps).matmul(layer.w_gate_up.clone());
-            let act = activation::silu(gu.clone().narrow(1, 0, c.ffn)) * gu.narrow(1, c.ffn, c.ffn);
-            x = x + act.matmul(layer.w_down.clone());
-        }
-        let last = rms_norm(x.narrow(0, n - 1, 1), &self.norm, c.rms_eps);
-        let head = self.head.as_ref().unwrap_or(&self.embed);
-        last.matmul(head.clone().transpose())
-    }
-}
-
-struct LayerData {
-    attn_norm: Vec<f32>,
-    wqkv: Vec<f32>,
-    wo: Vec<f32>,
-    ffn_norm: Vec<f32>,
-    w_gate_up: Vec<f32>,
-    w_down: Vec<f32>,
-}
-
-/// `x / sqrt(mean(x^2) + eps) * w` over the last dimension of `[n, D]`.
-fn rms_norm(x: Tensor<2>, w: &Tensor<1>, eps: f32) -> Tensor<2> {
-    let inv = x.clone().powi_scalar(2).mean_dim(1).add_scalar(eps).sqrt().recip();
-    x * inv * w.clone().unsqueeze::<2>()
-}
-
-/// Rotates adjacent pairs `(2i, 2i+1)` of each head of `[heads, n, hd]` by the position angles
-/// (`cos`/`sin`: `[1, n, hd/2, 1]`).
-fn rope(x: Tensor<3>, cos: &Tensor<4>, sin: &Tensor<4>) -> Tensor<3> {
-    let [heads, n, hd] = x.dims();
-    let x = x.reshape([heads, n, hd / 2, 2]);
-    let x0 = x.clone().narrow(3, 0, 1);
-    let x1 = x.narrow(3, 1, 1);
-    let r0 = x0.clone() * cos.clone() - x1.clone() * sin.clone();
-    let r1 = x0 * sin.clone() + x1 * cos.clone();
-    Tensor::cat(vec![r0, r1], 3).reshape([heads, n, hd])
-}

@@ -27,7 +27,8 @@ use burn::tensor::{DType, Shape, Tensor};
 
 use crate::error::ModelError;
 use crate::kernels::Wgsl;
-use crate::model::{BurnWeights, LlamaConfig};
+use crate::burn_forward::BurnWeights;
+use crate::config::LlamaConfig;
 
 /// Invocations per workgroup of every kernel here.
 const WG: u32 = 64;
@@ -41,20 +42,20 @@ fn shader(name: &'static str, source: &'static str, rows: u32) -> Wgsl {
 }
 
 fn qkv_rope(rows: u32) -> Wgsl {
-    shader("qkv_rope.wgsl", include_str!("../../../shaders/qkv_rope.wgsl"), rows)
+    shader("qkv_rope.wgsl", include_str!("../shaders/qkv_rope.wgsl"), rows)
 }
 
 fn swiglu(rows: u32) -> Wgsl {
-    shader("swiglu.wgsl", include_str!("../../../shaders/swiglu.wgsl"), rows)
+    shader("swiglu.wgsl", include_str!("../shaders/swiglu.wgsl"), rows)
 }
 
 fn linear_residual(rows: u32) -> Wgsl {
-    shader("linear_residual.wgsl", include_str!("../../../shaders/linear_residual.wgsl"), rows)
+    shader("linear_residual.wgsl", include_str!("../shaders/linear_residual.wgsl"), rows)
 }
 
-const ATTENTION: Wgsl = Wgsl { name: "attention.wgsl", source: include_str!("../../../shaders/attention.wgsl"), workgroup_size: WG, rows: 1 };
-const EMBED: Wgsl = Wgsl { name: "embed.wgsl", source: include_str!("../../../shaders/embed.wgsl"), workgroup_size: WG, rows: 1 };
-const LM_HEAD: Wgsl = Wgsl { name: "lm_head.wgsl", source: include_str!("../../../shaders/lm_head.wgsl"), workgroup_size: WG, rows: 1 };
+const ATTENTION: Wgsl = Wgsl { name: "attention.wgsl", source: include_str!("../shaders/attention.wgsl"), workgroup_size: WG, rows: 1 };
+const EMBED: Wgsl = Wgsl { name: "embed.wgsl", source: include_str!("../shaders/embed.wgsl"), workgroup_size: WG, rows: 1 };
+const LM_HEAD: Wgsl = Wgsl { name: "lm_head.wgsl", source: include_str!("../shaders/lm_head.wgsl"), workgroup_size: WG, rows: 1 };
 
 /// The weight buffers of one decoder layer (shared with the model's burn tensors).
 struct LayerBuffers {

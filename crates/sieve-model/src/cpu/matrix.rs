@@ -173,7 +173,7 @@ impl Matrix {
 
     /// `out[i * n + t] = row(first + i) · xs[t]` for the `n` tokens of `xs` (`[n, cols]`, and
     /// the same as `acts`) and as many rows as `out` holds, by the faster kernel for `n`: dot
-    /// products ([`Matrix::dot_rows`]) for fewer tokens than [`Matrix::tile_from`], rows
+    /// products ([`Matrix::dot_rows`]) for fewer tokens than `Matrix::tile_from` says, rows
     /// dequantized into tiles ([`Matrix::product_rows`]) for more.
     pub fn products(&self, simd: Simd, first: usize, xs: &[f32], acts: &[Activation<'_>], out: &mut [f32]) {
         let n = acts.len();

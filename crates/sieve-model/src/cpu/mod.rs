@@ -27,7 +27,7 @@ use std::slice::from_ref;
 
 use crate::error::ModelError;
 use crate::gguf::Gguf;
-use crate::model::{LlamaConfig, rope_tables};
+use crate::config::{LlamaConfig, rope_tables};
 use matrix::{Activation, Matrix, Simd, dot};
 use parts::{Helpers, Shard, StackPart, part_rows};
 use threads::Threads;
