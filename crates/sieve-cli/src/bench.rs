@@ -1,7 +1,8 @@
 //! `sieve bench`: vocabulary preparation, compile and mask times.
 
 use crate::args::{ConstraintArgs, TokenizerArgs};
-use crate::fail::{CliError, Rng};
+use crate::fail::CliError;
+use sieve_core::rng::Rng;
 use clap::Args;
 use serde_json::{Value, json};
 use sieve_core::{Constraint, Limits, Matcher};

@@ -1,7 +1,8 @@
 //! `sieve sample`: random walks over the allowed tokens.
 
 use crate::args::{ConstraintArgs, TokenizerArgs};
-use crate::fail::{CliError, Rng};
+use crate::fail::CliError;
+use sieve_core::rng::Rng;
 use clap::Args;
 use serde_json::json;
 use sieve_core::Matcher;

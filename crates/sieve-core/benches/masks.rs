@@ -7,6 +7,7 @@
 //! loop after its first steps.
 
 use criterion::{BenchmarkId, Criterion, black_box, criterion_group, criterion_main};
+use sieve_core::rng::Rng;
 use sieve_core::{Constraint, ConstraintSource, Limits, Matcher, Vocabulary};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -63,7 +64,7 @@ fn vocabs() -> Vec<(&'static str, Arc<Vocabulary>)> {
 
 /// Matchers at the states of seeded random walks.
 fn states(c: &Constraint, vocab: &Arc<Vocabulary>) -> Vec<Matcher> {
-    let mut seed = 0x9E3779B97F4A7C15u64;
+    let mut rng = Rng::new(0);
     let mut out = Vec::new();
     let mut mask = vec![0u32; vocab.mask_words()];
     for _ in 0..8 {
@@ -77,10 +78,7 @@ fn states(c: &Constraint, vocab: &Arc<Vocabulary>) -> Vec<Matcher> {
                 break;
             }
             out.push(m.clone());
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            m.accept_token(allowed[(seed % allowed.len() as u64) as usize]).expect("allowed token");
+            m.accept_token(allowed[rng.below(allowed.len())]).expect("allowed token");
         }
     }
     out

@@ -104,6 +104,7 @@ mod json;
 pub mod json_schema;
 mod matcher;
 mod regex;
+pub mod rng;
 mod structural;
 mod tokencache;
 mod trie;

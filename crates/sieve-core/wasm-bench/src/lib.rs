@@ -5,6 +5,7 @@
 //! token ids `sieve bench --texts .. --emit-tokens` wrote. Either way native
 //! and wasm time the same masks.
 
+use sieve_core::rng::Rng;
 use sieve_core::{Constraint, Matcher, Vocabulary};
 use std::sync::Arc;
 use wasm_bindgen::prelude::*;
@@ -16,7 +17,7 @@ pub struct Walks {
     constraint: Constraint,
     matcher: Matcher,
     mask: Vec<u32>,
-    rng: u64,
+    rng: Rng,
 }
 
 #[wasm_bindgen]
@@ -28,7 +29,7 @@ impl Walks {
         let constraint = Constraint::any_json();
         let matcher = Matcher::new(&constraint, &vocab);
         let mask = vec![0u32; vocab.mask_words()];
-        Ok(Walks { vocab, constraint, matcher, mask, rng: seed.wrapping_mul(0x9E3779B97F4A7C15) | 1 })
+        Ok(Walks { vocab, constraint, matcher, mask, rng: Rng::new(seed) })
     }
 
     /// Runs `sieve_core::warm_up` (as sieve-web does while the model loads); returns its
@@ -57,11 +58,7 @@ impl Walks {
         if allowed.is_empty() {
             return Ok(false);
         }
-        self.rng ^= self.rng >> 12;
-        self.rng ^= self.rng << 25;
-        self.rng ^= self.rng >> 27;
-        let r = self.rng.wrapping_mul(0x2545F4914F6CDD1D);
-        self.matcher.accept_token(allowed[(r % allowed.len() as u64) as usize])?;
+        self.matcher.accept_token(allowed[self.rng.below(allowed.len())])?;
         Ok(true)
     }
 }

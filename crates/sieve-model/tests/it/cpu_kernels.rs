@@ -9,7 +9,7 @@ use sieve_model::cpu::matrix::{Activation, Matrix, Simd};
 use sieve_model::gguf::{TensorType, dequantize};
 use wasm_bindgen_test::wasm_bindgen_test;
 
-use crate::rng::Rng;
+use crate::rng::{Floats, Rng};
 
 fn f16_bytes(x: f32) -> [u8; 2] {
     f16::from_f32(x).to_le_bytes()

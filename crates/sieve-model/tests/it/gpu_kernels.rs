@@ -12,7 +12,7 @@ use sieve_model::kernels::{apply_bitmask, apply_bitmask_reference, mask_words, m
 use sieve_model::sampling::{Sampling, pick_reference};
 use wasm_bindgen_test::wasm_bindgen_test;
 
-use crate::rng::Rng;
+use crate::rng::{Floats, Rng};
 
 #[wasm_bindgen_test(unsupported = pollster::test)]
 async fn apply_bitmask_matches_cpu_reference() {

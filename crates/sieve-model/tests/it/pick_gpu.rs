@@ -3,6 +3,7 @@
 //! lavapipe where there is no GPU; fails loudly when no adapter comes up).
 
 use crate::common;
+use crate::rng::Rng;
 
 use burn::tensor::{Device, Tensor, TensorData};
 use pollster::block_on;
@@ -19,13 +20,8 @@ fn wgpu() -> Device {
 
 /// Random logits (a few exact ties and NaNs) and a random mask over `width` ids.
 fn case(seed: u64, width: usize, density: f64) -> (Vec<f32>, Vec<u32>) {
-    let mut s = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-    let mut next = move || {
-        s ^= s << 13;
-        s ^= s >> 7;
-        s ^= s << 17;
-        (s >> 11) as f64 / (1u64 << 53) as f64
-    };
+    let mut rng = Rng::new(seed);
+    let mut next = move || rng.unit();
     let logits = (0..width)
         .map(|_| match next() {
             r if r < 0.01 => f32::NAN,
