@@ -11,7 +11,7 @@ mod common;
 use libfuzzer_sys::arbitrary::{self, Arbitrary};
 use libfuzzer_sys::fuzz_target;
 use serde_json::{Map, Value, json};
-use sieve_core::json_schema::{self, JsonSchemaOptions, Mode, PropertyOrder, Whitespace};
+use sieve_core::json_schema::{JsonSchemaOptions, Mode, PropertyOrder, Whitespace};
 use sieve_core::{Constraint, ConstraintSource};
 
 #[derive(Arbitrary, Debug)]
@@ -250,7 +250,6 @@ fuzz_target!(|input: Input| {
         mode: if input.lenient { Mode::Lenient } else { Mode::Strict },
         property_order: input.any_order.map_or(PropertyOrder::Schema, |n| PropertyOrder::AnyUpTo(n % 6)),
         additional_properties_default: !input.closed,
-        limits: json_schema::Limits { max_dfa_states: limits.max_dfa_states, ..json_schema::Limits::default() },
     };
     if std::env::var_os("SIEVE_FUZZ_PRINT").is_some() {
         // To turn an input into a regression test: the schema and options it stands for.

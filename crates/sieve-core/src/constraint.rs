@@ -1,8 +1,8 @@
-//! Compiled constraints, their limits and the compile cache.
+//! Compiled constraints and the compile cache.
 
 use crate::error::{CompileError, CompileErrorKind, MatchError};
-use crate::gbnf::Rules;
-use crate::json_schema::{JsonSchemaOptions, Warning};
+use crate::json_schema::{JsonSchemaError, JsonSchemaOptions, SchemaGrammar, Warning, to_grammar};
+use crate::limits::Limits;
 use crate::grammar::{Chart, Grammar};
 use crate::json::ANY_JSON_GBNF;
 use crate::regex::{DEAD, LazyDfa, RegexProgram, START};
@@ -10,50 +10,8 @@ use crate::structural::StructuralTag;
 use crate::tokencache::TokenCache;
 use crate::vocab::Vocabulary;
 use std::collections::HashMap;
+use serde_json::Value;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
-
-/// Bounds on the work and memory one constraint may take. Exceeding one is
-/// an error ([`CompileError`] with kind `Limit` at compile time,
-/// [`MatchError::Limit`] while matching), never a hang or an abort.
-///
-/// ```
-/// use sieve_core::{Constraint, Limits};
-/// let tight = Limits { max_grammar_states: 10, ..Limits::default() };
-/// let g = "root ::= \"hello\" \" \" \"world\"";
-/// assert!(Constraint::gbnf_with_limits(g, &tight).is_err());
-/// let roomy = Limits { max_grammar_states: 100, ..tight };
-/// assert!(Constraint::gbnf_with_limits(g, &roomy).is_ok());
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Limits {
-    /// Regex NFA size in bytes (default 8 MiB). Bounds compile time and memory.
-    pub max_regex_bytes: usize,
-    /// Lazy DFA states per regex and vocabulary (default 20,000). Each state
-    /// costs about 1 KiB of transitions plus, once its mask is cached,
-    /// `ceil(width / 32) * 4` bytes.
-    pub max_dfa_states: usize,
-    /// Grammar automaton states (default 1,000,000, about 20 bytes each).
-    pub max_grammar_states: usize,
-    /// Earley items created while computing one mask or taking one token
-    /// (default 50,000,000; one item costs a few nanoseconds).
-    pub mask_fuel: usize,
-    /// Bytes of cached grammar token analyses per vocabulary (default
-    /// 256 MiB; one analysis is about `ceil(width / 32) * 4` bytes plus its
-    /// suffixes). Past it the cache is emptied and refills on demand.
-    pub max_token_cache_bytes: usize,
-}
-
-impl Default for Limits {
-    fn default() -> Self {
-        Limits {
-            max_regex_bytes: 8 << 20,
-            max_dfa_states: 20_000,
-            max_grammar_states: 1_000_000,
-            mask_fuel: 50_000_000,
-            max_token_cache_bytes: 256 << 20,
-        }
-    }
-}
 
 /// The text a constraint is compiled from; also the key of [`ConstraintCache`].
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -129,15 +87,14 @@ impl Constraint {
             ConstraintSource::Gbnf(g) => Program::Grammar(Grammar::new(g, limits.max_grammar_states)?),
             ConstraintSource::AnyJson => Program::Grammar(Grammar::new(ANY_JSON_GBNF, limits.max_grammar_states)?),
             ConstraintSource::JsonSchema(text, options) => {
-                let schema: serde_json::Value = serde_json::from_str(text)
+                let schema: Value = serde_json::from_str(text)
                     .map_err(|e| CompileError::new(CompileErrorKind::Schema, format!("the schema is not JSON: {e}")))?;
-                let g = crate::json_schema::to_grammar(&schema, options).map_err(CompileError::from)?;
+                let g = to_grammar(&schema, options, limits)?;
                 warnings = g.warnings.clone();
-                let (rules, root) = g.rules();
-                Program::Grammar(Grammar::from_rules(rules, root, limits.max_grammar_states)?)
+                Self::schema_program(&g, limits)?
             }
             ConstraintSource::StructuralTag(tag) => {
-                let (rules, root, left_out) = tag.rules()?;
+                let (rules, root, left_out) = tag.rules(limits)?;
                 warnings = left_out;
                 Program::Grammar(Grammar::from_rules(&rules, root, limits.max_grammar_states)?)
             }
@@ -145,10 +102,46 @@ impl Constraint {
         Self::with_program(Some(source), program, warnings, limits)
     }
 
-    /// A constraint from compiled rules (a translated JSON Schema's).
-    pub(crate) fn from_rules(rules: &Rules, root: u32, warnings: Vec<Warning>, limits: &Limits) -> Result<Constraint, CompileError> {
-        let program = Program::Grammar(Grammar::from_rules(rules, root, limits.max_grammar_states)?);
-        Self::with_program(None, program, warnings, limits)
+    /// A JSON Schema under the default [`Limits`]; also returns the
+    /// lenient-mode warnings (keywords left out).
+    ///
+    /// ```
+    /// use sieve_core::Constraint;
+    /// use sieve_core::json_schema::JsonSchemaOptions;
+    /// let schema = serde_json::json!({"type": "object", "properties": {"n": {"type": "integer", "minimum": 0}},
+    ///                                 "required": ["n"], "additionalProperties": false});
+    /// let (c, _warnings) = Constraint::json_schema(&schema, &JsonSchemaOptions::default()).unwrap();
+    /// assert!(c.matches(br#"{"n": 42}"#).unwrap());
+    /// assert!(!c.matches(br#"{"n": -1}"#).unwrap());
+    /// ```
+    pub fn json_schema(schema: &Value, options: &JsonSchemaOptions) -> Result<(Constraint, Vec<Warning>), JsonSchemaError> {
+        Self::json_schema_with_limits(schema, options, &Limits::default())
+    }
+
+    /// A JSON Schema under `limits`, which bound its translation
+    /// ([`to_grammar`]) and the compiled grammar alike.
+    pub fn json_schema_with_limits(
+        schema: &Value,
+        options: &JsonSchemaOptions,
+        limits: &Limits,
+    ) -> Result<(Constraint, Vec<Warning>), JsonSchemaError> {
+        let g = to_grammar(schema, options, limits).map_err(JsonSchemaError::Schema)?;
+        let c = Self::from_grammar(&g, limits).map_err(JsonSchemaError::Grammar)?;
+        Ok((c, g.warnings))
+    }
+
+    /// Compiles a translated JSON Schema ([`to_grammar`], under the same
+    /// `limits`); its warnings go with the constraint
+    /// ([`Constraint::warnings`]).
+    pub fn from_grammar(g: &SchemaGrammar, limits: &Limits) -> Result<Constraint, CompileError> {
+        Self::with_program(None, Self::schema_program(g, limits)?, g.warnings.clone(), limits)
+    }
+
+    /// The grammar of a translated JSON Schema: the step every path from a
+    /// schema to a constraint ends with.
+    fn schema_program(g: &SchemaGrammar, limits: &Limits) -> Result<Program, CompileError> {
+        let (rules, root) = g.rules();
+        Ok(Program::Grammar(Grammar::from_rules(rules, root, limits.max_grammar_states)?))
     }
 
     fn with_program(source: Option<ConstraintSource>, program: Program, warnings: Vec<Warning>, limits: &Limits) -> Result<Constraint, CompileError> {
@@ -319,6 +312,12 @@ impl ConstraintCache {
     /// The constraint for `source` if it is compiled already.
     pub fn cached(&self, source: &ConstraintSource) -> Option<Constraint> {
         lock(&self.entries).0.get(source).cloned()
+    }
+
+    /// The limits its constraints are compiled under (a JSON Schema's
+    /// translation included).
+    pub fn limits(&self) -> &Limits {
+        &self.limits
     }
 
     /// Number of cached constraints.

@@ -13,6 +13,7 @@
 use crate::error::{CompileError, CompileErrorKind};
 use crate::gbnf::{self, Rules};
 use crate::json_schema::{JsonSchemaOptions, Warning};
+use crate::limits::Limits;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Text with tagged sections (see the module docs): the source of a
@@ -122,7 +123,7 @@ impl StructuralTag {
 
     /// The grammar rules of the whole output, the start rule, and the keywords lenient schemas
     /// left out.
-    pub(crate) fn rules(&self) -> Result<(Rules, u32, Vec<Warning>), CompileError> {
+    pub(crate) fn rules(&self, limits: &Limits) -> Result<(Rules, u32, Vec<Warning>), CompileError> {
         let bad = |message: String| CompileError::new(CompileErrorKind::StructuralTag, message);
         if self.triggers.iter().any(String::is_empty) {
             return Err(bad("a trigger is empty".into()));
@@ -145,7 +146,7 @@ impl StructuralTag {
                 TagContent::JsonSchema(text, options) => {
                     let schema: serde_json::Value = serde_json::from_str(text)
                         .map_err(|e| in_tag(CompileError::new(CompileErrorKind::Schema, format!("the schema is not JSON: {e}"))))?;
-                    let g = crate::json_schema::to_grammar(&schema, options).map_err(|e| in_tag(e.into()))?;
+                    let g = crate::json_schema::to_grammar(&schema, options, limits).map_err(|e| in_tag(e.into()))?;
                     warnings.extend(g.warnings.iter().map(|w| Warning { message: format!("tag {i}: {}", w.message), ..w.clone() }));
                     let (from, start) = g.rules();
                     rules.import(from, start, &prefix)

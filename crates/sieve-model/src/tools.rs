@@ -13,7 +13,7 @@
 use serde::Deserialize;
 use serde_json::{Map, Value as Json, json};
 use sieve_core::json_schema::{self, JsonSchemaOptions, Mode, Whitespace};
-use sieve_core::{StructuralTag, Tag, TagContent};
+use sieve_core::{Limits, StructuralTag, Tag, TagContent};
 
 use crate::chat::ChatTemplate;
 use crate::error::ModelError;
@@ -224,7 +224,7 @@ impl Toolbox {
             if tools[..i].iter().any(|t| &t.name == name) {
                 return Err(tool_error(Some(name), "two tools have this name"));
             }
-            let g = json_schema::to_grammar(&tool.parameters, &schema_options(tool.strict)).map_err(|e| ToolError {
+            let g = json_schema::to_grammar(&tool.parameters, &schema_options(tool.strict), &Limits::default()).map_err(|e| ToolError {
                 tool: Some(name.clone()),
                 message: format!("parameters: {e}"),
                 schema: Some(e),

@@ -149,7 +149,8 @@ fn compile(py: Python<'_>, source: ConstraintSource, cache: Option<&sieve_core::
         ConstraintSource::JsonSchema(text, options) => {
             let value: serde_json::Value = serde_json::from_str(text)
                 .map_err(|e| compile_error(py, format!("the schema is not JSON: {e}"), "schema", None, None, None))?;
-            let g = sieve_core::json_schema::to_grammar(&value, options).map_err(|e| from_schema_error(py, &JsonSchemaError::Schema(e)))?;
+            let limits = cache.map_or(Limits::default(), |c| *c.limits());
+            let g = sieve_core::json_schema::to_grammar(&value, options, &limits).map_err(|e| from_schema_error(py, &JsonSchemaError::Schema(e)))?;
             Some(g)
         }
         _ => None,

@@ -142,7 +142,7 @@ impl Request {
         }
         let grammar = match (&self.response_format, options) {
             (Some(ResponseFormat::JsonSchema { json_schema }), Some(options)) => Some(
-                sieve_core::json_schema::to_grammar(&json_schema.schema, &options)
+                sieve_core::json_schema::to_grammar(&json_schema.schema, &options, cache.limits())
                     .map_err(|e| schema_error("response_format.json_schema", &e))?,
             ),
             _ => None,

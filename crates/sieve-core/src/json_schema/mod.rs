@@ -78,7 +78,7 @@ pub enum PropertyOrder {
     /// Declared properties in any order (each at most once) when an object
     /// declares at most this many (16 at most), and while the schema's
     /// objects in any order together stay within
-    /// [`Limits::max_order_states`] sets of members (2^n for n properties);
+    /// [`crate::Limits::max_order_states`] sets of members (2^n for n properties);
     /// schema order otherwise. Undeclared members may come between declared
     /// ones unless `minProperties`/`maxProperties` count them.
     AnyUpTo(u8),
@@ -95,28 +95,6 @@ pub enum Mode {
     Lenient,
 }
 
-/// Limits that bound the work and the grammar size.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Limits {
-    /// Most bytes of the grammar, roughly as GBNF text with each shared
-    /// expression written once (default 4 MiB).
-    pub max_grammar_bytes: usize,
-    /// Deepest nesting of subschemas, `allOf` merges and `$ref` inlining (default 128).
-    pub max_depth: usize,
-    /// Most automaton states (times length counts) for one string language
-    /// built from patterns, formats and length bounds together (default 20000).
-    pub max_dfa_states: usize,
-    /// Most sets of members, over all objects, that [`PropertyOrder::AnyUpTo`]
-    /// may track (default 8192); objects beyond it keep schema order.
-    pub max_order_states: usize,
-}
-
-impl Default for Limits {
-    fn default() -> Self {
-        Limits { max_grammar_bytes: 4 << 20, max_depth: 128, max_dfa_states: 20_000, max_order_states: 8192 }
-    }
-}
-
 /// Options for [`to_grammar`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct JsonSchemaOptions {
@@ -129,8 +107,6 @@ pub struct JsonSchemaOptions {
     /// When false, a missing `additionalProperties` means `false` instead of
     /// the specification's `true`.
     pub additional_properties_default: bool,
-    /// Work and size limits.
-    pub limits: Limits,
 }
 
 impl Default for JsonSchemaOptions {
@@ -140,7 +116,6 @@ impl Default for JsonSchemaOptions {
             mode: Mode::Strict,
             property_order: PropertyOrder::Schema,
             additional_properties_default: true,
-            limits: Limits::default(),
         }
     }
 }
@@ -191,7 +166,7 @@ pub enum SchemaErrorKind {
     Unsupported(String),
     /// The schema is malformed (wrong value type, bad pointer, bad pattern).
     Invalid(String),
-    /// A [`Limits`] value was exceeded.
+    /// A [`crate::Limits`] value was exceeded.
     Limit(&'static str),
     /// No JSON value satisfies the schema.
     Unsatisfiable,
@@ -240,16 +215,20 @@ impl From<SchemaError> for crate::CompileError {
     }
 }
 
-/// Translate a JSON Schema into a grammar.
+/// Translate a JSON Schema into a grammar, within `limits` (their
+/// `max_grammar_bytes`, `max_depth`, `max_dfa_states` and
+/// `max_order_states`); [`crate::Constraint::from_grammar`] compiles it
+/// under the same.
 ///
 /// ```
 /// use sieve_core::json_schema::{to_grammar, JsonSchemaOptions};
+/// use sieve_core::Limits;
 /// let schema = serde_json::json!({"type": "integer", "minimum": 1, "maximum": 12});
-/// let g = to_grammar(&schema, &JsonSchemaOptions::default()).unwrap();
+/// let g = to_grammar(&schema, &JsonSchemaOptions::default(), &Limits::default()).unwrap();
 /// assert!(g.gbnf().starts_with("root ::= "));
 /// ```
-pub fn to_grammar(schema: &Value, options: &JsonSchemaOptions) -> Result<SchemaGrammar, SchemaError> {
-    compile::Compiler::new(schema, options).run()
+pub fn to_grammar(schema: &Value, options: &JsonSchemaOptions, limits: &crate::Limits) -> Result<SchemaGrammar, SchemaError> {
+    compile::Compiler::new(schema, options, limits).run()
 }
 
 /// Why [`crate::Constraint::json_schema`] failed: the schema, or the grammar it became.
@@ -271,35 +250,6 @@ impl fmt::Display for JsonSchemaError {
 }
 
 impl std::error::Error for JsonSchemaError {}
-
-impl crate::Constraint {
-    /// Compile a JSON Schema into a constraint; also returns the lenient-mode
-    /// warnings (keywords left out).
-    ///
-    /// ```
-    /// use sieve_core::Constraint;
-    /// use sieve_core::json_schema::JsonSchemaOptions;
-    /// let schema = serde_json::json!({"type": "object", "properties": {"n": {"type": "integer", "minimum": 0}},
-    ///                                 "required": ["n"], "additionalProperties": false});
-    /// let (c, _warnings) = Constraint::json_schema(&schema, &JsonSchemaOptions::default()).unwrap();
-    /// assert!(c.matches(br#"{"n": 42}"#).unwrap());
-    /// assert!(!c.matches(br#"{"n": -1}"#).unwrap());
-    /// ```
-    pub fn json_schema(
-        schema: &Value,
-        options: &JsonSchemaOptions,
-    ) -> Result<(crate::Constraint, Vec<Warning>), JsonSchemaError> {
-        let g = to_grammar(schema, options).map_err(JsonSchemaError::Schema)?;
-        let c = Self::from_grammar(&g, &crate::Limits::default()).map_err(JsonSchemaError::Grammar)?;
-        Ok((c, g.warnings))
-    }
-
-    /// Compile a translated JSON Schema (see [`to_grammar`]) under `limits`;
-    /// its warnings go with the constraint ([`crate::Constraint::warnings`]).
-    pub fn from_grammar(g: &SchemaGrammar, limits: &crate::Limits) -> Result<crate::Constraint, crate::CompileError> {
-        crate::Constraint::from_rules(&g.rules, g.root, g.warnings.clone(), limits)
-    }
-}
 
 /// `value` as JSON with `", "` and `": "` separators and non-ASCII kept, as Python's
 /// `json.dumps(value, ensure_ascii=False)` writes it: the spelling the MaskBench protocol feeds

@@ -5,7 +5,7 @@
 use wasm_bindgen_test::wasm_bindgen_test as test;
 
 use serde_json::json;
-use sieve_core::Constraint;
+use sieve_core::{Constraint, Limits};
 use sieve_core::json_schema::{JsonSchemaOptions, Mode, SchemaErrorKind, Whitespace, to_grammar};
 
 fn compile(schema: serde_json::Value, options: &JsonSchemaOptions) -> Constraint {
@@ -83,11 +83,11 @@ fn whitespace_options() {
 #[test]
 fn strict_errors_name_keyword_and_pointer() {
     let schema = json!({"properties": {"a": {"type": "array", "uniqueItems": true}}});
-    let e = to_grammar(&schema, &JsonSchemaOptions::default()).unwrap_err();
+    let e = to_grammar(&schema, &JsonSchemaOptions::default(), &Limits::default()).unwrap_err();
     assert_eq!(e.keyword, "uniqueItems");
     assert_eq!(e.pointer, "/properties/a");
     assert!(matches!(e.kind, SchemaErrorKind::Unsupported(_)));
-    let e = to_grammar(&json!({"pattern": "a(?=b)"}), &JsonSchemaOptions::default()).unwrap_err();
+    let e = to_grammar(&json!({"pattern": "a(?=b)"}), &JsonSchemaOptions::default(), &Limits::default()).unwrap_err();
     assert_eq!(e.keyword, "pattern");
     assert!(e.to_string().contains("lookaround"));
 }
@@ -96,12 +96,12 @@ fn strict_errors_name_keyword_and_pointer() {
 fn lenient_mode_reports_what_it_left_out() {
     let schema = json!({"type": "array", "uniqueItems": true, "items": {"type": "integer"}});
     let lenient = JsonSchemaOptions { mode: Mode::Lenient, ..Default::default() };
-    let g = to_grammar(&schema, &lenient).unwrap();
+    let g = to_grammar(&schema, &lenient, &Limits::default()).unwrap();
     assert_eq!(g.warnings.len(), 1);
     assert_eq!(g.warnings[0].keyword, "uniqueItems");
     // A pattern read twice (by an allOf merge, then by the object) is reported once.
     let merged = json!({"allOf": [{"patternProperties": {"a(?=b)": {}}, "additionalProperties": false}, {"properties": {"x": {}}}]});
-    let g = to_grammar(&merged, &lenient).unwrap();
+    let g = to_grammar(&merged, &lenient, &Limits::default()).unwrap();
     assert_eq!(g.warnings.iter().map(|w| w.keyword.as_str()).collect::<Vec<_>>(), ["patternProperties"]);
 }
 
@@ -218,7 +218,7 @@ fn overlapping_one_of_excludes_the_overlap() {
     // Without `type`, every non-object matches both branches.
     table(json!({"oneOf": [{"required": ["a"]}, {"required": ["b"]}]}), &[(r#"{"a": 1}"#, true), ("1", false), (r#"{"a": 1, "b": 2}"#, false)]);
     table(json!({"oneOf": [{"type": "integer"}, {"minimum": 2}]}), &[("1", true), ("2", false), ("2.5", true), (r#""s""#, true), ("null", true)]);
-    let e = to_grammar(&json!({"oneOf": [{"type": "array", "uniqueItems": true}, {"type": "array", "maxItems": 3}]}), &JsonSchemaOptions::default())
+    let e = to_grammar(&json!({"oneOf": [{"type": "array", "uniqueItems": true}, {"type": "array", "maxItems": 3}]}), &JsonSchemaOptions::default(), &Limits::default())
         .unwrap_err();
     assert_eq!(e.keyword, "oneOf");
     // Siblings both branches hold are not negated (`uniqueItems` has no
@@ -250,7 +250,7 @@ fn all_of_applies_each_sides_additional_properties() {
     ]});
     table(ap_with_patterns, &[(r#"{"y1": 4}"#, true), (r#"{"y1": 1}"#, false), (r#"{"y1": "a"}"#, false), (r#"{"z": 4}"#, false), ("{}", true)]);
     let other_patterns = json!({"allOf": [{"properties": {"x": {}}, "additionalProperties": false}, {"patternProperties": {"^y": {}}}]});
-    let e = to_grammar(&other_patterns, &JsonSchemaOptions::default()).unwrap_err();
+    let e = to_grammar(&other_patterns, &JsonSchemaOptions::default(), &Limits::default()).unwrap_err();
     assert!(matches!(e.kind, SchemaErrorKind::Unsupported(_)) && e.keyword == "additionalProperties", "{e}");
     let same_patterns = json!({"allOf": [
         {"patternProperties": {"^y": {}}, "additionalProperties": false},
@@ -320,7 +320,7 @@ fn unique_items_over_few_values_in_any_order() {
         ("[false]", true),
         ("[true, true]", false),
     ]);
-    let e = to_grammar(&json!({"type": "array", "uniqueItems": true, "items": {"type": "string"}}), &JsonSchemaOptions::default()).unwrap_err();
+    let e = to_grammar(&json!({"type": "array", "uniqueItems": true, "items": {"type": "string"}}), &JsonSchemaOptions::default(), &Limits::default()).unwrap_err();
     assert_eq!(e.keyword, "uniqueItems");
 }
 

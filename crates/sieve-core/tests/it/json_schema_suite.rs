@@ -14,7 +14,7 @@
 use wasm_bindgen_test::wasm_bindgen_test as test;
 
 use serde_json::Value;
-use sieve_core::Constraint;
+use sieve_core::{Constraint, Limits};
 use sieve_core::json_schema::{JsonSchemaOptions, PropertyOrder, to_grammar, to_spaced_json};
 use include_dir::{Dir, include_dir};
 use std::collections::BTreeMap;
@@ -62,7 +62,7 @@ fn run_dir(
             }
             let t = tally.entry(label.clone()).or_default();
             t.schemas += 1;
-            let Ok(g) = to_grammar(&schema, options) else { continue };
+            let Ok(g) = to_grammar(&schema, options, &Limits::default()) else { continue };
             let (c, written) = match (Constraint::from_grammar(&g, &Default::default()), Constraint::gbnf(&g.gbnf())) {
                 (Ok(c), Ok(written)) => (c, written),
                 (c, text) => {

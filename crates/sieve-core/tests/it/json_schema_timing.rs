@@ -2,7 +2,7 @@
 //! compiling the grammar it gives. Ignored by default; run with
 //! `SIEVE_MASKBENCH_DIR=/path/to/maskbench-files cargo test --release --test it json_schema_timing -- --ignored --nocapture`.
 
-use sieve_core::Constraint;
+use sieve_core::{Constraint, Limits};
 use sieve_core::json_schema::{JsonSchemaOptions, PropertyOrder, to_grammar};
 use std::time::Instant;
 
@@ -25,7 +25,7 @@ fn translation_and_grammar_compile_times() {
             let text = std::fs::read_to_string(e.unwrap().path()).unwrap();
             let file: serde_json::Value = serde_json::from_str(&text).unwrap();
             let t0 = Instant::now();
-            let Ok(g) = to_grammar(&file["schema"], &options) else { continue };
+            let Ok(g) = to_grammar(&file["schema"], &options, &Limits::default()) else { continue };
             let t1 = Instant::now();
             if Constraint::from_grammar(&g, &Default::default()).is_err() {
                 continue;

@@ -93,3 +93,22 @@ fn pathological_inputs_compile_within_limits_or_are_refused() {
     assert!(bounded(&run("GBNF of 100,000 rules", ConstraintSource::Gbnf(format!("root ::= r0\n{rules}")))));
     assert_eq!(run("regex NFA over the limit", ConstraintSource::Regex("[a-z]{2000}[0-9]{2000}\\w{1000}".into())), limit);
 }
+
+/// The limits a schema is compiled under bound its translation too, on every path from a schema
+/// to a constraint: a source compiled directly or through a cache, and a parsed schema.
+#[test]
+fn a_schemas_translation_keeps_the_limits_it_is_compiled_under() {
+    let nested = json!({"type": "array", "items": {"type": "array", "items": {"type": "array", "items": {"type": "integer"}}}});
+    let shallow = Limits { max_depth: 2, ..Limits::default() };
+    let refused = |r: Result<Constraint, sieve_core::CompileError>| matches!(r, Err(e) if e.kind == CompileErrorKind::Limit);
+    assert!(refused(Constraint::compile(&schema(nested.clone()), &shallow)));
+    assert!(refused(sieve_core::ConstraintCache::new(shallow, 4).get(&schema(nested.clone()))));
+    let options = Default::default();
+    assert!(matches!(Constraint::json_schema_with_limits(&nested, &options, &shallow), Err(sieve_core::json_schema::JsonSchemaError::Schema(_))));
+    assert!(Constraint::compile(&schema(nested.clone()), &Limits::default()).is_ok());
+    // A pattern with a length bound is one automaton of 2^7 states times the counts.
+    let patterned = schema(json!({"type": "string", "pattern": "^(a|b)*a(a|b){6}$", "maxLength": 30}));
+    let few_states = Limits { max_dfa_states: 64, ..Limits::default() };
+    assert!(Constraint::compile(&patterned, &few_states).is_err_and(|e| e.message.contains("max_dfa_states")));
+    assert!(Constraint::compile(&patterned, &Limits::default()).is_ok());
+}

@@ -83,6 +83,7 @@ fn child(ptr: &str, key: &str) -> String {
 pub struct Compiler<'a> {
     root: &'a Value,
     opts: &'a JsonSchemaOptions,
+    limits: &'a crate::Limits,
     rules: Writer,
     warnings: Vec<Warning>,
     refs: TextMap<String, Expr>,
@@ -117,7 +118,7 @@ pub struct Compiler<'a> {
 
 impl<'a> Compiler<'a> {
     /// Prepare to translate `root`.
-    pub fn new(root: &'a Value, opts: &'a JsonSchemaOptions) -> Self {
+    pub fn new(root: &'a Value, opts: &'a JsonSchemaOptions, limits: &'a crate::Limits) -> Self {
         let dialect = root.get("$schema").and_then(Value::as_str).unwrap_or("");
         let draft04 = ["draft-03", "draft-04"].iter().any(|d| dialect.contains(d));
         let legacy = draft04 || ["draft-06", "draft-07"].iter().any(|d| dialect.contains(d));
@@ -142,6 +143,7 @@ impl<'a> Compiler<'a> {
         Compiler {
             root,
             opts,
+            limits,
             rules,
             warnings: Vec::new(),
             refs: TextMap::default(),
@@ -195,9 +197,9 @@ impl<'a> Compiler<'a> {
         }
     }
 
-    /// Fails once the grammar outgrows [`super::Limits::max_grammar_bytes`].
+    /// Fails once the grammar outgrows [`crate::Limits::max_grammar_bytes`].
     fn check_size(&self) -> Res<()> {
-        if self.rules.size() > self.opts.limits.max_grammar_bytes {
+        if self.rules.size() > self.limits.max_grammar_bytes {
             return Err(err("", "", SchemaErrorKind::Limit("max_grammar_bytes")));
         }
         Ok(())
@@ -233,7 +235,7 @@ impl<'a> Compiler<'a> {
 
     fn enter(&mut self, ptr: &str) -> Res<()> {
         self.depth += 1;
-        if self.depth > self.opts.limits.max_depth {
+        if self.depth > self.limits.max_depth {
             return Err(err("", ptr, SchemaErrorKind::Limit("max_depth")));
         }
         Ok(())

@@ -52,7 +52,7 @@ impl<'a> Compiler<'a> {
             }
             let Some(range) = number::range(lo.as_ref(), hi.as_ref(), Numbers::Real) else { return Ok(None) };
             let frac = regex::parse_pattern("^-?(0|[1-9][0-9]*)\\.[0-9]*[1-9][0-9]*$").map_err(|e| invalid("type", ptr, &e.to_string()))?;
-            let max_states = self.opts.limits.max_dfa_states;
+            let max_states = self.limits.max_dfa_states;
             let built = Dfa::tagged(&[range, frac], max_states)
                 .and_then(|d| d.emit(&|t| t & 3 == 3, 0, None, &mut self.rules, max_states));
             return match built {

@@ -141,7 +141,7 @@ impl<'a> Compiler<'a> {
         };
         if let PropertyOrder::AnyUpTo(n) = self.opts.property_order
             && entries.len() <= usize::from(n.min(16)) && entries.len() > 1
-            && self.order_states + (1 << entries.len()) <= self.opts.limits.max_order_states {
+            && self.order_states + (1 << entries.len()) <= self.limits.max_order_states {
                 // Counted at every object, shared or not, so that the same
                 // objects take any order as when each is written out.
                 self.order_states += 1 << entries.len();
@@ -404,7 +404,7 @@ impl<'a> Compiler<'a> {
         let known_mask = if exprs.len() > known_from { u64::MAX << known_from } else { 0 };
         // The declared names alone make a trie, as large as their text: the schema pays for
         // those states, and the limit bounds what the patterns add to them.
-        let max_states = self.opts.limits.max_dfa_states + known.iter().map(|k| k.len() + 1).sum::<usize>();
+        let max_states = self.limits.max_dfa_states + known.iter().map(|k| k.len() + 1).sum::<usize>();
         let names_keyword = if patterns.is_empty() { "properties" } else { "patternProperties" };
         let dfa = match Dfa::tagged(&exprs, max_states) {
             Ok(d) => d,

@@ -75,7 +75,7 @@ impl<'a> Compiler<'a> {
             exprs.push(b);
             forbid |= 1 << (exprs.len() - 1);
         }
-        let max_states = self.opts.limits.max_dfa_states;
+        let max_states = self.limits.max_dfa_states;
         let built = Dfa::tagged(&exprs, max_states)
             .and_then(|d| d.emit(&|t| t & all == all && t & forbid == 0, min_len, max_len, &mut self.rules, max_states));
         match built {
