@@ -372,6 +372,24 @@ fn copies_drop_only_what_constrains_nothing() {
     ]);
 }
 
+/// `if` with one branch names its condition once, so conditions nested in conditions cost
+/// work in proportion to their depth (named twice, each level doubled it: 2^40 here).
+#[test]
+fn conditions_nested_in_conditions_compile() {
+    for depth in [39, 40] {
+        let mut schema = json!({"type": "integer"});
+        for _ in 0..depth {
+            schema = json!({"if": schema, "then": {"minimum": 0}});
+        }
+        // Level k holds where level k - 1 fails or the value is not below 0: below 0, the
+        // levels alternate from level 0 (an integer: -1 holds, -1.5 fails).
+        table(schema, &[("-1", depth % 2 == 0), ("-1.5", depth % 2 == 1), ("1", true), (r#""a""#, true)]);
+    }
+    // Only `else`: the condition or the branch (a string or at most 3, else at least 10).
+    let with_else = json!({"if": {"if": {"type": "string"}, "else": {"maximum": 3}}, "else": {"minimum": 10}});
+    table(with_else, &[(r#""a""#, true), ("2", true), ("7", false), ("12", true), ("null", true)]);
+}
+
 #[test]
 fn plain_name_identifiers_follow_the_draft() {
     let positive = |key: &str, value: &str| json!({"type": "integer", "minimum": 1, key: value});

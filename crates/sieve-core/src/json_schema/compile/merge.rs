@@ -40,11 +40,19 @@ impl<'a> Compiler<'a> {
                     }
                 }
                 "if" if m.contains_key("then") || m.contains_key("else") => {
-                    // (if and then) or (not if and else); the negation is
-                    // exact or refused like any `not`.
-                    let then = m.get("then").cloned().unwrap_or(Value::Bool(true));
-                    let other = m.get("else").cloned().unwrap_or(Value::Bool(true));
-                    let split = serde_json::json!({"anyOf": [{"allOf": [v, then]}, {"allOf": [{"not": v}, other]}]});
+                    // (if and then) or (not if and else); with one branch
+                    // an implication, which names the condition once: (not
+                    // if) or then, if or else. (A condition named twice
+                    // doubles the work of each `if` nested in it.) The
+                    // negation is exact or refused like any `not`.
+                    let split = match (m.get("then"), m.get("else")) {
+                        (Some(then), None) => serde_json::json!({"anyOf": [{"not": v}, then]}),
+                        (None, Some(other)) => serde_json::json!({"anyOf": [v, other]}),
+                        (then, other) => {
+                            let (then, other) = (then.unwrap_or(&Value::Bool(true)), other.unwrap_or(&Value::Bool(true)));
+                            serde_json::json!({"anyOf": [{"allOf": [v, then]}, {"allOf": [{"not": v}, other]}]})
+                        }
+                    };
                     parts.push((Cow::Owned(split), child(ptr, "if")));
                 }
                 "if" | "then" | "else" => {}
