@@ -372,6 +372,22 @@ fn copies_drop_only_what_constrains_nothing() {
     ]);
 }
 
+/// Several `contains` (from `allOf`) each need an item of their own, or one item matching
+/// several; the negation is exact.
+#[test]
+fn several_contains_each_find_an_item() {
+    let two = json!({"type": "array", "items": {"type": "integer"}, "allOf": [{"contains": {"minimum": 5}}, {"contains": {"maximum": 0}}]});
+    table(two.clone(), &[("[1, 6, -1]", true), ("[-1, 6]", true), ("[6]", false), ("[-1]", false), ("[]", false), ("[6, 7]", false), (r#"["a", 6, -1]"#, false)]);
+    let overlapping = json!({"allOf": [{"contains": {"type": "integer", "minimum": 5}}, {"contains": {"type": "integer", "maximum": 7}}]});
+    table(overlapping, &[("[6]", true), ("[9]", false), ("[9, 1]", true), (r#"["x", 1, null, 9]"#, true), ("3", true)]);
+    // Counted beside another: refused, not miscounted.
+    let counted = json!({"allOf": [{"contains": {"maximum": 0}}, {"contains": {"minimum": 5}, "minContains": 2}]});
+    assert!(Constraint::json_schema(&counted, &JsonSchemaOptions::default()).is_err());
+    let three = json!({"allOf": [{"contains": {"const": "a"}}, {"contains": {"const": "b"}}, {"contains": {"const": "c"}}]});
+    table(three, &[(r#"["c", "b", "a"]"#, true), (r#"["a", "b", "x", "b"]"#, false), (r#"["b", "x", "c", "a", "a"]"#, true)]);
+    table(json!({"not": two}), &[("[6]", true), ("[6, -1]", false), ("[]", true), (r#""x""#, true)]);
+}
+
 /// `if` with one branch names its condition once, so conditions nested in conditions cost
 /// work in proportion to their depth (named twice, each level doubled it: 2^40 here).
 #[test]

@@ -3,9 +3,13 @@
 
 use super::keywords::{count, is_annotation, json_eq, keyword};
 use super::negate::{kinds, values_of};
-use super::{child, Compiler, Expr, Res};
+use super::{child, Compiler, Expr, Res, CONTAINS};
 use super::super::gbnf::Ex;
 use crate::hash::FastMap;
+
+/// Most `contains` schemas one array may have to match together (2^k sets
+/// of them are followed).
+const MAX_CONTAINS: usize = 4;
 use serde_json::{Map, Value};
 
 impl<'a> Compiler<'a> {
@@ -41,6 +45,17 @@ impl<'a> Compiler<'a> {
         }
         let rest_e = self.schema(&rest, &child(ptr, rest_kw))?;
         let (open, close) = (self.rules.lit("["), self.rules.lit("]"));
+        // Several `contains` (from allOf): each matched by some item.
+        if let Some(further) = m.get(CONTAINS).and_then(Value::as_array) {
+            let c = m.get("contains").cloned().unwrap_or(Value::Bool(true));
+            let n = count(m, "minContains", ptr)?.unwrap_or(1);
+            if m.contains_key("maxContains") || !pre.is_empty() || max.is_some() || min > 1 || n != 1 || further.len() + 1 > MAX_CONTAINS {
+                self.unsupported("contains", ptr, "several contains with minContains, maxContains, prefix items, maxItems, minItems above 1 or more than 4 of them")?;
+            } else {
+                let all: Vec<Value> = std::iter::once(c).chain(further.iter().cloned()).collect();
+                return self.containing_all(&rest, rest_e, &all, ptr);
+            }
+        }
         // contains: at least n items matching both the item schema and `contains`.
         if let Some(c) = m.get("contains") {
             let n = count(m, "minContains", ptr)?.unwrap_or(1);
@@ -124,6 +139,64 @@ impl<'a> Compiler<'a> {
             Some(b) => self.rules.seq(&[open, ws, b, ws, close]),
             None => self.rules.seq(&[open, ws, close]),
         };
+        Ok(Some(self.add("array", body)?))
+    }
+
+    /// Arrays of items of `rest` (`rest_e` translated) in which each of the
+    /// schemas `all` is matched by some item. The grammar follows the set of
+    /// those matched so far (2^k sets for k schemas): an item either keeps
+    /// the set or is one that also matches a set T of the others, compiled
+    /// as `rest` and T together, and the array ends once the set is full.
+    fn containing_all(&mut self, rest: &Value, rest_e: Expr, all: &[Value], ptr: &str) -> Res<Expr> {
+        let k = all.len();
+        let full = (1usize << k) - 1;
+        // The item matching each non-empty set T of the schemas (and `rest`).
+        let mut items: Vec<Expr> = vec![None; full + 1];
+        for (t, item) in items.iter_mut().enumerate().skip(1) {
+            let mut parts = vec![rest.clone()];
+            parts.extend((0..k).filter(|i| t >> i & 1 == 1).map(|i| all[i].clone()));
+            *item = self.schema(&keyword("allOf", Value::Array(parts)), &child(ptr, "contains"))?;
+        }
+        let sep = self.sep();
+        // after[s]: the rest of the array once the schemas of s are matched,
+        // built from the full set down (a step only adds to s).
+        let rules = &mut self.rules;
+        // Any items between the steps.
+        let plain = rest_e.map(|r| {
+            let more = rules.seq(&[sep, r]);
+            rules.repeat(more, 0, None)
+        });
+        let mut after: Vec<Expr> = vec![None; full + 1];
+        for s in (0..=full).rev() {
+            after[s] = if s == full {
+                Some(plain.unwrap_or_else(|| rules.empty()))
+            } else {
+                let steps: Vec<Ex> = (1..=full)
+                    .filter(|t| t & s == 0)
+                    .filter_map(|t| Some(rules.seq(&[sep, items[t]?, after[s | t]?])))
+                    .collect();
+                if steps.is_empty() {
+                    None
+                } else {
+                    let step = rules.alt(&steps);
+                    Some(match plain {
+                        Some(p) => rules.seq(&[p, step]),
+                        None => step,
+                    })
+                }
+            };
+        }
+        // The first item has no separator before it.
+        let mut firsts: Vec<Ex> = (1..=full).filter_map(|t| Some(rules.seq(&[items[t]?, after[t]?]))).collect();
+        if let (Some(r), Some(a)) = (rest_e, after[0]) {
+            firsts.push(rules.seq(&[r, a]));
+        }
+        if firsts.is_empty() {
+            return Ok(None);
+        }
+        let (open, close, ws) = (rules.lit("["), rules.lit("]"), self.ws);
+        let first = rules.alt(&firsts);
+        let body = rules.seq(&[open, ws, first, ws, close]);
         Ok(Some(self.add("array", body)?))
     }
 

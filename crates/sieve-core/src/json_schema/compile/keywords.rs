@@ -1,7 +1,7 @@
 //! Keyword tables and JSON value helpers: annotations, known and
 //! constraining keywords, types, counts and JSON equality.
 
-use super::{invalid, Res, FRACTION, NOT_PATTERNS, NOT_STRINGS, PATTERNS, TYPES};
+use super::{invalid, Res, CONTAINS, FRACTION, NOT_PATTERNS, NOT_STRINGS, PATTERNS, TYPES};
 use super::super::number::Dec;
 use serde_json::{Map, Value};
 
@@ -90,6 +90,7 @@ pub(super) fn is_constraint_keyword(k: &str) -> bool {
             | "items"
             | "additionalItems"
             | "contains"
+            | CONTAINS
             | "minContains"
             | "maxContains"
             | "patternProperties"

@@ -2,7 +2,7 @@
 //! and dependencies merged into one keyword map, and the merge of two maps.
 
 use super::keywords::{is_annotation, is_inert, json_eq, keyword, type_list};
-use super::{child, err, invalid, Compiler, Res, NOT_PATTERNS, NOT_STRINGS, PATTERNS};
+use super::{child, err, invalid, Compiler, Res, CONTAINS, NOT_PATTERNS, NOT_STRINGS, PATTERNS};
 use super::super::SchemaErrorKind;
 use super::super::number::Dec;
 use serde_json::{Map, Value};
@@ -142,6 +142,9 @@ impl<'a> Compiler<'a> {
                 SchemaErrorKind::Unsupported("allOf mixing prefixItems and items from different schemas".into()),
             ));
         }
+        // Whether each side counts its `contains` matches.
+        let counts = |m: &Map<String, Value>| m.contains_key("minContains") || m.contains_key("maxContains");
+        let counted = (counts(&a), counts(&b));
         for (k, vb) in b {
             // Annotations and unknown keywords (`x-...`) constrain nothing
             // (`then` and `else` neither: `if` took them when flattened).
@@ -161,7 +164,7 @@ impl<'a> Compiler<'a> {
             // Taken out (not copied); every arm below puts a value back or removes the key.
             let va = std::mem::take(slot);
             let merged = match k.as_str() {
-                NOT_STRINGS | NOT_PATTERNS | PATTERNS => {
+                NOT_STRINGS | NOT_PATTERNS | PATTERNS | CONTAINS => {
                     let mut xa = va.as_array().cloned().unwrap_or_default();
                     for x in vb.as_array().cloned().unwrap_or_default() {
                         if !xa.contains(&x) {
@@ -169,6 +172,19 @@ impl<'a> Compiler<'a> {
                         }
                     }
                     Value::Array(xa)
+                }
+                "contains" if !counted.0 || !counted.1 => {
+                    // Both apply, each to some item: the one without
+                    // minContains/maxContains joins the further ones (and the
+                    // other's counts stay with it under `contains`).
+                    let (kept, further) = if counted.1 { (vb, va) } else { (va, vb) };
+                    let mut more = a.get(CONTAINS).and_then(Value::as_array).cloned().unwrap_or_default();
+                    if !more.contains(&further) {
+                        more.push(further);
+                    }
+                    a.insert(k, kept);
+                    a.insert(CONTAINS.into(), Value::Array(more));
+                    continue;
                 }
                 "pattern" => {
                     // Both patterns apply: the second joins the further ones.

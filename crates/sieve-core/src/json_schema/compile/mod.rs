@@ -42,6 +42,9 @@ const NOT_PATTERNS: &str = "x-sieve-not-patterns";
 const FRACTION: &str = "x-sieve-fraction";
 /// Internal keyword: further patterns a string must match (from `allOf`).
 const PATTERNS: &str = "x-sieve-patterns";
+/// Internal keyword: further schemas that some item of an array must each
+/// match, once (from `allOf` of several `contains`).
+const CONTAINS: &str = "x-sieve-contains";
 
 const TYPES: [&str; 7] = ["null", "boolean", "object", "array", "number", "integer", "string"];
 

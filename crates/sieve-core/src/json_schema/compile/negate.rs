@@ -3,7 +3,7 @@
 
 use super::super::format;
 use super::keywords::{effective_types, is_annotation, json_eq, type_list};
-use super::{FRACTION, NOT_PATTERNS, NOT_STRINGS, PATTERNS, TYPES};
+use super::{CONTAINS, FRACTION, NOT_PATTERNS, NOT_STRINGS, PATTERNS, TYPES};
 use super::super::number::Dec;
 use serde_json::{Map, Value};
 
@@ -153,7 +153,7 @@ pub(super) fn negate(nm: &Map<String, Value>, want: &[&'static str], int_only: b
         let scope = match k {
             "required" | "properties" | "additionalProperties" | "patternProperties" | "propertyNames"
             | "minProperties" | "maxProperties" => "object",
-            "items" | "prefixItems" | "additionalItems" | "contains" | "minContains" | "maxContains" | "minItems"
+            "items" | "prefixItems" | "additionalItems" | "contains" | CONTAINS | "minContains" | "maxContains" | "minItems"
             | "maxItems" | "uniqueItems" => "array",
             "minLength" | "maxLength" | "pattern" | "format" | NOT_STRINGS | NOT_PATTERNS | PATTERNS => "string",
             "minimum" | "maximum" | "exclusiveMinimum" | "exclusiveMaximum" | "multipleOf" | FRACTION => "number",
@@ -289,6 +289,11 @@ pub(super) fn negate(nm: &Map<String, Value>, want: &[&'static str], int_only: b
                 }
                 if min == Some(1) {
                     out.push(json!({ "type": "array", "items": { "not": v } }));
+                }
+            }
+            CONTAINS => {
+                for c in v.as_array().into_iter().flatten() {
+                    out.push(json!({ "type": "array", "items": { "not": c } }));
                 }
             }
             "minContains" | "maxContains" => {}
