@@ -14,7 +14,7 @@ SIEVE_CACHE="${SIEVE_CACHE:-$HOME/.cache/sieve}"
 seconds="${1:-300}"
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(regex gbnf tokens json_schema)
+[ ${#targets[@]} -gt 0 ] || targets=(regex gbnf tokens json_schema request)
 command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --version 0.13.2 --locked
 export RUSTC_BOOTSTRAP=1 CARGO_TARGET_DIR="$SIEVE_CACHE/fuzz/target"
 cd "$ROOT/fuzz"

@@ -9,6 +9,9 @@ use sieve_core::CompileError;
 use sieve_model::tools::ToolError;
 use wasm_bindgen::prelude::*;
 
+use crate::js_error;
+use crate::request::RequestError;
+
 /// Where a compile error points.
 #[derive(Default)]
 struct Place<'a> {
@@ -59,9 +62,20 @@ pub(crate) fn schema_error(context: &str, e: &SchemaError) -> JsValue {
 }
 
 
+/// A request refused before any model work, as the caller sees it.
+pub(crate) fn request_error(e: RequestError) -> JsValue {
+    match e {
+        RequestError::Bad(why) => JsError::new(&format!("bad request: {why}")).into(),
+        RequestError::Tool(e) => tool_error(&e),
+        RequestError::Schema(e) => schema_error("response_format.json_schema", &e),
+        RequestError::Compile(e) => compile_error("response_format", &e),
+        RequestError::Prompt(e) => js_error(e).into(),
+    }
+}
+
 /// A request's bad `tools` or `tool_choice`: kind `tool`, or its schema error's kind, keyword
 /// and pointer (into the tool's `parameters`), with the `tool` named.
-pub(crate) fn tool_error(e: &ToolError) -> JsValue {
+fn tool_error(e: &ToolError) -> JsValue {
     let place = Place {
         tool: e.tool.as_deref(),
         keyword: e.schema.as_ref().map(|s| s.keyword.as_str()),

@@ -8,7 +8,9 @@
 //!   [`constraint::Constraint`] and [`constraint::Matcher`], which fills token bitmasks.
 //! - [`model`]: SmolLM2 on WebGPU or the CPU with the constrained decode loop
 //!   ([`model::Model`]), which the JavaScript engine (`js/engine.js`) drives from a Web Worker;
-//!   [`parts`]: the CPU path's other threads, helper workers that each hold a part of the rows.
+//!   [`parts`]: the CPU path's other threads, helper workers that each hold a part of the rows;
+//!   [`request`]: a request's tools, constraint and prompt text, checked before any model work
+//!   without touching JavaScript (so the request fuzz target runs it natively).
 //!
 //! Every export returns a JS `Error` on failure (a constraint that does not compile: a
 //! `SieveError` with its kind and place, see [`error`]); none may panic, since a panic aborts the
@@ -18,7 +20,7 @@ pub mod constraint;
 mod error;
 pub mod model;
 pub mod parts;
-mod request;
+pub mod request;
 
 use wasm_bindgen::prelude::*;
 

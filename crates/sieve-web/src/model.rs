@@ -8,12 +8,12 @@ use serde_json::json;
 use sieve_core::{CompileError, Constraint, ConstraintCache, Limits, Matcher};
 use sieve_model::decode::{Deferred, Delta, GenerateConfig, Picker, StopReason, TokenConstraint, Unconstrained, generate_streaming};
 use sieve_model::sampling::Sampling;
-use sieve_model::tools::{Event, Tool, ToolChoice, Toolbox};
+use sieve_model::tools::Event;
 use sieve_model::{Backend, Gguf, Llama, LlamaConfig, ModelError, Placement, Tokenizer};
 use wasm_bindgen::prelude::*;
 
 use crate::constraint::{Vocabulary, from_js, to_js};
-use crate::error::{compile_error, tool_error};
+use crate::error::{compile_error, request_error};
 use crate::parts::{HelperPool, PoolHelpers};
 use crate::request::{Output, Request};
 use crate::{js_error, no_webgpu, now_ms};
@@ -126,25 +126,11 @@ impl Model {
 /// Runs one request. A constraint that does not compile rejects it with a `SieveError`.
 async fn run(loaded: &Loaded, request: &Request, on_delta: Option<&js_sys::Function>) -> Result<JsValue, JsValue> {
     let start = now_ms();
-    let toolbox = match (&request.tools, &request.messages) {
-        (None, _) => None,
-        (Some(_), None) => return Err(JsError::new("bad request: `tools` need `messages`").into()),
-        (Some(tools), Some(_)) => {
-            let choice = ToolChoice::from_openai(request.tool_choice.as_ref()).map_err(|e| tool_error(&e))?;
-            let tools = Tool::from_openai(tools).map_err(|e| tool_error(&e))?;
-            let parallel = request.parallel_tool_calls.unwrap_or(true);
-            Some(Toolbox::new(tools, choice, parallel, loaded.tokenizer.chat_template()).map_err(|e| tool_error(&e))?)
-        }
-    };
-    let planned = request.plan(&loaded.constraints, toolbox.as_ref())?;
+    let template = loaded.tokenizer.chat_template();
+    let toolbox = request.toolbox(template).map_err(request_error)?;
+    let planned = request.plan(&loaded.constraints, toolbox.as_ref()).map_err(request_error)?;
     let compile_ms = &Cell::new(now_ms() - start);
-    let kwargs = request.chat_template_kwargs.clone().unwrap_or_default();
-    let prompt = match (&request.messages, &request.prompt, &toolbox) {
-        (Some(messages), None, Some(toolbox)) => toolbox.prompt(loaded.tokenizer.chat_template(), messages, &kwargs).map_err(js_error)?,
-        (Some(messages), None, None) => loaded.tokenizer.chat_prompt(messages, &kwargs).map_err(js_error)?,
-        (None, Some(prompt), _) => prompt.clone(),
-        _ => return Err(JsError::new("bad request: give exactly one of `messages` and `prompt`").into()),
-    };
+    let prompt = request.prompt_text(template, toolbox.as_ref()).map_err(request_error)?;
     let prompt = loaded.tokenizer.encode(&prompt).map_err(js_error)?;
     let room = loaded.model.config().max_seq.saturating_sub(prompt.len());
     if room == 0 {

@@ -1,14 +1,15 @@
-//! Requests as the JavaScript engine sends them (OpenAI-shaped JSON), turned into constraints
-//! and decoding settings.
+//! Requests as the JavaScript engine sends them (OpenAI-shaped JSON), turned into constraints,
+//! tools and prompt text before any model work. Nothing here touches JavaScript: a bad request
+//! is a [`RequestError`], which the engine turns into a `SieveError` (and the request fuzz
+//! target checks natively).
 
 use serde::Deserialize;
 use serde_json::Value;
-use sieve_core::json_schema::{JsonSchemaOptions, Mode, SchemaGrammar, Whitespace};
-use sieve_core::{Constraint, ConstraintCache, ConstraintSource, StructuralTag};
-use sieve_model::tools::Toolbox;
-use wasm_bindgen::{JsError, JsValue};
-
-use crate::error::{compile_error, schema_error};
+use sieve_core::json_schema::{JsonSchemaOptions, Mode, SchemaError, SchemaGrammar, Whitespace};
+use sieve_core::{CompileError, Constraint, ConstraintCache, ConstraintSource, StructuralTag};
+use sieve_model::ModelError;
+use sieve_model::chat::ChatTemplate;
+use sieve_model::tools::{Tool, ToolChoice, ToolError, Toolbox};
 
 /// A completion request: `messages` for chat (OpenAI-shaped, checked by
 /// `sieve_model::chat::check_messages`), `prompt` for raw text.
@@ -92,6 +93,21 @@ pub enum Output {
     Compile(ConstraintSource, Option<SchemaGrammar>),
 }
 
+/// Why a request is refused before any model work.
+#[derive(Debug)]
+pub enum RequestError {
+    /// Fields that do not go together, or are missing.
+    Bad(String),
+    /// A tool's definition or `tool_choice`.
+    Tool(ToolError),
+    /// `response_format`'s JSON Schema did not translate.
+    Schema(SchemaError),
+    /// `response_format`'s regex, grammar or structural tag did not compile.
+    Compile(CompileError),
+    /// The messages, or the chat template rendering them.
+    Prompt(ModelError),
+}
+
 /// The output constraint and the keywords it leaves out (lenient schemas only).
 pub struct Planned {
     pub output: Output,
@@ -99,15 +115,40 @@ pub struct Planned {
 }
 
 impl Request {
+    /// The request's tools (with `tool_choice` and `parallel_tool_calls`), checked for a model
+    /// whose chat template is `template`; none without `tools`.
+    pub fn toolbox(&self, template: &ChatTemplate) -> Result<Option<Toolbox>, RequestError> {
+        let Some(tools) = &self.tools else { return Ok(None) };
+        if self.messages.is_none() {
+            return Err(RequestError::Bad("`tools` need `messages`".into()));
+        }
+        let choice = ToolChoice::from_openai(self.tool_choice.as_ref()).map_err(RequestError::Tool)?;
+        let tools = Tool::from_openai(tools).map_err(RequestError::Tool)?;
+        let parallel = self.parallel_tool_calls.unwrap_or(true);
+        Toolbox::new(tools, choice, parallel, template).map(Some).map_err(RequestError::Tool)
+    }
+
+    /// The prompt's text: the messages rendered by `template` (offering `toolbox`'s tools), or
+    /// the raw `prompt`.
+    pub fn prompt_text(&self, template: &ChatTemplate, toolbox: Option<&Toolbox>) -> Result<String, RequestError> {
+        let kwargs = self.chat_template_kwargs.clone().unwrap_or_default();
+        match (&self.messages, &self.prompt, toolbox) {
+            (Some(messages), None, Some(toolbox)) => toolbox.prompt(template, messages, &kwargs).map_err(RequestError::Prompt),
+            (Some(messages), None, None) => template.render(messages, &kwargs).map_err(RequestError::Prompt),
+            (None, Some(prompt), _) => Ok(prompt.clone()),
+            _ => Err(RequestError::Bad("give exactly one of `messages` and `prompt`".into())),
+        }
+    }
+
     /// Translates `response_format` into a constraint source and looks it up in `cache`. A new
     /// schema is translated here, so a bad one fails before any GPU work; schemas become compact
     /// JSON (no whitespace between tokens), which a small model cannot pad with endless spaces.
     /// With `tools` (see [`crate::model`]), the reply is their structural tag, and a
     /// `response_format` other than text is refused.
-    pub fn plan(&self, cache: &ConstraintCache, tools: Option<&Toolbox>) -> Result<Planned, JsValue> {
+    pub fn plan(&self, cache: &ConstraintCache, tools: Option<&Toolbox>) -> Result<Planned, RequestError> {
         if let Some(toolbox) = tools {
             if !matches!(self.response_format, None | Some(ResponseFormat::Text)) {
-                return Err(JsError::new("bad request: `tools` and a `response_format` other than text cannot go together").into());
+                return Err(RequestError::Bad("`tools` and a `response_format` other than text cannot go together".into()));
             }
             let source = ConstraintSource::StructuralTag(toolbox.constraint());
             let output = match cache.cached(&source) {
@@ -125,7 +166,7 @@ impl Request {
                         json[key] = v.clone();
                     }
                 }
-                let tag = StructuralTag::from_json(&json, compact(None)).map_err(|e| compile_error("response_format", &e))?;
+                let tag = StructuralTag::from_json(&json, compact(None)).map_err(RequestError::Compile)?;
                 (ConstraintSource::StructuralTag(tag), None)
             }
             Some(ResponseFormat::JsonObject) => (ConstraintSource::AnyJson, None),
@@ -143,7 +184,7 @@ impl Request {
         let grammar = match (&self.response_format, options) {
             (Some(ResponseFormat::JsonSchema { json_schema }), Some(options)) => Some(
                 sieve_core::json_schema::to_grammar(&json_schema.schema, &options, cache.limits())
-                    .map_err(|e| schema_error("response_format.json_schema", &e))?,
+                    .map_err(RequestError::Schema)?,
             ),
             _ => None,
         };
