@@ -178,22 +178,14 @@ impl<'a> Compiler<'a> {
                     // minContains/maxContains joins the further ones (and the
                     // other's counts stay with it under `contains`).
                     let (kept, further) = if counted.1 { (vb, va) } else { (va, vb) };
-                    let mut more = a.get(CONTAINS).and_then(Value::as_array).cloned().unwrap_or_default();
-                    if !more.contains(&further) {
-                        more.push(further);
-                    }
                     a.insert(k, kept);
-                    a.insert(CONTAINS.into(), Value::Array(more));
+                    add_further(&mut a, CONTAINS, further);
                     continue;
                 }
                 "pattern" => {
                     // Both patterns apply: the second joins the further ones.
-                    let mut more = a.get(PATTERNS).and_then(Value::as_array).cloned().unwrap_or_default();
-                    if !more.contains(&vb) {
-                        more.push(vb);
-                    }
                     a.insert(k, va);
-                    a.insert(PATTERNS.into(), Value::Array(more));
+                    add_further(&mut a, PATTERNS, vb);
                     continue;
                 }
                 "type" => {
@@ -289,6 +281,16 @@ impl<'a> Compiler<'a> {
         }
         Ok(a)
     }
+}
+
+/// Adds `value` to the internal list keyword `key` of `m` (the further
+/// patterns or contains schemas a merge keeps), once.
+fn add_further(m: &mut Map<String, Value>, key: &str, value: Value) {
+    let mut more = m.get(key).and_then(Value::as_array).cloned().unwrap_or_default();
+    if !more.contains(&value) {
+        more.push(value);
+    }
+    m.insert(key.into(), Value::Array(more));
 }
 
 /// A copy of schema `s` without its inert keywords ([`is_inert`]) at any
