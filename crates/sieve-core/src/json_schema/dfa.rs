@@ -272,6 +272,96 @@ impl Dfa {
         Some(Ok(dfa))
     }
 
+    /// The state after character `c` from state `s` (`DEAD`: none).
+    fn next(&self, s: usize, c: u32) -> u32 {
+        let Some(class) = self.classes.iter().position(|k| k.contains(c)) else { return DEAD };
+        self.moves(s).find(|&(from, end, _)| (from..end).contains(&class)).map_or(DEAD, |m| m.2)
+    }
+
+    /// The strings the DFA accepts (integers as [`super::number::range`]
+    /// writes them: a sign, digits and a zero fraction) whose value is a
+    /// multiple of `k`, as an automaton of raw characters: the product of
+    /// the DFA with the remainder of the digits before the point, which the
+    /// fraction's zeros leave as it is. `None`: no string. The product's
+    /// states are bounded by `max_states`.
+    pub fn emit_multiples(&self, k: u64, rules: &mut Writer, max_states: usize) -> Result<Option<Ex>, TooLarge> {
+        let n = self.tags.len();
+        let k = usize::try_from(k).map_err(|_| TooLarge)?;
+        let total = n.checked_mul(k).and_then(|x| x.checked_mul(2)).filter(|&t| t <= max_states).ok_or(TooLarge)?;
+        // Product state (DFA state, remainder, past the point).
+        let idx = |s: usize, r: usize, point: bool| (s * k + r) * 2 + usize::from(point);
+        let chars: Vec<u32> = b"-.0123456789".iter().map(|&b| u32::from(b)).collect();
+        let step = |v: usize, c: u32| -> Option<usize> {
+            let (s, r, point) = (v / 2 / k, v / 2 % k, v % 2 == 1);
+            let t = self.next(s, c);
+            if t == DEAD {
+                return None;
+            }
+            let r = match c {
+                0x30..=0x39 if !point => (r * 10 + (c - 0x30) as usize) % k,
+                _ => r,
+            };
+            Some(idx(t as usize, r, point || c == u32::from(b'.')))
+        };
+        let accepts = |v: usize| v / 2 % k == 0 && self.tags[v / 2 / k] & 1 == 1;
+        // Live states reach an accepting one; those the start reaches are written.
+        let mut preds: Vec<Vec<usize>> = vec![Vec::new(); total];
+        for v in 0..total {
+            for &c in &chars {
+                if let Some(t) = step(v, c) {
+                    preds[t].push(v);
+                }
+            }
+        }
+        let mut live = vec![false; total];
+        let mut queue: Vec<usize> = (0..total).filter(|&v| accepts(v)).collect();
+        queue.iter().for_each(|&v| live[v] = true);
+        while let Some(t) = queue.pop() {
+            for &v in &preds[t] {
+                if !live[v] {
+                    live[v] = true;
+                    queue.push(v);
+                }
+            }
+        }
+        let root = idx(0, 0, false);
+        if !live[root] {
+            return Ok(None);
+        }
+        let mut index = vec![u32::MAX; total];
+        let mut order = vec![root];
+        index[root] = 0;
+        let mut i = 0;
+        while i < order.len() {
+            for &c in &chars {
+                if let Some(t) = step(order[i], c).filter(|&t| live[t] && index[t] == u32::MAX) {
+                    index[t] = order.len() as u32;
+                    order.push(t);
+                }
+            }
+            i += 1;
+        }
+        let mut states = Vec::with_capacity(order.len());
+        let mut edges: Vec<(Ex, u32)> = Vec::new();
+        for &v in &order {
+            let at = edges.len() as u32;
+            // One edge per target, with every character that leads there.
+            let mut targets: Vec<(u32, Vec<(u32, u32)>)> = Vec::new();
+            for &c in &chars {
+                let Some(t) = step(v, c).filter(|&t| live[t]) else { continue };
+                match targets.iter_mut().find(|x| x.0 == index[t]) {
+                    Some(x) => x.1.push((c, c)),
+                    None => targets.push((index[t], vec![(c, c)])),
+                }
+            }
+            for (t, cs) in targets {
+                edges.push((rules.ranges(&CharSet::from_ranges(cs).0), t));
+            }
+            states.push((accepts(v), at, edges.len() as u32));
+        }
+        Ok(Some(rules.automaton(&states, &edges, &[])))
+    }
+
     /// State `s`'s moves: `(first class, end class, target)` (see [`Dfa::runs`]).
     fn moves(&self, s: usize) -> impl Iterator<Item = (usize, usize, u32)> + '_ {
         let row = &self.runs[self.at[s] as usize..self.at[s + 1] as usize];

@@ -372,6 +372,46 @@ fn copies_drop_only_what_constrains_nothing() {
     ]);
 }
 
+/// `multipleOf` with bounds: the integers in range whose digits leave no remainder, checked
+/// against arithmetic on every integer around the bounds, spelled with and without a zero
+/// fraction.
+#[test]
+fn multiples_within_bounds_equal_arithmetic() {
+    let mut rng = sieve_core::rng::Rng::new(11);
+    let mut compiled = 0;
+    for _ in 0..40 {
+        let k = 2 + rng.below(29) as i64;
+        let bound = |rng: &mut sieve_core::rng::Rng| (rng.below(3) != 0).then(|| (rng.below(401) as i64 - 200, rng.below(2) == 1));
+        let (lo, hi) = (bound(&mut rng), bound(&mut rng));
+        if lo.is_none() && hi.is_none() {
+            continue;
+        }
+        let integer = rng.below(2) == 1;
+        let mut schema = json!({"type": if integer { "integer" } else { "number" }, "multipleOf": k});
+        if let Some((b, excl)) = lo {
+            schema[if excl { "exclusiveMinimum" } else { "minimum" }] = json!(b);
+        }
+        if let Some((b, excl)) = hi {
+            schema[if excl { "exclusiveMaximum" } else { "maximum" }] = json!(b);
+        }
+        let Ok((c, _)) = Constraint::json_schema(&schema, &JsonSchemaOptions::default()) else {
+            // Refused only as unsatisfiable: no multiple in range.
+            assert!((-320i64..=320).all(|n| n % k != 0 || !in_range(n, lo, hi)), "{schema}");
+            continue;
+        };
+        compiled += 1;
+        for n in -320i64..=320 {
+            let want = n % k == 0 && in_range(n, lo, hi);
+            assert_eq!(accepts(&c, &n.to_string()), want, "{schema} on {n}");
+            assert_eq!(accepts(&c, &format!("{n}.00")), want, "{schema} on {n}.00");
+        }
+        assert!(!accepts(&c, &format!("{k}.5")) && !accepts(&c, "0.5"), "{schema}: fractions");
+    }
+    assert!(compiled >= 25, "{compiled} of 40 schemas compiled");
+    let draft4 = json!({"$schema": "http://json-schema.org/draft-04/schema#", "type": "integer", "multipleOf": 5, "maximum": 20});
+    table(draft4, &[("15", true), ("15.0", false), ("-5", true), ("25", false)]);
+}
+
 /// Several `contains` (from `allOf`) each need an item of their own, or one item matching
 /// several; the negation is exact.
 #[test]

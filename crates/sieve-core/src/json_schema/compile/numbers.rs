@@ -69,11 +69,24 @@ impl<'a> Compiler<'a> {
                 let k: u64 = mo.int.parse().unwrap_or(u64::MAX);
                 if k == 1 {
                     integer = true;
-                } else if lo.is_none() && hi.is_none() && k <= 10_000 {
-                    return Ok(Some(self.multiple_of(k)?));
-                } else {
-                    self.unsupported("multipleOf", ptr, "multipleOf combined with bounds, or above 10000")?;
+                } else if lo.is_none() && hi.is_none() {
+                    if k <= 10_000 {
+                        return Ok(Some(self.multiple_of(k)?));
+                    }
+                    self.unsupported("multipleOf", ptr, "multipleOf above 10000")?;
                     integer = true;
+                } else {
+                    // The integers in range, with the remainder of their digits followed.
+                    let Some(range) = number::range(lo.as_ref(), hi.as_ref(), written) else { return Ok(None) };
+                    let max_states = self.limits.max_dfa_states;
+                    match Dfa::tagged(&[range], max_states).and_then(|d| d.emit_multiples(k, &mut self.rules, max_states)) {
+                        Ok(Some(body)) => return Ok(Some(self.add("multiple", body)?)),
+                        Ok(None) => return Ok(None),
+                        Err(TooLarge) => {
+                            self.unsupported("multipleOf", ptr, "multipleOf with bounds exceeds max_dfa_states")?;
+                            integer = true;
+                        }
+                    }
                 }
             } else if !integer && mo.int == "0" && mo.frac.trim_end_matches('1').chars().all(|c| c == '0') && mo.frac.ends_with('1') && lo.is_none() && hi.is_none() {
                 let places = u32::try_from(mo.frac.len()).unwrap_or(u32::MAX);
