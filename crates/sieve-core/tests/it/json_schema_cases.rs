@@ -372,6 +372,23 @@ fn copies_drop_only_what_constrains_nothing() {
     ]);
 }
 
+/// `propertyNames` as an enum or const of names, a regular format, or a pattern with length
+/// bounds: every key is in all its languages, declared names included.
+#[test]
+fn property_names_from_enums_formats_and_bounds() {
+    let names = json!({"type": "object", "propertyNames": {"enum": ["a", "bc", 3]}});
+    table(names, &[(r#"{"a": 1}"#, true), (r#"{"bc": 2, "a": 1}"#, true), (r#"{"b": 1}"#, false), ("{}", true), (r#"{"3": 1}"#, false)]);
+    let declared = json!({"type": "object", "properties": {"x": {}, "a": {"type": "integer"}}, "propertyNames": {"const": "a"}});
+    table(declared, &[(r#"{"a": 1}"#, true), (r#"{"x": 1}"#, false), (r#"{"a": "s"}"#, false)]);
+    let bounded = json!({"type": "object", "propertyNames": {"pattern": "^a", "maxLength": 2}});
+    table(bounded, &[(r#"{"ab": 1}"#, true), (r#"{"abc": 1}"#, false), (r#"{"b": 1}"#, false)]);
+    let dates = json!({"type": "object", "propertyNames": {"format": "date"}, "additionalProperties": {"type": "integer"}});
+    table(dates, &[(r#"{"2024-01-02": 1}"#, true), (r#"{"x": 1}"#, false), (r#"{"2024-01-02": "1"}"#, false)]);
+    table(json!({"type": "object", "propertyNames": {"const": 1}}), &[("{}", true), (r#"{"a": 1}"#, false)]);
+    let both = json!({"type": "object", "propertyNames": {"allOf": [{"pattern": "a"}, {"pattern": "b"}]}});
+    table(both, &[(r#"{"ab": 1}"#, true), (r#"{"a": 1}"#, false), (r#"{"ba": 1}"#, true)]);
+}
+
 /// `multipleOf` with bounds: the integers in range whose digits leave no remainder, checked
 /// against arithmetic on every integer around the bounds, spelled with and without a zero
 /// fraction.

@@ -4,9 +4,10 @@
 
 use super::keywords::{count, is_annotation, json_text, keyword, type_list};
 use super::strings::literal_re;
-use super::{child, invalid, Compiler, Expr, Res};
+use super::{child, invalid, Compiler, Expr, Res, PATTERNS};
 use super::super::PropertyOrder;
 use super::super::dfa::{Dfa, TooLarge};
+use super::super::format;
 use super::super::gbnf::Ex;
 use super::super::regex::{self, Re};
 use crate::hash::FastMap;
@@ -382,12 +383,15 @@ impl<'a> Compiler<'a> {
         }
         let mut exprs: Vec<Re> = patterns.iter().map(|p| p.0.clone()).collect();
         let pattern_mask = (1u64 << exprs.len()) - 1;
-        let mut names_bit = 0u64;
+        // Each language propertyNames names has a tag; a key must be in all.
+        let mut names_mask = 0u64;
         if let Some(ns) = names_schema {
-            match self.name_language(ns, ptr)? {
-                Some(re) => {
-                    names_bit = 1 << exprs.len();
-                    exprs.push(re);
+            match self.name_languages(ns, ptr)? {
+                Some(res) => {
+                    for re in res {
+                        names_mask |= 1 << exprs.len();
+                        exprs.push(re);
+                    }
                 }
                 None => return Ok(None),
             }
@@ -415,7 +419,7 @@ impl<'a> Compiler<'a> {
         };
         let mut alts = Vec::new();
         for sig in dfa.signatures() {
-            if sig & known_mask != 0 || (names_bit != 0 && sig & names_bit == 0) {
+            if sig & known_mask != 0 || sig & names_mask != names_mask {
                 continue;
             }
             let pats = sig & pattern_mask;
@@ -446,37 +450,64 @@ impl<'a> Compiler<'a> {
         Ok(if alts.is_empty() { None } else { Some(self.rules.alt(&alts)) })
     }
 
-    /// The language of `propertyNames` when it is a string pattern (or
-    /// `true`); `None` when no name is allowed.
-    fn name_language(&mut self, ns: &Value, ptr: &str) -> Res<Option<Re>> {
+    /// The languages of `propertyNames` (a key is in all of them): its
+    /// pattern, regular format, length bounds and enum or const of strings;
+    /// `None` when no name is allowed.
+    fn name_languages(&mut self, ns: &Value, ptr: &str) -> Res<Option<Vec<Re>>> {
         let nptr = child(ptr, "propertyNames");
         let m = match ns {
-            Value::Bool(true) => return Ok(Some(Re::any_string())),
+            Value::Bool(true) => return Ok(Some(Vec::new())),
             Value::Bool(false) => return Ok(None),
             Value::Object(o) => self.flatten(o, &nptr)?,
             _ => return Err(invalid("propertyNames", ptr, "a schema must be an object or a boolean")),
         };
-        let mut re = Re::any_string();
+        let mut res = Vec::new();
         for (k, v) in &m {
             match k.as_str() {
                 k if is_annotation(k) => {}
                 "type" if type_list(v).iter().any(|t| t == "string") => {}
-                "pattern" => {
-                    let p = v.as_str().ok_or_else(|| invalid("pattern", &nptr, "must be a string"))?;
-                    re = Re::clone(&*self.pattern(p).map_err(|e| invalid("pattern", &nptr, &e.to_string()))?);
+                "pattern" | PATTERNS => {
+                    let patterns = if k == PATTERNS { v.as_array().map_or(&[][..], Vec::as_slice) } else { std::slice::from_ref(v) };
+                    for p in patterns {
+                        let p = p.as_str().ok_or_else(|| invalid("pattern", &nptr, "must be a string"))?;
+                        match self.pattern(p) {
+                            Ok(re) => res.push(Re::clone(&re)),
+                            Err(e @ regex::PatternError::Unsupported(_)) => self.unsupported("propertyNames", &nptr, &e.to_string())?,
+                            Err(e) => return Err(invalid("pattern", &nptr, &e.to_string())),
+                        }
+                    }
                 }
-                "maxLength" | "minLength" if !m.contains_key("pattern") => {
+                "format" => {
+                    let f = v.as_str().unwrap_or("");
+                    if let Some(p) = format::pattern(f) {
+                        res.push(Re::clone(&*self.pattern(&p).map_err(|e| invalid("format", &nptr, &e.to_string()))?));
+                    } else if format::UNSUPPORTED.contains(&f) {
+                        self.unsupported("propertyNames", &nptr, "a format in propertyNames that is not a regular language here")?;
+                    }
+                }
+                "maxLength" | "minLength" => {
+                    if k == "minLength" && m.contains_key("maxLength") {
+                        continue; // (with maxLength, one language for both)
+                    }
                     let lo = count(&m, "minLength", &nptr)?.unwrap_or(0);
                     let hi = count(&m, "maxLength", &nptr)?;
                     let to = |x: u64| u32::try_from(x).unwrap_or(u32::MAX);
-                    re = Re::Repeat(Box::new(Re::Set(regex::CharSet::any())), to(lo), hi.map(to));
+                    res.push(Re::Repeat(Box::new(Re::Set(regex::CharSet::any())), to(lo), hi.map(to)));
+                }
+                "enum" | "const" => {
+                    let values = if k == "const" { std::slice::from_ref(v) } else { v.as_array().map_or(&[][..], Vec::as_slice) };
+                    let names: Vec<Re> = values.iter().filter_map(Value::as_str).map(literal_re).collect();
+                    if names.is_empty() {
+                        return Ok(None);
+                    }
+                    res.push(Re::Alt(names));
                 }
                 _ => {
                     self.unsupported("propertyNames", &nptr, &format!("{k} in propertyNames"))?;
                 }
             }
         }
-        Ok(Some(re))
+        Ok(Some(res))
     }
 }
 
