@@ -279,12 +279,12 @@ impl Dfa {
     }
 
     /// The strings the DFA accepts (integers as [`super::number::range`]
-    /// writes them: a sign, digits and a zero fraction) whose value is a
-    /// multiple of `k`, as an automaton of raw characters: the product of
-    /// the DFA with the remainder of the digits before the point, which the
-    /// fraction's zeros leave as it is. `None`: no string. The product's
-    /// states are bounded by `max_states`.
-    pub fn emit_multiples(&self, k: u64, rules: &mut Writer, max_states: usize) -> Result<Option<Ex>, TooLarge> {
+    /// writes them: a sign, digits and a zero fraction) whose value's
+    /// remainder modulo `k` satisfies `accept`, as an automaton of raw
+    /// characters: the product of the DFA with the remainder of the digits
+    /// before the point, which the fraction's zeros leave as it is. `None`:
+    /// no string. The product's states are bounded by `max_states`.
+    pub fn emit_remainders(&self, k: u64, accept: &dyn Fn(u64) -> bool, rules: &mut Writer, max_states: usize) -> Result<Option<Ex>, TooLarge> {
         let n = self.tags.len();
         let k = usize::try_from(k).map_err(|_| TooLarge)?;
         let total = n.checked_mul(k).and_then(|x| x.checked_mul(2)).filter(|&t| t <= max_states).ok_or(TooLarge)?;
@@ -303,7 +303,7 @@ impl Dfa {
             };
             Some(idx(t as usize, r, point || c == u32::from(b'.')))
         };
-        let accepts = |v: usize| v / 2 % k == 0 && self.tags[v / 2 / k] & 1 == 1;
+        let accepts = |v: usize| accept((v / 2 % k) as u64) && self.tags[v / 2 / k] & 1 == 1;
         // Live states reach an accepting one; those the start reaches are written.
         let mut preds: Vec<Vec<usize>> = vec![Vec::new(); total];
         for v in 0..total {

@@ -389,9 +389,9 @@ fn property_names_from_enums_formats_and_bounds() {
     table(both, &[(r#"{"ab": 1}"#, true), (r#"{"a": 1}"#, false), (r#"{"ba": 1}"#, true)]);
 }
 
-/// `multipleOf` with bounds: the integers in range whose digits leave no remainder, checked
-/// against arithmetic on every integer around the bounds, spelled with and without a zero
-/// fraction.
+/// `multipleOf` with bounds and excluded multiples (`not`): the integers in range whose digits
+/// leave the right remainders, checked against arithmetic on every integer around the bounds,
+/// spelled with and without a zero fraction; negated, in `oneOf`, and two at once.
 #[test]
 fn multiples_within_bounds_equal_arithmetic() {
     let mut rng = sieve_core::rng::Rng::new(11);
@@ -404,7 +404,12 @@ fn multiples_within_bounds_equal_arithmetic() {
             continue;
         }
         let integer = rng.below(2) == 1;
+        // Sometimes the multiples of another integer excluded as well.
+        let j = (rng.below(2) == 1).then(|| 2 + rng.below(9) as i64);
         let mut schema = json!({"type": if integer { "integer" } else { "number" }, "multipleOf": k});
+        if let Some(j) = j {
+            schema["not"] = json!({"multipleOf": j});
+        }
         if let Some((b, excl)) = lo {
             schema[if excl { "exclusiveMinimum" } else { "minimum" }] = json!(b);
         }
@@ -413,12 +418,12 @@ fn multiples_within_bounds_equal_arithmetic() {
         }
         let Ok((c, _)) = Constraint::json_schema(&schema, &JsonSchemaOptions::default()) else {
             // Refused only as unsatisfiable: no multiple in range.
-            assert!((-320i64..=320).all(|n| n % k != 0 || !in_range(n, lo, hi)), "{schema}");
+            assert!((-320i64..=320).all(|n| n % k != 0 || j.is_some_and(|j| n % j == 0) || !in_range(n, lo, hi)), "{schema}");
             continue;
         };
         compiled += 1;
         for n in -320i64..=320 {
-            let want = n % k == 0 && in_range(n, lo, hi);
+            let want = n % k == 0 && j.is_none_or(|j| n % j != 0) && in_range(n, lo, hi);
             assert_eq!(accepts(&c, &n.to_string()), want, "{schema} on {n}");
             assert_eq!(accepts(&c, &format!("{n}.00")), want, "{schema} on {n}.00");
         }
@@ -427,6 +432,10 @@ fn multiples_within_bounds_equal_arithmetic() {
     assert!(compiled >= 25, "{compiled} of 40 schemas compiled");
     let draft4 = json!({"$schema": "http://json-schema.org/draft-04/schema#", "type": "integer", "multipleOf": 5, "maximum": 20});
     table(draft4, &[("15", true), ("15.0", false), ("-5", true), ("25", false)]);
+    // Negated, in oneOf (exactly one), and two at once (their common multiples).
+    table(json!({"not": {"multipleOf": 4}}), &[("2.5", true), ("8", false), ("8.0", false), ("7", true), (r#""s""#, false)]);
+    table(json!({"type": "integer", "oneOf": [{"multipleOf": 3}, {"multipleOf": 5}]}), &[("3", true), ("10", true), ("15", false), ("7", false)]);
+    table(json!({"allOf": [{"multipleOf": 4}, {"multipleOf": 6}]}), &[("12", true), ("8", false), ("-24", true), ("18", false)]);
 }
 
 /// Several `contains` (from `allOf`) each need an item of their own, or one item matching

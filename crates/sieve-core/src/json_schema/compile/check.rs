@@ -2,7 +2,7 @@
 //! check, without translating it (enum values, declared names, literals).
 
 use super::keywords::{has_type, is_annotation, is_constraint_keyword, json_eq, type_list};
-use super::{Compiler, FRACTION, NOT_PATTERNS, NOT_STRINGS, PATTERNS};
+use super::{Compiler, FRACTION, NOT_MULTIPLE, NOT_PATTERNS, NOT_STRINGS, PATTERNS};
 use super::super::format;
 use super::super::number::Dec;
 use serde_json::{Map, Value};
@@ -120,6 +120,13 @@ impl<'a> Compiler<'a> {
                             })
                         }
                     }
+                    _ => Some(true),
+                },
+                NOT_MULTIPLE => match v {
+                    Value::Number(n) => match n.as_i64() {
+                        Some(x) => Some(kv.as_array()?.iter().all(|k| k.as_i64().is_some_and(|k| k > 0 && x % k != 0))),
+                        None => None,
+                    },
                     _ => Some(true),
                 },
                 "multipleOf" => match v {

@@ -1,7 +1,7 @@
 //! Keyword tables and JSON value helpers: annotations, known and
 //! constraining keywords, types, counts and JSON equality.
 
-use super::{invalid, Res, CONTAINS, FRACTION, NOT_PATTERNS, NOT_STRINGS, PATTERNS, TYPES};
+use super::{invalid, Res, CONTAINS, FRACTION, NOT_MULTIPLE, NOT_PATTERNS, NOT_STRINGS, PATTERNS, TYPES};
 use super::super::number::Dec;
 use serde_json::{Map, Value};
 
@@ -80,6 +80,7 @@ pub(super) fn is_known_keyword(k: &str) -> bool {
                 | "maxProperties" | "minLength" | "maxLength" | "pattern" | "format" | "minimum" | "maximum"
                 | "exclusiveMinimum" | "exclusiveMaximum" | "multipleOf" | "minItems" | "maxItems" | "uniqueItems"
                 | "allOf" | "anyOf" | "oneOf" | "not" | "$ref" | NOT_STRINGS | NOT_PATTERNS | PATTERNS | FRACTION
+                | NOT_MULTIPLE
         )
 }
 
@@ -159,4 +160,9 @@ pub(super) fn json_eq(a: &Value, b: &Value) -> bool {
 /// Compact JSON text (non-ASCII kept).
 pub(super) fn json_text(v: &Value) -> String {
     serde_json::to_string(v).unwrap_or_default()
+}
+
+/// Greatest common divisor (1 for two zeros).
+pub(super) fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 { a.max(1) } else { gcd(b, a % b) }
 }

@@ -1,8 +1,8 @@
 //! Flattening: `allOf`, `$ref` beside other keywords, `if`/`then`/`else`
 //! and dependencies merged into one keyword map, and the merge of two maps.
 
-use super::keywords::{is_annotation, is_inert, json_eq, keyword, type_list};
-use super::{child, err, invalid, Compiler, Res, CONTAINS, NOT_PATTERNS, NOT_STRINGS, PATTERNS};
+use super::keywords::{gcd, is_annotation, is_inert, json_eq, keyword, type_list};
+use super::{child, err, invalid, Compiler, Res, CONTAINS, NOT_MULTIPLE, NOT_PATTERNS, NOT_STRINGS, PATTERNS};
 use super::super::SchemaErrorKind;
 use super::super::number::Dec;
 use serde_json::{Map, Value};
@@ -164,7 +164,7 @@ impl<'a> Compiler<'a> {
             // Taken out (not copied); every arm below puts a value back or removes the key.
             let va = std::mem::take(slot);
             let merged = match k.as_str() {
-                NOT_STRINGS | NOT_PATTERNS | PATTERNS | CONTAINS => {
+                NOT_STRINGS | NOT_PATTERNS | PATTERNS | CONTAINS | NOT_MULTIPLE => {
                     let mut xa = va.as_array().cloned().unwrap_or_default();
                     for x in vb.as_array().cloned().unwrap_or_default() {
                         if !xa.contains(&x) {
@@ -245,6 +245,14 @@ impl<'a> Compiler<'a> {
                     if !va.is_array() && !vb.is_array() =>
                 {
                     all_of(&va, &vb)
+                }
+                "multipleOf" if va.is_u64() && vb.is_u64() => {
+                    // Multiples of both integers: of their least common multiple.
+                    let (x, y) = (va.as_u64().unwrap_or(1), vb.as_u64().unwrap_or(1));
+                    match (x / gcd(x, y.max(1))).checked_mul(y) {
+                        Some(l) => Value::from(l),
+                        None => return Err(err(&k, ptr, SchemaErrorKind::Unsupported("allOf with two multipleOf whose common multiple is too large".into()))),
+                    }
                 }
                 "uniqueItems" => Value::Bool(va.as_bool().unwrap_or(false) || vb.as_bool().unwrap_or(false)),
                 "not" => keyword("anyOf", Value::Array(vec![va, vb])),

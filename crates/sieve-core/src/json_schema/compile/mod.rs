@@ -42,6 +42,9 @@ const NOT_PATTERNS: &str = "x-sieve-not-patterns";
 const FRACTION: &str = "x-sieve-fraction";
 /// Internal keyword: further patterns a string must match (from `allOf`).
 const PATTERNS: &str = "x-sieve-patterns";
+/// Internal keyword: integers that a number must not be a multiple of
+/// (from `not`; numbers that are not integers are not excluded).
+const NOT_MULTIPLE: &str = "x-sieve-not-multiple-of";
 /// Internal keyword: further schemas that some item of an array must each
 /// match, once (from `allOf` of several `contains`).
 const CONTAINS: &str = "x-sieve-contains";

@@ -3,7 +3,7 @@
 
 use super::super::format;
 use super::keywords::{effective_types, is_annotation, json_eq, type_list};
-use super::{CONTAINS, FRACTION, NOT_PATTERNS, NOT_STRINGS, PATTERNS, TYPES};
+use super::{CONTAINS, FRACTION, NOT_MULTIPLE, NOT_PATTERNS, NOT_STRINGS, PATTERNS, TYPES};
 use super::super::number::Dec;
 use serde_json::{Map, Value};
 
@@ -156,7 +156,7 @@ pub(super) fn negate(nm: &Map<String, Value>, want: &[&'static str], int_only: b
             "items" | "prefixItems" | "additionalItems" | "contains" | CONTAINS | "minContains" | "maxContains" | "minItems"
             | "maxItems" | "uniqueItems" => "array",
             "minLength" | "maxLength" | "pattern" | "format" | NOT_STRINGS | NOT_PATTERNS | PATTERNS => "string",
-            "minimum" | "maximum" | "exclusiveMinimum" | "exclusiveMaximum" | "multipleOf" | FRACTION => "number",
+            "minimum" | "maximum" | "exclusiveMinimum" | "exclusiveMaximum" | "multipleOf" | FRACTION | NOT_MULTIPLE => "number",
             "type" => continue,
             _ => "",
         };
@@ -346,6 +346,17 @@ pub(super) fn negate(nm: &Map<String, Value>, want: &[&'static str], int_only: b
                 out.push(json!({ "allOf": all }));
             }
             "if" | "then" | "else" => {}
+            "multipleOf" if count(v).is_some_and(|k| k > 1) => {
+                // Numbers that are not integers, and integers that are not multiples.
+                out.push(json!({ "type": "number", FRACTION: true }));
+                out.push(json!({ "type": "integer", NOT_MULTIPLE: [v] }));
+            }
+            "multipleOf" if count(v) == Some(1) => out.push(json!({ "type": "number", FRACTION: true })),
+            NOT_MULTIPLE => {
+                for k in v.as_array().into_iter().flatten() {
+                    out.push(json!({ "type": "integer", "multipleOf": k }));
+                }
+            }
             "multipleOf" | "oneOf" | "unevaluatedProperties" | "unevaluatedItems" | "dependentRequired"
             | "dependentSchemas" | "dependencies" | "$dynamicRef" | "$recursiveRef" => {
                 return bad("keyword with no exact negation");

@@ -1,7 +1,8 @@
 //! Numbers and integers: bounds, `multipleOf`, and numbers that must not
 //! be integers.
 
-use super::{err, invalid, Compiler, Expr, Res, FRACTION};
+use super::keywords::gcd;
+use super::{err, invalid, Compiler, Expr, Res, FRACTION, NOT_MULTIPLE};
 use super::super::SchemaErrorKind;
 use super::super::dfa::{Dfa, TooLarge};
 use super::super::gbnf::{self, Encoding, Ex};
@@ -61,6 +62,8 @@ impl<'a> Compiler<'a> {
                 Err(TooLarge) => Err(err("not", ptr, SchemaErrorKind::Limit("max_dfa_states"))),
             };
         }
+        // Integers whose multiples a `not` excluded.
+        let not_multiples: Vec<u64> = m.get(NOT_MULTIPLE).and_then(Value::as_array).map_or(Vec::new(), |ks| ks.iter().filter_map(Value::as_u64).collect());
         if let Some(mo) = dec("multipleOf")? {
             if mo.neg || (mo.int == "0" && mo.frac.is_empty()) {
                 return Err(invalid("multipleOf", ptr, "must be positive"));
@@ -69,24 +72,17 @@ impl<'a> Compiler<'a> {
                 let k: u64 = mo.int.parse().unwrap_or(u64::MAX);
                 if k == 1 {
                     integer = true;
-                } else if lo.is_none() && hi.is_none() {
+                } else if lo.is_none() && hi.is_none() && not_multiples.is_empty() {
                     if k <= 10_000 {
                         return Ok(Some(self.multiple_of(k)?));
                     }
                     self.unsupported("multipleOf", ptr, "multipleOf above 10000")?;
                     integer = true;
                 } else {
-                    // The integers in range, with the remainder of their digits followed.
-                    let Some(range) = number::range(lo.as_ref(), hi.as_ref(), written) else { return Ok(None) };
-                    let max_states = self.limits.max_dfa_states;
-                    match Dfa::tagged(&[range], max_states).and_then(|d| d.emit_multiples(k, &mut self.rules, max_states)) {
-                        Ok(Some(body)) => return Ok(Some(self.add("multiple", body)?)),
-                        Ok(None) => return Ok(None),
-                        Err(TooLarge) => {
-                            self.unsupported("multipleOf", ptr, "multipleOf with bounds exceeds max_dfa_states")?;
-                            integer = true;
-                        }
+                    if let Some(e) = self.remainders(lo.as_ref(), hi.as_ref(), written, k, &not_multiples, ptr)? {
+                        return Ok(e);
                     }
+                    integer = true;
                 }
             } else if !integer && mo.int == "0" && mo.frac.trim_end_matches('1').chars().all(|c| c == '0') && mo.frac.ends_with('1') && lo.is_none() && hi.is_none() {
                 let places = u32::try_from(mo.frac.len()).unwrap_or(u32::MAX);
@@ -103,6 +99,15 @@ impl<'a> Compiler<'a> {
                 self.unsupported("multipleOf", ptr, "a fractional multipleOf other than a power of ten without bounds")?;
             }
         }
+        if !not_multiples.is_empty() {
+            if integer {
+                if let Some(e) = self.remainders(lo.as_ref(), hi.as_ref(), written, 1, &not_multiples, ptr)? {
+                    return Ok(e);
+                }
+            } else {
+                self.unsupported("not", ptr, "multiples excluded from numbers that need not be integers")?;
+            }
+        }
         // Many maps share bounds (none, most often): build each range once.
         let numbers = if integer { written } else { Numbers::Real };
         let key = format!("{lo:?} {hi:?} {numbers:?}");
@@ -115,6 +120,28 @@ impl<'a> Compiler<'a> {
         };
         self.ranges.insert(key, e);
         Ok(e)
+    }
+
+    /// The integers in range (written as `written` says) that are multiples
+    /// of `k` and of none of `not`: the range's automaton times the
+    /// remainder modulo their least common multiple. `None` when that is
+    /// over `max_dfa_states` (an error, or a warning in lenient mode).
+    fn remainders(&mut self, lo: Option<&Bound>, hi: Option<&Bound>, written: Numbers, k: u64, not: &[u64], ptr: &str) -> Res<Option<Expr>> {
+        let Some(range) = number::range(lo, hi, written) else { return Ok(Some(None)) };
+        let modulus = not.iter().try_fold(k, |l, &j| (j > 0).then(|| l / gcd(l, j)).and_then(|x| x.checked_mul(j)));
+        let accept = |r: u64| r % k == 0 && not.iter().all(|&j| r % j != 0);
+        let max_states = self.limits.max_dfa_states;
+        let built = modulus
+            .ok_or(TooLarge)
+            .and_then(|l| Dfa::tagged(&[range], max_states).and_then(|d| d.emit_remainders(l, &accept, &mut self.rules, max_states)));
+        match built {
+            Ok(Some(body)) => Ok(Some(Some(self.add("multiple", body)?))),
+            Ok(None) => Ok(Some(None)),
+            Err(TooLarge) => {
+                self.unsupported("multipleOf", ptr, "multipleOf with bounds or excluded multiples exceeds max_dfa_states")?;
+                Ok(None)
+            }
+        }
     }
 
     fn multiple_of(&mut self, k: u64) -> Res<Ex> {
