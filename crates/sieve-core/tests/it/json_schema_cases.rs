@@ -372,6 +372,17 @@ fn copies_drop_only_what_constrains_nothing() {
     ]);
 }
 
+/// `not` of `oneOf`: no branch, or two at once.
+#[test]
+fn not_one_of_is_none_or_two() {
+    table(json!({"not": {"oneOf": [{"minimum": 5}, {"maximum": 10}]}}), &[("3", false), ("7", true), ("5", true), ("12", false), (r#""s""#, true)]);
+    table(json!({"not": {"oneOf": [{"type": "string"}, {"type": "integer"}]}}), &[("1.5", true), ("null", true), (r#""a""#, false), ("3", false)]);
+    table(json!({"not": {"oneOf": [{"const": 1}, {"const": 2}, {"enum": [2, 3]}]}}), &[("1", false), ("2", true), ("3", false), ("4", true)]);
+    // (A const and an enum in one allOf keep the values in both.)
+    assert!(Constraint::json_schema(&json!({"allOf": [{"const": 1}, {"enum": [2, 3]}]}), &JsonSchemaOptions::default()).is_err());
+    table(json!({"allOf": [{"enum": [1, 2]}, {"const": 2}]}), &[("1", false), ("2", true)]);
+}
+
 /// `propertyNames` as an enum or const of names, a regular format, or a pattern with length
 /// bounds: every key is in all its languages, declared names included.
 #[test]

@@ -103,8 +103,22 @@ impl<'a> Compiler<'a> {
     }
 
     /// Both maps' constraints in one map.
-    pub(super) fn merge(&mut self, mut a: Map<String, Value>, b: Map<String, Value>, ptr: &str) -> Res<Map<String, Value>> {
+    pub(super) fn merge(&mut self, mut a: Map<String, Value>, mut b: Map<String, Value>, ptr: &str) -> Res<Map<String, Value>> {
         let all_of = |x: &Value, y: &Value| keyword("allOf", Value::Array(vec![x.clone(), y.clone()]));
+        // A const is an enum of one value, so that the values intersect
+        // whichever of the two keywords each side uses.
+        let listed = |m: &Map<String, Value>| m.contains_key("const") || m.contains_key("enum");
+        if listed(&a) && listed(&b) {
+            for m in [&mut a, &mut b] {
+                if let Some(c) = m.remove("const") {
+                    let values = match m.remove("enum") {
+                        Some(Value::Array(vs)) => vs.into_iter().filter(|x| json_eq(x, &c)).collect(),
+                        _ => vec![c],
+                    };
+                    m.insert("enum".into(), Value::Array(values));
+                }
+            }
+        }
         // additionalProperties on one side constrains the other side's extra properties.
         let props_a: Vec<String> = obj_keys(a.get("properties"));
         let props_b: Vec<String> = obj_keys(b.get("properties"));

@@ -357,7 +357,18 @@ pub(super) fn negate(nm: &Map<String, Value>, want: &[&'static str], int_only: b
                     out.push(json!({ "type": "integer", "multipleOf": k }));
                 }
             }
-            "multipleOf" | "oneOf" | "unevaluatedProperties" | "unevaluatedItems" | "dependentRequired"
+            "oneOf" => {
+                // Not exactly one branch: none, or two at once.
+                let branches = v.as_array().ok_or("oneOf must be an array")?;
+                let none: Vec<Value> = branches.iter().map(|b| json!({ "not": b })).collect();
+                out.push(json!({ "allOf": none }));
+                for (i, a) in branches.iter().enumerate() {
+                    for b in &branches[i + 1..] {
+                        out.push(json!({ "allOf": [a, b] }));
+                    }
+                }
+            }
+            "multipleOf" | "unevaluatedProperties" | "unevaluatedItems" | "dependentRequired"
             | "dependentSchemas" | "dependencies" | "$dynamicRef" | "$recursiveRef" => {
                 return bad("keyword with no exact negation");
             }
