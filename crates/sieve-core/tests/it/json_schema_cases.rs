@@ -372,6 +372,28 @@ fn copies_drop_only_what_constrains_nothing() {
     ]);
 }
 
+/// Closed objects in `oneOf`: a branch excludes the others through the negation of their
+/// `additionalProperties: false` (some key outside their names), which holds on an object
+/// whose keys are its own declared names when one of those outside is present.
+#[test]
+fn one_of_closed_objects() {
+    let apart = json!({"oneOf": [
+        {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"], "additionalProperties": false},
+        {"type": "object", "properties": {"b": {}}, "required": ["b"], "additionalProperties": false}
+    ]});
+    table(apart, &[(r#"{"a": 1}"#, true), (r#"{"b": 1}"#, true), (r#"{"a": 1, "b": 2}"#, false), ("{}", false), (r#"{"a": "x"}"#, false)]);
+    let nested = json!({"oneOf": [
+        {"properties": {"a": {}, "b": {}}, "additionalProperties": false},
+        {"properties": {"a": {}}, "additionalProperties": false}
+    ]});
+    table(nested, &[(r#"{"a": 1}"#, false), (r#"{"a": 1, "b": 1}"#, true), (r#"{"b": 1}"#, true), ("{}", false), ("3", false)]);
+    let patterned = json!({"type": "object", "properties": {"x1": {}, "y": {}}, "additionalProperties": false,
+        "not": {"patternProperties": {"^x": {}}, "additionalProperties": false}});
+    table(patterned, &[(r#"{"x1": 1}"#, false), (r#"{"y": 1}"#, true), (r#"{"x1": 1, "y": 2}"#, true)]);
+    // On an object that allows other keys: refused, not guessed.
+    assert!(Constraint::json_schema(&json!({"not": {"properties": {"a": {}}, "additionalProperties": false}}), &JsonSchemaOptions::default()).is_err());
+}
+
 /// `not` of `oneOf`: no branch, or two at once.
 #[test]
 fn not_one_of_is_none_or_two() {

@@ -1,7 +1,7 @@
 //! Keyword tables and JSON value helpers: annotations, known and
 //! constraining keywords, types, counts and JSON equality.
 
-use super::{invalid, Res, CONTAINS, FRACTION, NOT_MULTIPLE, NOT_PATTERNS, NOT_STRINGS, PATTERNS, TYPES};
+use super::{invalid, Res, CONTAINS, FRACTION, NOT_MULTIPLE, NOT_PATTERNS, NOT_STRINGS, PATTERNS, SOME_KEY, TYPES};
 use super::super::number::Dec;
 use serde_json::{Map, Value};
 
@@ -92,6 +92,7 @@ pub(super) fn is_constraint_keyword(k: &str) -> bool {
             | "additionalItems"
             | "contains"
             | CONTAINS
+            | SOME_KEY
             | "minContains"
             | "maxContains"
             | "patternProperties"

@@ -2,7 +2,7 @@
 //! and dependencies merged into one keyword map, and the merge of two maps.
 
 use super::keywords::{gcd, is_annotation, is_inert, json_eq, keyword, type_list};
-use super::{child, err, invalid, Compiler, Res, CONTAINS, NOT_MULTIPLE, NOT_PATTERNS, NOT_STRINGS, PATTERNS};
+use super::{child, err, invalid, Compiler, Res, CONTAINS, NOT_MULTIPLE, NOT_PATTERNS, NOT_STRINGS, PATTERNS, SOME_KEY};
 use super::super::SchemaErrorKind;
 use super::super::number::Dec;
 use serde_json::{Map, Value};
@@ -178,7 +178,7 @@ impl<'a> Compiler<'a> {
             // Taken out (not copied); every arm below puts a value back or removes the key.
             let va = std::mem::take(slot);
             let merged = match k.as_str() {
-                NOT_STRINGS | NOT_PATTERNS | PATTERNS | CONTAINS | NOT_MULTIPLE => {
+                NOT_STRINGS | NOT_PATTERNS | PATTERNS | CONTAINS | NOT_MULTIPLE | SOME_KEY => {
                     let mut xa = va.as_array().cloned().unwrap_or_default();
                     for x in vb.as_array().cloned().unwrap_or_default() {
                         if !xa.contains(&x) {

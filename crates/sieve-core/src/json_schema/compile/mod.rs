@@ -45,6 +45,11 @@ const PATTERNS: &str = "x-sieve-patterns";
 /// Internal keyword: integers that a number must not be a multiple of
 /// (from `not`; numbers that are not integers are not excluded).
 const NOT_MULTIPLE: &str = "x-sieve-not-multiple-of";
+/// Internal keyword: for objects, keys one of which at least must lie
+/// outside the given declared names and patterns, each requirement
+/// `{"names": [...], "patterns": [...]}` (from `not` of
+/// `additionalProperties: false`).
+const SOME_KEY: &str = "x-sieve-some-key";
 /// Internal keyword: further schemas that some item of an array must each
 /// match, once (from `allOf` of several `contains`).
 const CONTAINS: &str = "x-sieve-contains";
@@ -65,6 +70,7 @@ const REWRITTEN: &[&str] = &[
     "oneOf",
     "const",
     "enum",
+    SOME_KEY,
 ];
 
 /// Keywords that constrain values but are not translated.
@@ -324,6 +330,11 @@ impl<'a> Compiler<'a> {
                 return Err(err("not", ptr, SchemaErrorKind::Limit("nested negations (more than 64)")));
             }
         }
+        if let Some(some) = m.remove(SOME_KEY)
+            && !self.some_key(&mut m, &some, ptr)?
+        {
+            return Ok(None);
+        }
         // Branches: siblings go into each branch.
         for kw in ["anyOf", "oneOf"] {
             if let Some(branches) = m.remove(kw) {
@@ -336,6 +347,45 @@ impl<'a> Compiler<'a> {
             return self.once(key, |c| c.compile_enum(m, ptr));
         }
         self.once(key, |c| c.compile_types(&m, ptr))
+    }
+
+    /// Conjoins to `m` the requirements of [`SOME_KEY`]: on an object whose
+    /// keys can only be its declared names (`additionalProperties` false, no
+    /// patterns), one of the names outside each requirement's is present, an
+    /// `anyOf` of `required`; any other object is refused. False when no
+    /// value can match.
+    fn some_key(&mut self, m: &mut Map<String, Value>, some: &Value, ptr: &str) -> Res<bool> {
+        let closed = m.get("additionalProperties").map_or(!self.opts.additional_properties_default, |ap| *ap == Value::Bool(false))
+            && !m.contains_key("patternProperties");
+        if !closed {
+            self.unsupported("additionalProperties", ptr, "an object with a key outside some names, where other keys are allowed")?;
+            return Ok(true);
+        }
+        let declared: Vec<String> = m.get("properties").and_then(Value::as_object).map_or(Vec::new(), |p| p.keys().cloned().collect());
+        for req in some.as_array().into_iter().flatten() {
+            let names: Vec<&str> = req.get("names").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
+            let mut outside = Vec::new();
+            'declared: for d in &declared {
+                if names.contains(&d.as_str()) {
+                    continue;
+                }
+                for p in req.get("patterns").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str) {
+                    match self.pattern(p) {
+                        Ok(re) if re.matches(d) => continue 'declared,
+                        Ok(_) => {}
+                        Err(e) => return Err(invalid("patternProperties", ptr, &e.to_string())),
+                    }
+                }
+                outside.push(serde_json::json!({ "required": [d] }));
+            }
+            // Values that are not objects are not constrained.
+            let kinds: Vec<&str> = TYPES.iter().copied().filter(|t| *t != "object" && *t != "integer").collect();
+            outside.push(serde_json::json!({ "type": kinds }));
+            let mut any = Map::new();
+            any.insert("anyOf".into(), Value::Array(outside));
+            *m = self.merge(std::mem::take(m), any, ptr)?;
+        }
+        Ok(true)
     }
 
     /// `translate()`, or the expression it gave for a map with the same

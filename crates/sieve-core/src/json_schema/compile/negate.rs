@@ -3,7 +3,7 @@
 
 use super::super::format;
 use super::keywords::{effective_types, is_annotation, json_eq, type_list};
-use super::{CONTAINS, FRACTION, NOT_MULTIPLE, NOT_PATTERNS, NOT_STRINGS, PATTERNS, TYPES};
+use super::{CONTAINS, FRACTION, NOT_MULTIPLE, NOT_PATTERNS, NOT_STRINGS, PATTERNS, SOME_KEY, TYPES};
 use super::super::number::Dec;
 use serde_json::{Map, Value};
 
@@ -151,7 +151,7 @@ pub(super) fn negate(nm: &Map<String, Value>, want: &[&'static str], int_only: b
             continue;
         }
         let scope = match k {
-            "required" | "properties" | "additionalProperties" | "patternProperties" | "propertyNames"
+            "required" | "properties" | "additionalProperties" | "patternProperties" | "propertyNames" | SOME_KEY
             | "minProperties" | "maxProperties" => "object",
             "items" | "prefixItems" | "additionalItems" | "contains" | CONTAINS | "minContains" | "maxContains" | "minItems"
             | "maxItems" | "uniqueItems" => "array",
@@ -223,10 +223,24 @@ pub(super) fn negate(nm: &Map<String, Value>, want: &[&'static str], int_only: b
                     }
                 }
             }
+            "additionalProperties" if *v == Value::Bool(false) => {
+                // Some key outside the declared names and patterns.
+                let keys = |k: &str| nm.get(k).and_then(Value::as_object).map_or(Vec::new(), |o| o.keys().cloned().collect::<Vec<_>>());
+                out.push(json!({ "type": "object", SOME_KEY: [{ "names": keys("properties"), "patterns": keys("patternProperties") }] }));
+            }
+            SOME_KEY => {
+                // Every key among the names and patterns of a requirement.
+                for req in v.as_array().into_iter().flatten() {
+                    let trues = |k: &str| -> Map<String, Value> {
+                        req.get(k).and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).map(|n| (n.to_string(), Value::Bool(true))).collect()
+                    };
+                    out.push(json!({ "type": "object", "properties": trues("names"), "patternProperties": trues("patterns"), "additionalProperties": false }));
+                }
+            }
             "additionalProperties" | "propertyNames" | "additionalItems" if *v != Value::Bool(true) => {
                 return bad("keyword with no exact negation");
             }
-            "patternProperties" if v.as_object().is_some_and(|o| o.values().any(|x| *x != Value::Bool(true))) => {
+            "patternProperties" if v.as_object().is_some_and(|o| o.values().any(|x| *x != Value::Bool(true) && *x != json!({}))) => {
                 return bad("keyword with no exact negation");
             }
             "minProperties" | "minItems" | "minLength" => {
