@@ -88,6 +88,12 @@ fn pathological_inputs_compile_within_limits_or_are_refused() {
         levels.insert(format!("l{i}"), json!({"anyOf": [below, object]}));
     }
     assert!(bounded(&run("anyOf nested 24 deep", schema(json!({"$defs": levels, "$ref": "#/$defs/l24"})))));
+    // Negations of an anyOf that leads back to itself through references (found by the fuzzer:
+    // each branch's negation negated the anyOf again, past the stack).
+    let cycle = json!({"not": {"not": {"not": {"$ref": "#/$defs/d3"}}}, "$defs": {
+        "d0": {"anyOf": [{"anyOf": [{"$ref": "#/$defs/d3"}, {"type": "null"}]}, {"type": "null"}]},
+        "d3": {"$ref": "#/$defs/d0"}}});
+    assert_eq!(run("negated reference cycle", schema(cycle)), limit);
     // GBNF with 100,000 rules, a chain, and a regex whose NFA is over the limit.
     let rules: String = (0..100_000).map(|i| format!("r{i} ::= \"a\" r{}\n", i + 1)).collect::<String>() + "r100000 ::= \"b\"\n";
     assert!(bounded(&run("GBNF of 100,000 rules", ConstraintSource::Gbnf(format!("root ::= r0\n{rules}")))));

@@ -138,6 +138,16 @@ impl<'a> Compiler<'a> {
     /// restricted to the kind of value the keyword applies to; kinds of value
     /// on which `m` and `n` are already disjoint need no negation.
     pub(super) fn apply_not(&mut self, m: &mut Map<String, Value>, n: &Value, ptr: &str) -> Res<bool> {
+        // A negated anyOf negates each branch here, and a branch may lead
+        // back through references: the depth bounds the nesting.
+        self.enter(ptr)?;
+        let applied = self.negate_into(m, n, ptr);
+        self.depth -= 1;
+        applied
+    }
+
+    /// [`Compiler::apply_not`] within the depth limit.
+    fn negate_into(&mut self, m: &mut Map<String, Value>, n: &Value, ptr: &str) -> Res<bool> {
         self.negations += 1;
         if self.negations > MAX_NEGATIONS {
             return Err(err("not", ptr, SchemaErrorKind::Limit("negations (more than 4096)")));
