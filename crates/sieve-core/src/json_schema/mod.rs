@@ -26,25 +26,29 @@
 //! as text; [`SchemaGrammar::gbnf`] writes them as GBNF).
 //!
 //! Enforced exactly: `type`, `enum`, `const`, `properties`, `required`,
-//! `additionalProperties`, `patternProperties`, `propertyNames` (patterns and
-//! lengths), `minProperties`/`maxProperties`, `prefixItems`/`items` (and the
-//! draft-07 tuple form with `additionalItems`), `minItems`/`maxItems`,
-//! `contains`/`minContains` (without `maxContains`), `minLength`/`maxLength`
-//! with `pattern` and `format`, numeric bounds, integer `multipleOf` and
-//! powers of ten, `dependencies`/`dependentRequired`/`dependentSchemas`,
-//! local `$ref`/`$defs`/`definitions`/`$anchor` (and plain-name `$id`,
-//! or `id` in draft 4), boolean schemas, `allOf`
-//! with several patterns, and `not`: the negation of a schema is the union of
-//! its keywords' negations, each on the kind of value the keyword applies to
-//! (types, literals, `required`, `properties`, lengths and counts, bounds,
-//! patterns and formats, `items`/`prefixItems`/`contains`, `anyOf`, `not`),
+//! `additionalProperties`, `patternProperties`, `propertyNames` (patterns,
+//! regular formats, lengths, enum and const), `minProperties`/`maxProperties`,
+//! `prefixItems`/`items` (and the draft-07 tuple form with `additionalItems`),
+//! `minItems`/`maxItems`, `contains`/`minContains` (without `maxContains`;
+//! several `contains` from `allOf`, each matched by some item),
+//! `minLength`/`maxLength` with `pattern` and `format`, numeric bounds,
+//! integer `multipleOf` (with bounds too: the range's automaton times the
+//! remainder) and powers of ten, `dependencies`/`dependentRequired`/
+//! `dependentSchemas`, `if`/`then`/`else`, local `$ref`/`$defs`/`definitions`/
+//! `$anchor` (and plain-name `$id`, or `id` in draft 4), boolean schemas,
+//! `allOf` with several patterns, and `not`: the negation of a schema is the
+//! union of its keywords' negations, each on the kind of value the keyword
+//! applies to (types, literals, `required`, `properties`, lengths and counts,
+//! bounds, integer `multipleOf`, patterns and formats,
+//! `items`/`prefixItems`/`contains`, `anyOf`, `oneOf`, `not`, and
+//! `additionalProperties: false` where the object's own keys are closed),
 //! kinds where the context already excludes the schema left out; `oneOf`
 //! branches that may overlap become "this branch and not the others".
 //! An error (strict) or a warning (lenient): `uniqueItems` on arrays that may
-//! hold two items, negations of `additionalProperties`, `patternProperties`,
-//! `propertyNames`, `multipleOf`, `uniqueItems`, `oneOf`, object or array
-//! literals (and so `oneOf` whose overlap needs them), `unevaluated*`, remote
-//! references.
+//! hold two items of a schema with more than 10 values, negations of other
+//! `additionalProperties`, of `patternProperties`, `propertyNames`,
+//! fractional `multipleOf` and `uniqueItems`, object or array literals (and
+//! so `oneOf` whose overlap needs them), `unevaluated*`, remote references.
 
 mod compile;
 mod dfa;
