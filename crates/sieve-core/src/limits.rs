@@ -2,8 +2,8 @@
 //! source (a JSON Schema's translation included) to every mask.
 
 /// Bounds on the work and memory one constraint may take. Exceeding one is
-/// an error ([`CompileError`] with kind `Limit` at compile time,
-/// [`MatchError::Limit`] while matching), never a hang or an abort.
+/// an error ([`CompileError`](crate::CompileError) with kind `Limit` at compile time,
+/// [`MatchError::Limit`](crate::MatchError::Limit) while matching), never a hang or an abort.
 ///
 /// ```
 /// use sieve_core::{Constraint, Limits};
