@@ -372,6 +372,16 @@ fn copies_drop_only_what_constrains_nothing() {
     ]);
 }
 
+/// An enum beside `contains` (with its counts) or beside the negation of a closed object:
+/// its values are checked one by one.
+#[test]
+fn enum_values_checked_against_contains_and_some_key() {
+    table(json!({"enum": [[1, 2], [3], []], "contains": {"const": 3}}), &[("[3]", true), ("[1, 2]", false), ("[]", false)]);
+    table(json!({"enum": [[3, 3], [3]], "contains": {"const": 3}, "minContains": 2}), &[("[3, 3]", true), ("[3]", false)]);
+    let keys = json!({"allOf": [{"enum": [{"é": 2}, {"áb": 1}]}, {"not": {"additionalProperties": false, "patternProperties": {"^á": {}}}}]});
+    table(keys, &[(r#"{"é": 2}"#, true), (r#"{"áb": 1}"#, false)]);
+}
+
 /// Closed objects in `oneOf`: a branch excludes the others through the negation of their
 /// `additionalProperties: false` (some key outside their names), which holds on an object
 /// whose keys are its own declared names when one of those outside is present.

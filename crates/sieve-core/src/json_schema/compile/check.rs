@@ -2,7 +2,7 @@
 //! check, without translating it (enum values, declared names, literals).
 
 use super::keywords::{has_type, is_annotation, is_constraint_keyword, json_eq, type_list};
-use super::{Compiler, FRACTION, NOT_MULTIPLE, NOT_PATTERNS, NOT_STRINGS, PATTERNS};
+use super::{Compiler, CONTAINS, FRACTION, NOT_MULTIPLE, NOT_PATTERNS, NOT_STRINGS, PATTERNS, SOME_KEY};
 use super::super::format;
 use super::super::number::Dec;
 use serde_json::{Map, Value};
@@ -153,6 +153,46 @@ impl<'a> Compiler<'a> {
                         all
                     }
                 },
+                "contains" | CONTAINS => match v.as_array() {
+                    None => Some(true),
+                    Some(a) => {
+                        let schemas = if k == CONTAINS { kv.as_array()?.as_slice() } else { std::slice::from_ref(kv) };
+                        let (min, max) = if k == CONTAINS {
+                            (1, None)
+                        } else {
+                            let max = match m.get("maxContains") {
+                                None => None,
+                                Some(x) => Some(x.as_u64()?),
+                            };
+                            (m.get("minContains").map_or(Some(1), Value::as_u64)?, max)
+                        };
+                        let mut all = true;
+                        for c in schemas {
+                            let mut n = 0u64;
+                            for x in a {
+                                n += u64::from(self.check(c, x, depth + 1)?);
+                            }
+                            all &= n >= min && max.is_none_or(|m| n <= m);
+                        }
+                        Some(all)
+                    }
+                },
+                "minContains" | "maxContains" => Some(true),
+                SOME_KEY => match v.as_object() {
+                    None => Some(true),
+                    Some(o) => {
+                        let mut all = true;
+                        for req in kv.as_array()? {
+                            let names: Vec<&str> = req.get("names")?.as_array()?.iter().filter_map(Value::as_str).collect();
+                            let mut patterns = Vec::new();
+                            for p in req.get("patterns")?.as_array()? {
+                                patterns.push(self.pattern(p.as_str()?).ok()?);
+                            }
+                            all &= o.keys().any(|key| !names.contains(&key.as_str()) && !patterns.iter().any(|re| re.matches(key)));
+                        }
+                        Some(all)
+                    }
+                },
                 "uniqueItems" => match (v.as_array(), kv.as_bool()) {
                     (Some(a), Some(true)) => Some((0..a.len()).all(|i| (i + 1..a.len()).all(|j| !json_eq(&a[i], &a[j])))),
                     _ => Some(true),
@@ -176,22 +216,23 @@ impl<'a> Compiler<'a> {
                             all
                         }
                         _ => {
-                            if m.contains_key("patternProperties") {
-                                None
-                            } else {
-                                let declared = m.get("properties").and_then(Value::as_object);
-                                let mut all = Some(true);
-                                for (pk, pv) in o {
-                                    if declared.is_some_and(|d| d.contains_key(pk)) {
-                                        continue;
-                                    }
-                                    all = match (all, self.check(kv, pv, depth + 1)) {
-                                        (Some(true), r) => r,
-                                        (other, _) => other,
-                                    };
-                                }
-                                all
+                            // Keys neither declared nor matched by a pattern take additionalProperties.
+                            let declared = m.get("properties").and_then(Value::as_object);
+                            let mut patterns = Vec::new();
+                            for p in m.get("patternProperties").and_then(Value::as_object).into_iter().flat_map(|o| o.keys()) {
+                                patterns.push(self.pattern(p).ok()?);
                             }
+                            let mut all = Some(true);
+                            for (pk, pv) in o {
+                                if declared.is_some_and(|d| d.contains_key(pk)) || patterns.iter().any(|re| re.matches(pk)) {
+                                    continue;
+                                }
+                                all = match (all, self.check(kv, pv, depth + 1)) {
+                                    (Some(true), r) => r,
+                                    (other, _) => other,
+                                };
+                            }
+                            all
                         }
                     },
                 },
