@@ -117,16 +117,7 @@ impl Chart {
     pub fn push_end_of(&mut self, g: &Grammar, rule: u32, origin: u32, fuel: &mut usize) -> Result<bool, MatchError> {
         let b = self.items.len();
         self.open(b, false);
-        let (pa, pb) = (self.starts[origin as usize] as usize, self.starts[origin as usize + 1] as usize);
-        for j in pa..pb {
-            let parent = self.items[j];
-            let pc = g.core[parent.state as usize];
-            if pc.kind == (Kind::Call { rule }) {
-                for &s in g.list(pc.next) {
-                    self.add(Item { state: s, origin: parent.origin });
-                }
-            }
-        }
+        self.advance_callers(g, rule, origin);
         self.finish_push(g, b, fuel)
     }
 
@@ -188,6 +179,22 @@ impl Chart {
         self.starts.push(b as u32);
         self.outer_end.push(outer_end);
         self.opened += 1;
+    }
+
+    /// Adds, to the newest set, the items of set `origin` that called
+    /// `rule`, each past the call: `rule` ended here.
+    #[inline]
+    fn advance_callers(&mut self, g: &Grammar, rule: u32, origin: u32) {
+        let (a, b) = (self.starts[origin as usize] as usize, self.starts[origin as usize + 1] as usize);
+        for j in a..b {
+            let parent = self.items[j];
+            let pc = g.core[parent.state as usize];
+            if pc.kind == (Kind::Call { rule }) {
+                for &s in g.list(pc.next) {
+                    self.add(Item { state: s, origin: parent.origin });
+                }
+            }
+        }
     }
 
     #[inline]
@@ -253,18 +260,7 @@ impl Chart {
                         *f = true;
                     }
                 }
-                Kind::Accept { rule } if it.origin != set => {
-                    let (a, b) = (self.starts[it.origin as usize] as usize, self.starts[it.origin as usize + 1] as usize);
-                    for j in a..b {
-                        let parent = self.items[j];
-                        let pc = g.core[parent.state as usize];
-                        if pc.kind == (Kind::Call { rule }) {
-                            for &s in g.list(pc.next) {
-                                self.add(Item { state: s, origin: parent.origin });
-                            }
-                        }
-                    }
-                }
+                Kind::Accept { rule } if it.origin != set => self.advance_callers(g, rule, it.origin),
                 Kind::Accept { .. } => {}
             }
             if self.items.len() > max_items {
