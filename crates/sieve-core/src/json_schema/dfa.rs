@@ -291,9 +291,12 @@ impl Dfa {
         // Product state (DFA state, remainder, past the point).
         let idx = |s: usize, r: usize, point: bool| (s * k + r) * 2 + usize::from(point);
         let chars: Vec<u32> = b"-.0123456789".iter().map(|&b| u32::from(b)).collect();
-        let step = |v: usize, c: u32| -> Option<usize> {
-            let (s, r, point) = (v / 2 / k, v / 2 % k, v % 2 == 1);
-            let t = self.next(s, c);
+        // The DFA's own moves on those characters, once per state (not per product state).
+        let moves: Vec<u32> = (0..n).flat_map(|s| chars.iter().map(move |&c| self.next(s, c))).collect();
+        // The product state after character `chars[ci]`.
+        let step = |v: usize, ci: usize| -> Option<usize> {
+            let (s, r, point, c) = (v / 2 / k, v / 2 % k, v % 2 == 1, chars[ci]);
+            let t = moves[s * chars.len() + ci];
             if t == DEAD {
                 return None;
             }
@@ -307,8 +310,8 @@ impl Dfa {
         // Live states reach an accepting one; those the start reaches are written.
         let mut preds: Vec<Vec<usize>> = vec![Vec::new(); total];
         for v in 0..total {
-            for &c in &chars {
-                if let Some(t) = step(v, c) {
+            for ci in 0..chars.len() {
+                if let Some(t) = step(v, ci) {
                     preds[t].push(v);
                 }
             }
@@ -333,8 +336,8 @@ impl Dfa {
         index[root] = 0;
         let mut i = 0;
         while i < order.len() {
-            for &c in &chars {
-                if let Some(t) = step(order[i], c).filter(|&t| live[t] && index[t] == u32::MAX) {
+            for ci in 0..chars.len() {
+                if let Some(t) = step(order[i], ci).filter(|&t| live[t] && index[t] == u32::MAX) {
                     index[t] = order.len() as u32;
                     order.push(t);
                 }
@@ -347,8 +350,8 @@ impl Dfa {
             let at = edges.len() as u32;
             // One edge per target, with every character that leads there.
             let mut targets: Vec<(u32, Vec<(u32, u32)>)> = Vec::new();
-            for &c in &chars {
-                let Some(t) = step(v, c).filter(|&t| live[t]) else { continue };
+            for (ci, &c) in chars.iter().enumerate() {
+                let Some(t) = step(v, ci).filter(|&t| live[t]) else { continue };
                 match targets.iter_mut().find(|x| x.0 == index[t]) {
                     Some(x) => x.1.push((c, c)),
                     None => targets.push((index[t], vec![(c, c)])),
