@@ -11,6 +11,7 @@ const $ = (id) => document.getElementById(id);
 const TOKENIZER_URL = new URL("../../assets/tokenizers/llama3.json", import.meta.url);
 const MODEL_URL = new URL("../../assets/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf", import.meta.url);
 const PROMPT_URL = new URL("../../bench/prompt.txt", import.meta.url);
+const PERSON_SCHEMA_URL = new URL("../../bench/person.schema.json", import.meta.url);
 const WLLAMA_WASM_URL = new URL("./node_modules/@wllama/wllama/esm/wasm/wllama.wasm", import.meta.url);
 
 function quantile(sorted, q) {
@@ -189,18 +190,22 @@ async function runDecode() {
   document.body.dataset.state = "running";
   $("status").textContent = "Loading the model…";
   const engine = await createEngine({ model: MODEL_URL.href });
-  const messages = [{ role: "user", content: "List three colours as a JSON array." }];
-  // Each round's schema is new to the engine, so its compile is part of the time to first token.
-  const colours = (round) => ({ type: "array", items: { type: "string", maxLength: 20 + round }, minItems: 3, maxItems: 3 });
-  // Enough for the three colours, so that both constrained runs finish the same text.
-  const tokens = 40;
-  const rounds = 3;
+  // The prompt and schema of `sieve bench-decode`'s figures (bench/person.schema.json), so that
+  // the page's and the native jump-forward gains are measured on the same text.
+  const messages = [{ role: "user", content: "Describe a person as JSON with name, age, city and email." }];
+  const person = await fetch(PERSON_SCHEMA_URL).then((r) => r.json());
+  // Each round's schema is new to the engine (a bound no answer reaches), so its compile is part
+  // of the time to first token.
+  const schemaOf = (round) => ({ ...person, properties: { ...person.properties, name: { type: "string", maxLength: 100 + round } } });
+  // Enough for the whole object, so that both constrained runs finish the same text.
+  const tokens = 48;
+  const rounds = 5;
   // A first short run compiles the shader pipelines, so no measured run pays for them.
   $("status").textContent = "Warming up…";
   await engine.chat.completions.create({ messages, max_tokens: 2 });
   const runs = { unconstrained: [], constrained: [], jump_forward: [] };
   for (let round = 0; round < rounds; round++) {
-    const schema = { type: "json_schema", json_schema: { name: "colours", schema: colours(round) } };
+    const schema = { type: "json_schema", json_schema: { name: "person", schema: schemaOf(round) } };
     // Jump-forward is off but in the last run, so every token is one decode step under the mask;
     // the last run decodes the same text with forced text prefilled.
     const formats = { unconstrained: [{ type: "text" }, false], constrained: [schema, false], jump_forward: [schema, true] };

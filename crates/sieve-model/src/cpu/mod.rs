@@ -327,10 +327,17 @@ impl CpuForward {
         if n == 1 {
             return Ok(by_row);
         }
+        // Transposed a cache line of rows at a time: a token's outputs lie `total` apart, and
+        // storing them one row at a time for every token (a stride that is often a multiple of
+        // 4 KiB) evicts the lines it writes before the next row fills them.
+        const ROWS: usize = 16;
         let mut out = vec![0.0; total * n];
-        for (r, row) in by_row.chunks_exact(n).enumerate() {
-            for (t, &v) in row.iter().enumerate() {
-                out[t * total + r] = v;
+        for (block, rows) in by_row.chunks(ROWS * n).enumerate() {
+            let count = rows.len() / n;
+            for t in 0..n {
+                for (i, o) in out[t * total + block * ROWS..][..count].iter_mut().enumerate() {
+                    *o = rows[i * n + t];
+                }
             }
         }
         Ok(out)
