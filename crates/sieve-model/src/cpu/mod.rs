@@ -282,8 +282,17 @@ impl CpuForward {
                 keys.extend_from_slice(&kv[..kvw]);
                 values.extend_from_slice(&kv[kvw..]);
             }
-            let attended = self.attention(&qkv, width, start, n, keys, values);
-            drop(qkv);
+            // After the last layer only the last token's state is read (for the logits): the
+            // other tokens' attention and feed-forward there would go unused.
+            let (qkv, first) = match i + 1 == self.layers.len() && n > 1 {
+                true => {
+                    x.drain(..(n - 1) * d);
+                    normed.truncate(d);
+                    (&qkv[(n - 1) * width..], n - 1)
+                }
+                false => (&qkv[..], 0),
+            };
+            let attended = self.attention(qkv, width, start + first, n - first, keys, values);
             add(&mut x, &self.product(id + OUTPUT, &attended, qd)?);
             rms_norm(&x, &layer.ffn_norm, c.rms_eps, &mut normed);
             let gate_up = self.product(id + GATE_UP, &normed, d)?;
@@ -297,7 +306,7 @@ impl CpuForward {
             add(&mut x, &self.product(id + DOWN, &act, c.ffn)?);
         }
         let mut last = vec![0.0; d];
-        rms_norm(&x[(n - 1) * d..], &self.norm, c.rms_eps, &mut last);
+        rms_norm(&x[x.len() - d..], &self.norm, c.rms_eps, &mut last);
         self.product(self.stacks() - 1, &last, d)
     }
 
