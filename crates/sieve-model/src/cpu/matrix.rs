@@ -543,11 +543,23 @@ mod simd128 {
         f32x4_extract_lane::<0>(v) + f32x4_extract_lane::<1>(v) + f32x4_extract_lane::<2>(v) + f32x4_extract_lane::<3>(v)
     }
 
-    /// Four f32 values from `x` at `at`.
+    /// Four f32 values from `x` at `at`. Callers slice `x` so that the check folds away (a
+    /// check per load, which the engine cannot drop, costs the inner loops a third).
     #[inline(always)]
     fn load(x: &[f32], at: usize) -> v128 {
         assert!(at + 4 <= x.len());
         // SAFETY: the four values at `at` lie inside `x`; wasm loads need no alignment.
+        unsafe { v128_load(x.as_ptr().add(at) as *const v128) }
+    }
+
+    /// Four f32 values from `x` at `at`, for loops that check their bounds once.
+    ///
+    /// # Safety
+    /// `at + 4 <= x.len()`.
+    #[inline(always)]
+    unsafe fn load_unchecked(x: &[f32], at: usize) -> v128 {
+        debug_assert!(at + 4 <= x.len());
+        // SAFETY: the caller's; wasm loads need no alignment.
         unsafe { v128_load(x.as_ptr().add(at) as *const v128) }
     }
 
@@ -580,19 +592,31 @@ mod simd128 {
         ]
     }
 
-    /// `acc + sum(w[i] * x[at + 4 i ..])` over four vectors of weights.
-    fn dot4(w: [v128; 4], x: &[f32], at: usize, mut acc: v128) -> v128 {
+    /// `acc + sum(w[i] * x[4 i ..])` over four vectors of weights.
+    #[inline(always)]
+    fn dot4(w: [v128; 4], x: &[f32; 16], mut acc: v128) -> v128 {
         for (i, w) in w.into_iter().enumerate() {
-            acc = f32x4_add(acc, f32x4_mul(w, load(x, at + 4 * i)));
+            acc = f32x4_add(acc, f32x4_mul(w, load(x, 4 * i)));
         }
         acc
     }
 
+    /// The 16 values of `x` at `at`, for loops that check their bounds once.
+    ///
+    /// # Safety
+    /// `at + 16 <= x.len()`.
+    #[inline(always)]
+    unsafe fn sixteen(x: &[f32], at: usize) -> &[f32; 16] {
+        debug_assert!(at + 16 <= x.len());
+        // SAFETY: the caller's.
+        unsafe { &*(x.as_ptr().add(at) as *const [f32; 16]) }
+    }
+
     pub fn f32_dot(a: &[f32], b: &[f32]) -> f32 {
-        let n = a.len() / 4 * 4;
+        let n = a.len().min(b.len()) / 4 * 4;
         let mut acc = f32x4_splat(0.0);
-        for i in (0..n).step_by(4) {
-            acc = f32x4_add(acc, f32x4_mul(load(a, i), load(b, i)));
+        for (a, b) in a[..n].chunks_exact(4).zip(b[..n].chunks_exact(4)) {
+            acc = f32x4_add(acc, f32x4_mul(load(a, 0), load(b, 0)));
         }
         hsum(acc) + (n..a.len()).map(|i| a[i] * b[i]).sum::<f32>()
     }
@@ -618,15 +642,21 @@ mod simd128 {
         let low = u8x16_splat(0x0f);
         let mut acc = [f32x4_splat(0.0); N];
         let mut minimums = [0.0f32; N];
+        let blocks = row.len() / 20;
+        let (x, sums): ([&[f32]; N], [&[f32]; N]) = (std::array::from_fn(|t| xs[t].x), std::array::from_fn(|t| &xs[t].block_sums[..]));
+        assert!(x.iter().zip(&sums).all(|(x, s)| x.len() >= blocks * BLOCK && s.len() >= blocks), "q4_1_dots out of range");
         for (b, block) in row.chunks_exact(20).enumerate() {
             let qs = bytes16(block, 4);
             let at = b * BLOCK;
             let (lo, hi) = (u8_to_f32(v128_and(qs, low)), u8_to_f32(u8x16_shr(qs, 4)));
             let (scale, minimum) = (f32x4_splat(f16_at(block, 0)), f16_at(block, 2));
             for t in 0..N {
-                let s = dot4(hi, xs[t].x, at + 16, dot4(lo, xs[t].x, at, f32x4_splat(0.0)));
+                // SAFETY: b < blocks, and each `x` holds `blocks` blocks and each `sums` a sum
+                // per block (checked above).
+                let (x_lo, x_hi, sum) = unsafe { (sixteen(x[t], at), sixteen(x[t], at + 16), *sums[t].get_unchecked(b)) };
+                let s = dot4(hi, x_hi, dot4(lo, x_lo, f32x4_splat(0.0)));
                 acc[t] = f32x4_add(acc[t], f32x4_mul(scale, s));
-                minimums[t] += minimum * xs[t].block_sums[b];
+                minimums[t] += minimum * sum;
             }
         }
         for t in 0..N {
@@ -637,10 +667,13 @@ mod simd128 {
 
     pub fn q8_0_dot(row: &[u8], x: &[f32]) -> f32 {
         let mut acc = f32x4_splat(0.0);
+        assert!(x.len() >= row.len() / 34 * BLOCK, "q8_0_dot out of range");
         for (b, block) in row.chunks_exact(34).enumerate() {
             let at = b * BLOCK;
-            let mut s = dot4(i8_to_f32(bytes16(block, 2)), x, at, f32x4_splat(0.0));
-            s = dot4(i8_to_f32(bytes16(block, 18)), x, at + 16, s);
+            // SAFETY: `x` holds a block for each of the row's (checked above).
+            let (x_lo, x_hi) = unsafe { (sixteen(x, at), sixteen(x, at + 16)) };
+            let mut s = dot4(i8_to_f32(bytes16(block, 2)), x_lo, f32x4_splat(0.0));
+            s = dot4(i8_to_f32(bytes16(block, 18)), x_hi, s);
             acc = f32x4_add(acc, f32x4_mul(f32x4_splat(f16_at(block, 0)), s));
         }
         hsum(acc)
@@ -650,10 +683,13 @@ mod simd128 {
         let cols = x0.len();
         let n = cols / 4 * 4;
         let mut acc = [f32x4_splat(0.0); 2 * TILE_ROWS];
+        assert!(tile.len() == TILE_ROWS * cols && x1.len() == cols, "tile_product out of range");
         for k in (0..n).step_by(4) {
-            let (a, b) = (load(x0, k), load(x1, k));
+            // SAFETY (here and for `w`): k + 4 <= n <= cols, the length of `x0`, `x1` and each
+            // of the tile's rows.
+            let (a, b) = unsafe { (load_unchecked(x0, k), load_unchecked(x1, k)) };
             for r in 0..TILE_ROWS {
-                let w = load(tile, r * cols + k);
+                let w = unsafe { load_unchecked(tile, r * cols + k) };
                 acc[2 * r] = f32x4_add(acc[2 * r], f32x4_mul(w, a));
                 acc[2 * r + 1] = f32x4_add(acc[2 * r + 1], f32x4_mul(w, b));
             }
