@@ -290,7 +290,7 @@ fn array_buffer<T: pyo3::buffer::Element>(array: &Bound<'_, PyAny>) -> PyResult<
 /// The rows of an int32 bitmask: C-contiguous and writable, of shape `[batch, words]` or
 /// `[words]`, `words` at least the vocabulary's `mask_words`. Returns the memory as `u32`
 /// words (the same bits) and the words per row.
-fn mask_rows<'a>(buffer: &'a PyBuffer<i32>, needed: usize) -> PyResult<(&'a mut [u32], usize)> {
+fn mask_rows(buffer: &mut PyBuffer<i32>, needed: usize) -> PyResult<(&mut [u32], usize)> {
     if buffer.readonly() || !buffer.is_c_contiguous() {
         return Err(PyValueError::new_err("the bitmask must be a writable, C-contiguous int32 array"));
     }
@@ -325,9 +325,9 @@ impl Matcher {
     /// may come next.
     #[pyo3(signature = (bitmask, index = 0))]
     fn fill_next_token_bitmask(&mut self, py: Python<'_>, bitmask: &Bound<'_, PyAny>, index: usize) -> PyResult<()> {
-        let buffer = array_buffer::<i32>(bitmask)?;
+        let mut buffer = array_buffer::<i32>(bitmask)?;
         let needed = self.inner.vocabulary().mask_words();
-        let (all, words) = mask_rows(&buffer, needed)?;
+        let (all, words) = mask_rows(&mut buffer, needed)?;
         let row = all.chunks_mut(words).nth(index).ok_or_else(|| PyValueError::new_err(format!("the bitmask has no row {index}")))?;
         let inner = &mut self.inner;
         py.detach(move || inner.fill_next_token_bitmask(&mut row[..needed])).map_err(match_error)
@@ -422,9 +422,9 @@ fn fill_next_token_bitmasks(
     bitmask: &Bound<'_, PyAny>,
     indices: Option<Vec<usize>>,
 ) -> PyResult<Vec<Option<String>>> {
-    let buffer = array_buffer::<i32>(bitmask)?;
+    let mut buffer = array_buffer::<i32>(bitmask)?;
     let needed = matchers.iter().map(|m| m.inner.vocabulary().mask_words()).max().unwrap_or(0);
-    let (all, words) = mask_rows(&buffer, needed)?;
+    let (all, words) = mask_rows(&mut buffer, needed)?;
     let indices = indices.unwrap_or_else(|| (0..matchers.len()).collect());
     if indices.len() != matchers.len() {
         return Err(PyValueError::new_err(format!("{} matchers and {} indices", matchers.len(), indices.len())));
@@ -515,8 +515,8 @@ fn apply_token_bitmask_inplace(py: Python<'_>, logits: &Bound<'_, PyAny>, bitmas
         [b, v] => (*b, *v),
         shape => return Err(PyValueError::new_err(format!("the logits have shape {shape:?}; they are [batch, vocab] or [vocab]"))),
     };
-    let mask = array_buffer::<i32>(bitmask)?;
-    let (words_all, words) = mask_rows(&mask, 0)?;
+    let mut mask = array_buffer::<i32>(bitmask)?;
+    let (words_all, words) = mask_rows(&mut mask, 0)?;
     let indices = indices.unwrap_or_else(|| (0..batch).collect());
     if indices.len() != batch || indices.iter().any(|&i| (i + 1) * words > words_all.len()) {
         return Err(PyValueError::new_err(format!("{batch} rows of logits need {batch} bitmask rows that exist")));

@@ -129,7 +129,7 @@ impl<'a> Compiler<'a> {
     fn remainders(&mut self, lo: Option<&Bound>, hi: Option<&Bound>, written: Numbers, k: u64, not: &[u64], ptr: &str) -> Res<Option<Expr>> {
         let Some(range) = number::range(lo, hi, written) else { return Ok(Some(None)) };
         let modulus = not.iter().try_fold(k, |l, &j| (j > 0).then(|| l / gcd(l, j)).and_then(|x| x.checked_mul(j)));
-        let accept = |r: u64| r % k == 0 && not.iter().all(|&j| r % j != 0);
+        let accept = |r: u64| r.is_multiple_of(k) && not.iter().all(|&j| !r.is_multiple_of(j));
         let max_states = self.limits.max_dfa_states;
         let built = modulus
             .ok_or(TooLarge)
