@@ -122,6 +122,44 @@ fn recursive_references_become_recursive_rules() {
 }
 
 #[test]
+fn recursion_through_merged_references_becomes_recursive_rules() {
+    // A reference with siblings is merged into a map no pointer names; each level merges again.
+    let member = json!({"minProperties": 1, "anyOf": [{"type": "string"}, {"$ref": "#/definitions/resource"}]});
+    let schema = json!({
+        "type": "object",
+        "additionalProperties": member,
+        "definitions": {"resource": {"type": "object", "additionalProperties": member}}
+    });
+    let mut deep = String::from(r#""leaf""#);
+    for i in 0..60 {
+        deep = format!(r#"{{"k{i}": {deep}}}"#);
+    }
+    let deep_empty = deep.replace(r#""leaf""#, "{}");
+    table(
+        schema,
+        &[
+            (r#"{"a": "x"}"#, true),
+            (r#"{"a": {"b": "y", "c": {"d": "z"}}}"#, true),
+            (&deep, true),
+            (r#"{"a": {}}"#, false),
+            (r#"{"a": {"b": {}}}"#, false),
+            (&deep_empty, false),
+            (r#"{"a": 3}"#, false),
+        ],
+    );
+    // allOf of a definition and one that contains it: the merge repeats at every level.
+    let schema = json!({
+        "definitions": {
+            "child": {"type": "object"},
+            "foo": {"properties": {"children": {"allOf": [{"$ref": "#/definitions/foo"}, {"$ref": "#/definitions/child"}]}},
+                    "required": ["children"], "type": "object"}
+        },
+        "properties": {"foo": {"$ref": "#/definitions/foo"}}
+    });
+    table(schema, &[(r#"{}"#, true), (r#"{"foo": {"children": 1}}"#, false), (r#"{"foo": []}"#, false)]);
+}
+
+#[test]
 fn additional_properties_cannot_shadow_declared_ones() {
     let schema = json!({"properties": {"a": {"type": "integer"}}});
     let c = compile(schema, &JsonSchemaOptions::default());

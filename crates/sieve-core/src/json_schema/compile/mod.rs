@@ -121,6 +121,10 @@ pub struct Compiler<'a> {
     member_sets: TextMap<MemberKey, Option<Ex>>,
     /// Translated maps by [`leaf_key`] (see [`Compiler::once`]).
     leaves: TextMap<String, Expr>,
+    /// Merged maps being translated, by their text, and the rule that a merge
+    /// of the same map met inside its own translation calls (see
+    /// [`Compiler::merged`]).
+    merging: TextMap<String, Option<Ex>>,
     /// [`Compiler::number`]'s expressions by their bounds.
     ranges: TextMap<String, Expr>,
     /// Translated patterns by source text (a pattern is often checked on
@@ -172,6 +176,7 @@ impl<'a> Compiler<'a> {
             order_states: 0,
             member_sets: TextMap::default(),
             leaves: TextMap::default(),
+            merging: TextMap::default(),
             ranges: TextMap::default(),
             patterns: RefCell::new(TextMap::default()),
         }
@@ -307,8 +312,44 @@ impl<'a> Compiler<'a> {
             self.check_unsupported(m, ptr)?;
             return self.once(leaf_key(m), |c| c.compile_types(m, ptr));
         }
+        let refers = m.contains_key("$ref")
+            || ["allOf", "anyOf", "oneOf"].iter().any(|k| m.get(*k).and_then(Value::as_array).is_some_and(|bs| bs.iter().any(|b| b.get("$ref").is_some())));
         let merged = self.flatten(m, ptr)?;
-        self.compile_map(merged, ptr)
+        match refers {
+            true => self.merged(merged, ptr),
+            false => self.compile_map(merged, ptr),
+        }
+    }
+
+    /// Translates a map merged from one that names a reference beside other
+    /// keywords or in a branch. Such a merge makes a map no pointer names, and
+    /// its translation can meet the same merge again (`{"minProperties": 1,
+    /// "anyOf": [..., {"$ref": "#"}]}` under `additionalProperties`): met
+    /// inside its own translation, the map is a call of a rule that its
+    /// translation then defines, so recursion through merges becomes a
+    /// recursive rule, as through references. (Every such cycle passes through
+    /// a map that names the reference, which is met again identical.)
+    fn merged(&mut self, m: Map<String, Value>, ptr: &str) -> Res<Expr> {
+        let key = json_text(&Value::Object(m.clone()));
+        match self.merging.get(&key) {
+            Some(Some(name)) => return Ok(Some(*name)),
+            Some(None) => {
+                let name = self.rules.reserve("merged");
+                self.merging.insert(key, Some(name));
+                return Ok(Some(name));
+            }
+            None => {}
+        }
+        self.merging.insert(key.clone(), None);
+        let body = self.compile_map(m, ptr);
+        let called = self.merging.remove(&key).flatten();
+        let body = body?;
+        if let Some(name) = called {
+            // A map that matches nothing makes its recursive calls match nothing.
+            let never = self.rules.never();
+            self.rules.define(name, body.unwrap_or(never));
+        }
+        Ok(body)
     }
 
     /// Translate a flattened keyword map.
