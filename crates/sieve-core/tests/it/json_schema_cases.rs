@@ -344,6 +344,22 @@ fn members_that_can_never_appear_take_no_place_in_the_order() {
 }
 
 #[test]
+fn two_one_of_in_one_all_of_match_exactly_one_branch_of_each() {
+    // Overlapping branches on both sides, so that values match none, one or two of each.
+    let (a, b) = ([2, 3], [(Some(5), None), (None, Some(10))]);
+    let schema = json!({"type": "integer", "allOf": [
+        {"oneOf": [{"multipleOf": a[0]}, {"multipleOf": a[1]}]},
+        {"oneOf": [{"minimum": 5}, {"maximum": 10}]}
+    ]});
+    let c = compile(schema, &JsonSchemaOptions::default());
+    for x in -20i64..40 {
+        let in_a = a.iter().filter(|&&k| x % k == 0).count();
+        let in_b = b.iter().filter(|(lo, hi)| lo.is_none_or(|lo| x >= lo) && hi.is_none_or(|hi| x <= hi)).count();
+        assert_eq!(accepts(&c, &x.to_string()), in_a == 1 && in_b == 1, "{x}");
+    }
+}
+
+#[test]
 fn unique_items_over_few_values_in_any_order() {
     table(json!({"type": "array", "uniqueItems": true, "items": {"enum": ["a", "b", 1, 1.0]}, "minItems": 1}), &[
         ("[]", false),

@@ -270,10 +270,13 @@ impl<'a> Compiler<'a> {
                 }
                 "uniqueItems" => Value::Bool(va.as_bool().unwrap_or(false) || vb.as_bool().unwrap_or(false)),
                 "not" => keyword("anyOf", Value::Array(vec![va, vb])),
+                // The pairs of branches: some pair matches where some branch of each side does,
+                // and exactly one pair where exactly one branch of each side does (a value
+                // matching `m` branches of one side and `n` of the other matches `m * n` pairs).
                 "anyOf" | "oneOf" => {
                     let xa = va.as_array().cloned().unwrap_or_default();
                     let xb = vb.as_array().cloned().unwrap_or_default();
-                    if xa.len() * xb.len() > 64 || k == "oneOf" {
+                    if xa.len() * xb.len() > 64 {
                         return Err(err(&k, ptr, SchemaErrorKind::Unsupported(format!("two {k} in one allOf"))));
                     }
                     let mut out = Vec::new();
