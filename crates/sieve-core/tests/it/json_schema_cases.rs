@@ -344,6 +344,23 @@ fn members_that_can_never_appear_take_no_place_in_the_order() {
 }
 
 #[test]
+fn enum_values_are_checked_against_positional_items() {
+    table(
+        json!({"enum": [[1, "a"], [1, 2, 3], ["x"], [2]], "items": [{"type": "integer"}], "additionalItems": {"type": "string"}}),
+        &[(r#"[1, "a"]"#, true), ("[1, 2, 3]", false), (r#"["x"]"#, false), ("[2]", true)],
+    );
+    table(
+        json!({"enum": [[1, "a"], [1, 2]], "prefixItems": [{"type": "integer"}], "items": {"type": "string"}}),
+        &[(r#"[1, "a"]"#, true), ("[1, 2]", false)],
+    );
+    // additionalItems beside an items schema (not a list) has no effect.
+    table(
+        json!({"allOf": [{"enum": [[1, 2, 3]]}, {"not": {"not": {"additionalItems": false, "items": {}}}}]}),
+        &[("[1, 2, 3]", true), ("[1, 2]", false)],
+    );
+}
+
+#[test]
 fn two_one_of_in_one_all_of_match_exactly_one_branch_of_each() {
     // Overlapping branches on both sides, so that values match none, one or two of each.
     let (a, b) = ([2, 3], [(Some(5), None), (None, Some(10))]);

@@ -18,6 +18,26 @@ impl<'a> Compiler<'a> {
         }
     }
 
+    /// [`Compiler::check`] of array items against `prefixItems`, `items` and
+    /// `additionalItems` (with `items` an array and no `prefixItems`): each item
+    /// against its position's schema, the rest against the rest's.
+    fn check_items(&self, m: &Map<String, Value>, a: &[Value], depth: usize) -> Option<bool> {
+        let (prefix, rest): (&[Value], Option<&Value>) = match (m.get("prefixItems"), m.get("items")) {
+            (Some(Value::Array(p)), items) => (p, items),
+            (None, Some(Value::Array(p))) => (p, m.get("additionalItems")),
+            (_, items) => (&[], items),
+        };
+        let mut all = Some(true);
+        for (i, x) in a.iter().enumerate() {
+            let Some(s) = prefix.get(i).or(rest) else { break };
+            all = match (all, self.check(s, x, depth + 1)) {
+                (Some(true), r) => r,
+                (other, _) => other,
+            };
+        }
+        all
+    }
+
     /// [`Compiler::check`] of a keyword map.
     pub(super) fn check_map(&self, m: &Map<String, Value>, v: &Value, depth: usize) -> Option<bool> {
         if depth > 32 {
@@ -140,18 +160,13 @@ impl<'a> Compiler<'a> {
                     None => Some(true),
                     Some(a) => Some(if k == "minItems" { a.len() as u64 >= kv.as_u64()? } else { a.len() as u64 <= kv.as_u64()? }),
                 },
-                "items" if !kv.is_array() && !m.contains_key("prefixItems") => match v.as_array() {
-                    None => Some(true),
-                    Some(a) => {
-                        let mut all = Some(true);
-                        for x in a {
-                            all = match (all, self.check(kv, x, depth + 1)) {
-                                (Some(true), r) => r,
-                                (other, _) => other,
-                            };
-                        }
-                        all
+                // Read together, as the array translation reads them (checked once, at `items`
+                // or, without it, at the first of the others).
+                "items" | "prefixItems" | "additionalItems" => match v.as_array() {
+                    Some(a) if k == "items" || !m.contains_key("items") && (k == "prefixItems" || !m.contains_key("prefixItems")) => {
+                        self.check_items(m, a, depth)
                     }
+                    _ => Some(true),
                 },
                 "contains" | CONTAINS => match v.as_array() {
                     None => Some(true),
