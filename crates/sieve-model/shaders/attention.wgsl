@@ -5,10 +5,12 @@
 // out:     [n, H hd / 4] vec4.
 // params:  [n, H, Hkv, hd, start, max_seq, bits of the score scale].
 //
-// One invocation per (row, head) walks the keys once with a running maximum and sum (online
-// softmax), so no workgroup memory or barrier is needed (barriers cost far more than the
-// arithmetic on a software adapter) and any context length works. hd <= 4 MAX_QUADS.
-// Dispatch ceil(n H / WG) workgroups.
+// One workgroup per (row, head) walks the keys a chunk of WG positions at a time, one position
+// per invocation: each scores its key, the chunk's maximum rescales the running sum (online
+// softmax), and each invocation adds the chunk's weighted values to the one quad of the output
+// it owns (so reads of a value row are adjacent across invocations). A decode step's few rows
+// thus still spread over the GPU; any context length works. hd <= 4 WG and hd <= 4 MAX_QUADS.
+// Dispatch (H, n) workgroups.
 
 @group(0) @binding(0) var<storage, read_write> q: array<vec4<f32>>;
 @group(0) @binding(1) var<storage, read_write> k_cache: array<vec4<f32>>;
@@ -17,9 +19,17 @@
 @group(0) @binding(4) var<storage, read_write> params: array<u32>;
 
 const MAX_QUADS: u32 = 64u;
+const WG: u32 = {{ workgroup_size }}u;
+
+var<workgroup> query: array<vec4<f32>, MAX_QUADS>;
+// A chunk's scores, then its weights.
+var<workgroup> chunk: array<f32, {{ workgroup_size }}>;
+// Positions this workgroup's row attends to, shared so that the chunk loop (with its barriers)
+// is uniform.
+var<workgroup> positions: u32;
 
 @compute @workgroup_size({{ workgroup_size }}, 1, 1)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lane: u32) {
     let n = params[0];
     let heads = params[1];
     let kv_heads = params[2];
@@ -27,31 +37,52 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     let start = params[4];
     let max_seq = params[5];
     let scale = bitcast<f32>(params[6]);
-    if (gid.x >= n * heads) { return; }
-    let row = gid.x / heads;
-    let h = gid.x % heads;
-    let kv_base = h / (heads / kv_heads) * max_seq * quads;
-    let q_base = gid.x * quads;
-
-    var query: array<vec4<f32>, MAX_QUADS>;
-    for (var d = 0u; d < quads; d++) { query[d] = q[q_base + d] * scale; }
-    // Key 0 starts the running maximum, so no exponent is ever taken of a huge negative value
-    // (approximate exp implementations return garbage there).
-    var acc: array<vec4<f32>, MAX_QUADS>;
-    var m = 0.0;
-    for (var d = 0u; d < quads; d++) { m += dot(query[d], k_cache[kv_base + d]); }
-    for (var d = 0u; d < quads; d++) { acc[d] = v_cache[kv_base + d]; }
-    var l = 1.0;
-    for (var t = 1u; t <= start + row; t++) {
-        let k = kv_base + t * quads;
-        var s = 0.0;
-        for (var d = 0u; d < quads; d++) { s += dot(query[d], k_cache[k + d]); }
-        let new_m = max(m, s);
-        let correction = exp(m - new_m);
-        let p = exp(s - new_m);
-        l = l * correction + p;
-        for (var d = 0u; d < quads; d++) { acc[d] = acc[d] * correction + p * v_cache[k + d]; }
-        m = new_m;
+    let h = wid.x;
+    let row = wid.y;
+    if (lane == 0u) {
+        positions = select(0u, start + row + 1u, row < n && h < heads);
     }
-    for (var d = 0u; d < quads; d++) { out[q_base + d] = acc[d] / l; }
+    let len = workgroupUniformLoad(&positions);
+    if (len == 0u) { return; }
+    let item = row * heads + h;
+    let kv_base = h / (heads / kv_heads) * max_seq * quads;
+    let q_base = item * quads;
+    if (lane < quads) { query[lane] = q[q_base + lane] * scale; }
+    workgroupBarrier();
+
+    var m = 0.0;       // the running maximum score
+    var l = 0.0;       // the running sum of weights
+    var acc = vec4<f32>(0.0);
+    for (var c = 0u; c < len; c += WG) {
+        let t = c + lane;
+        let count = min(WG, len - c);
+        var s = 0.0;
+        if (lane < count) {
+            let k = kv_base + t * quads;
+            for (var d = 0u; d < quads; d++) { s += dot(query[d], k_cache[k + d]); }
+        }
+        chunk[lane] = s;
+        workgroupBarrier();
+        var top = chunk[0];
+        for (var j = 1u; j < count; j++) { top = max(top, chunk[j]); }
+        let new_m = select(max(m, top), top, c == 0u);
+        // Neither exponent ever takes a huge negative value (approximate exp implementations
+        // return garbage there): the first chunk starts the maximum, and padding lanes weigh 0.
+        let correction = select(exp(m - new_m), 0.0, c == 0u);
+        workgroupBarrier();
+        chunk[lane] = select(0.0, exp(s - new_m), lane < count);
+        workgroupBarrier();
+        var sum = 0.0;
+        var add = vec4<f32>(0.0);
+        for (var j = 0u; j < count; j++) {
+            let p = chunk[j];
+            sum += p;
+            if (lane < quads) { add += p * v_cache[kv_base + (c + j) * quads + lane]; }
+        }
+        acc = acc * correction + add;
+        l = l * correction + sum;
+        m = new_m;
+        workgroupBarrier();
+    }
+    if (lane < quads) { out[q_base + lane] = acc / l; }
 }

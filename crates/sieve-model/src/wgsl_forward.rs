@@ -8,7 +8,8 @@
 //!
 //! 1. `qkv_rope`: RMSNorm, the fused Q/K/V projection and RoPE; keys and values go straight into
 //!    a preallocated cache, so truncating the cache only moves its length.
-//! 2. `attention`: causal grouped-query attention with an online softmax.
+//! 2. `attention`: causal grouped-query attention with an online softmax, a workgroup per row
+//!    and head, its invocations splitting the positions.
 //! 3. `linear_residual`: the output projection added to the residual stream.
 //! 4. `swiglu`: RMSNorm, the fused gate/up projection and `silu(gate) * up`.
 //! 5. `linear_residual`: the down projection added to the residual stream.
@@ -32,7 +33,8 @@ use crate::config::LlamaConfig;
 
 /// Invocations per workgroup of every kernel here.
 const WG: u32 = 64;
-/// Widest head the attention kernel holds (`4 * MAX_QUADS` in attention.wgsl).
+/// Widest head the attention kernel holds (`4 * MAX_QUADS` in attention.wgsl, at most
+/// `4 * WG`: an invocation owns a quad of the output).
 const MAX_HEAD_DIM: usize = 256;
 /// Rows per invocation of the projections in a prefill (a decode step uses one).
 const PREFILL_ROWS: u32 = 8;
@@ -110,12 +112,13 @@ impl WgslForward {
     pub(crate) fn new(config: &LlamaConfig, model: &BurnWeights) -> Option<Self> {
         let hd = config.head_dim();
         // Projections take four columns per invocation and RoPE pairs must not straddle them;
-        // the attention holds at most 256 dimensions of a head; every index into the
-        // largest buffers (head, gate/up weights, a whole-context prefill) must fit a u32.
+        // the attention holds at most 256 dimensions of a head and dispatches a row of
+        // workgroups per position; every index into the largest buffers (head, gate/up
+        // weights, a whole-context prefill) must fit a u32.
         let c = config;
         let quads = c.hidden.is_multiple_of(4) && c.ffn.is_multiple_of(4) && hd.is_multiple_of(4);
         let sizes = [(c.vocab, c.hidden), (c.hidden, 2 * c.ffn), (c.max_seq, c.ffn.max(c.hidden).max(c.heads * hd))];
-        if !quads || hd > MAX_HEAD_DIM || sizes.iter().any(|&(a, b)| a.checked_mul(b).is_none_or(|x| u32::try_from(x).is_err())) {
+        if !quads || hd > MAX_HEAD_DIM || c.max_seq > 65_535 || sizes.iter().any(|&(a, b)| a.checked_mul(b).is_none_or(|x| u32::try_from(x).is_err())) {
             return None;
         }
         let (embed, client, device) = buffer(&model.embed)?;
@@ -210,7 +213,7 @@ impl WgslForward {
             );
             ATTENTION.launch(
                 client,
-                CubeCount::Static((n * h).div_ceil(WG), 1, 1),
+                CubeCount::Static(h, n, 1),
                 vec![
                     q.clone().binding(),
                     k_cache.clone().binding(),
