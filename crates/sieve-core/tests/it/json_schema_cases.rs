@@ -278,8 +278,9 @@ fn all_of_keeps_every_pattern() {
 }
 
 /// One side's `additionalProperties` reaches the names the other side
-/// declares, except those its own patterns match; a key that only the other
-/// side's patterns match cannot be merged exactly, and is an error.
+/// declares, except those its own patterns match, and the keys only the other
+/// side's patterns match (see also
+/// `additional_properties_reach_the_keys_of_another_schemas_patterns`).
 #[test]
 fn all_of_applies_each_sides_additional_properties() {
     let ap_with_patterns = json!({"allOf": [
@@ -288,8 +289,7 @@ fn all_of_applies_each_sides_additional_properties() {
     ]});
     table(ap_with_patterns, &[(r#"{"y1": 4}"#, true), (r#"{"y1": 1}"#, false), (r#"{"y1": "a"}"#, false), (r#"{"z": 4}"#, false), ("{}", true)]);
     let other_patterns = json!({"allOf": [{"properties": {"x": {}}, "additionalProperties": false}, {"patternProperties": {"^y": {}}}]});
-    let e = to_grammar(&other_patterns, &JsonSchemaOptions::default(), &Limits::default()).unwrap_err();
-    assert!(matches!(e.kind, SchemaErrorKind::Unsupported(_)) && e.keyword == "additionalProperties", "{e}");
+    table(other_patterns, &[(r#"{"x": 1}"#, true), (r#"{"y": 1}"#, false), ("{}", true)]);
     let same_patterns = json!({"allOf": [
         {"patternProperties": {"^y": {}}, "additionalProperties": false},
         {"patternProperties": {"^y": {"type": "integer"}}}
@@ -341,6 +341,38 @@ fn members_that_can_never_appear_take_no_place_in_the_order() {
     // Required, such a member leaves no valid object.
     let required = json!({"type": "object", "properties": {"gone": false}, "required": ["gone"]});
     assert!(Constraint::json_schema(&required, &JsonSchemaOptions::default()).is_err());
+}
+
+#[test]
+fn additional_properties_reach_the_keys_of_another_schemas_patterns() {
+    let string_extras = json!({"type": "object", "allOf": [
+        {"properties": {"a": {"type": "integer"}}, "additionalProperties": {"type": "string"}},
+        {"patternProperties": {"^x": {"maxLength": 3}}}
+    ]});
+    table(
+        string_extras,
+        &[
+            (r#"{"a": 1}"#, true),
+            (r#"{"a": 1, "xy": "ab"}"#, true),
+            (r#"{"xy": "abcd"}"#, false),
+            (r#"{"xy": 5}"#, false),
+            (r#"{"b": 5}"#, false),
+            (r#"{"b": "longer than three"}"#, true),
+        ],
+    );
+    let closed = json!({"type": "object", "allOf": [
+        {"properties": {"a": {}}, "additionalProperties": false},
+        {"patternProperties": {"^x": {"type": "integer"}}}
+    ]});
+    table(closed, &[("{}", true), (r#"{"a": "s"}"#, true), (r#"{"x": 1}"#, false), (r#"{"a": 1, "b": 2}"#, false)]);
+    // A declared name the pattern matches would take the other side's additionalProperties
+    // once merged, and patterns of this side's own would take some of the keys instead: both
+    // refused.
+    for this in [json!({"properties": {"xa": {}}, "additionalProperties": {"type": "string"}}), json!({"patternProperties": {"^xb": {}}, "additionalProperties": {"type": "string"}})] {
+        let schema = json!({"allOf": [this, {"patternProperties": {"^x": {"type": "integer"}}}]});
+        let e = to_grammar(&schema, &JsonSchemaOptions::default(), &Limits::default()).unwrap_err();
+        assert!(matches!(e.kind, SchemaErrorKind::Unsupported(_)) && e.keyword == "additionalProperties", "{e}");
+    }
 }
 
 #[test]

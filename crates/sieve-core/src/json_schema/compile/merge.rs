@@ -123,17 +123,29 @@ impl<'a> Compiler<'a> {
         let props_a: Vec<String> = obj_keys(a.get("properties"));
         let props_b: Vec<String> = obj_keys(b.get("properties"));
         let mut cross: Vec<(String, Value)> = Vec::new();
+        let mut cross_patterns: Vec<(String, Value)> = Vec::new();
         for (other_props, this_props, this, other) in [(&props_b, &props_a, &a, &b), (&props_a, &props_b, &b, &a)] {
             let Some(ap) = this.get("additionalProperties").filter(|ap| **ap != Value::Bool(true)) else { continue };
             // A key only the other side's patterns match would take them
-            // alone once merged, without this side's additionalProperties.
+            // alone once merged, without this side's additionalProperties:
+            // those patterns take it too. Exact where this side has no
+            // patterns (which would take such a key instead) and no declared
+            // name matches them (which this side's additionalProperties
+            // must not reach).
             let this_patterns = obj_keys(this.get("patternProperties"));
-            if obj_keys(other.get("patternProperties")).iter().any(|p| !this_patterns.contains(p)) {
-                return Err(err(
-                    "additionalProperties",
-                    ptr,
-                    SchemaErrorKind::Unsupported("allOf with additionalProperties and another schema's patternProperties".into()),
-                ));
+            for p in obj_keys(other.get("patternProperties")).into_iter().filter(|p| !this_patterns.contains(p)) {
+                let matches_a_name = match self.pattern(&p) {
+                    Ok(re) => Some(props_a.iter().chain(&props_b).any(|n| re.matches(n))),
+                    Err(_) => None,
+                };
+                if !this_patterns.is_empty() || matches_a_name != Some(false) {
+                    return Err(err(
+                        "additionalProperties",
+                        ptr,
+                        SchemaErrorKind::Unsupported("allOf with additionalProperties and another schema's patternProperties".into()),
+                    ));
+                }
+                cross_patterns.push((p, ap.clone()));
             }
             // A name the other side declares takes this side's
             // additionalProperties unless this side declares it too or one
@@ -293,8 +305,11 @@ impl<'a> Compiler<'a> {
             };
             a.insert(k, merged);
         }
-        if !cross.is_empty() {
-            let mut props = a.get("properties").and_then(Value::as_object).cloned().unwrap_or_default();
+        for (key, cross) in [("properties", cross), ("patternProperties", cross_patterns)] {
+            if cross.is_empty() {
+                continue;
+            }
+            let mut props = a.get(key).and_then(Value::as_object).cloned().unwrap_or_default();
             for (p, ap) in cross {
                 let nv = match props.get(&p) {
                     Some(old) => all_of(old, &ap),
@@ -302,7 +317,7 @@ impl<'a> Compiler<'a> {
                 };
                 props.insert(p, nv);
             }
-            a.insert("properties".into(), Value::Object(props));
+            a.insert(key.into(), Value::Object(props));
         }
         Ok(a)
     }
