@@ -9,9 +9,11 @@
 // k_cache, v_cache: [Hkv, max_seq, hd / 4] vec4; row `start + r` of every head is written.
 // params: [D, n, H, Hkv, hd, start, max_seq, bits of eps].
 //
-// Each invocation computes four adjacent columns for ROWS rows (RoPE pairs (2i, 2i + 1) never
-// straddle it: hd is a multiple of 4), reading the residual stream directly: one barrier, for
-// the norms, as barriers cost far more than loads on a software adapter. Dispatch ceil(C / 4 / WG) x ceil(n / ROWS) workgroups.
+// A workgroup computes WG / SLICES groups of four adjacent columns for ROWS rows (RoPE pairs
+// (2i, 2i + 1) never straddle one: hd is a multiple of 4), reading the residual stream
+// directly; the SLICES invocations of a column group share its sums and add their parts
+// through workgroup memory, and every invocation takes part of each row's sum of squares for
+// the norm, as in swiglu.wgsl. Dispatch ceil(C / 4 / (WG / SLICES)) x ceil(n / ROWS) workgroups.
 
 @group(0) @binding(0) var<storage, read_write> x: array<f32>;
 @group(0) @binding(1) var<storage, read_write> norm_w: array<f32>;
@@ -25,8 +27,12 @@
 
 const WG: u32 = {{ workgroup_size }}u;
 const ROWS: u32 = {{ rows }}u;
+const SLICES: u32 = {{ slices }}u;
+const COLS: u32 = WG / SLICES;
 
+var<workgroup> squares: array<f32, WG * ROWS>;
 var<workgroup> inv_rms: array<f32, ROWS>;
+var<workgroup> parts: array<vec4<f32>, select(1u, WG * ROWS, SLICES > 1u)>;
 
 @compute @workgroup_size({{ workgroup_size }}, 1, 1)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) group: vec3<u32>) {
@@ -40,25 +46,45 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) group:
     let eps = bitcast<f32>(params[7]);
     let quads = (heads + 2u * kv_heads) * hd / 4u;
     let r0 = group.y * ROWS;
-    let col = group.x * WG + lid;
+    let rows = min(ROWS, n - r0);
+    let slice = lid / COLS;
+    let col = group.x * COLS + lid % COLS;
 
-    if (lid < ROWS && r0 + lid < n) {
+    for (var r = 0u; r < ROWS; r++) {
         var sum = 0.0;
-        for (var i = 0u; i < d; i++) {
-            let v = x[(r0 + lid) * d + i];
-            sum += v * v;
+        if (r < rows) {
+            for (var i = lid; i < d; i += WG) {
+                let v = x[(r0 + r) * d + i];
+                sum += v * v;
+            }
         }
+        squares[r * WG + lid] = sum;
+    }
+    workgroupBarrier();
+    if (lid < ROWS) {
+        var sum = 0.0;
+        for (var j = 0u; j < WG; j++) { sum += squares[lid * WG + j]; }
         inv_rms[lid] = inverseSqrt(sum / f32(d) + eps);
     }
     workgroupBarrier();
-    if (col >= quads) { return; }
-    let rows = min(ROWS, n - r0);
 
     var acc: array<vec4<f32>, ROWS>;
-    for (var i = 0u; i < d; i++) {
-        let wv = w[i * quads + col] * norm_w[i];
-        for (var r = 0u; r < rows; r++) { acc[r] += x[(r0 + r) * d + i] * wv; }
+    if (col < quads) {
+        for (var i = slice; i < d; i += SLICES) {
+            let wv = w[i * quads + col] * norm_w[i];
+            for (var r = 0u; r < rows; r++) { acc[r] += x[(r0 + r) * d + i] * wv; }
+        }
     }
+    if (SLICES > 1u) {
+        for (var r = 0u; r < ROWS; r++) { parts[r * WG + lid] = acc[r]; }
+        workgroupBarrier();
+        if (slice == 0u) {
+            for (var r = 0u; r < ROWS; r++) {
+                for (var s = 1u; s < SLICES; s++) { acc[r] += parts[r * WG + s * COLS + lid]; }
+            }
+        }
+    }
+    if (slice != 0u || col >= quads) { return; }
     for (var r = 0u; r < rows; r++) { acc[r] *= inv_rms[r]; }
 
     let c = col * 4u;

@@ -61,8 +61,8 @@ fn to_u32(what: &'static str, value: usize) -> Result<u32, KernelError> {
     u32::try_from(value).map_err(|_| KernelError::TooLarge { what, value })
 }
 
-/// A WGSL shader from `shaders/`, launched with its `{{ workgroup_size }}` and `{{ rows }}`
-/// filled in.
+/// A WGSL shader from `shaders/`, launched with its `{{ workgroup_size }}`, `{{ rows }}` and
+/// `{{ slices }}` filled in.
 #[derive(Clone, Copy)]
 pub(crate) struct Wgsl {
     /// The shader's file name; with the constants it keys burn's pipeline cache.
@@ -71,6 +71,8 @@ pub(crate) struct Wgsl {
     pub workgroup_size: u32,
     /// Rows per invocation, for the shaders that tile rows (1 elsewhere).
     pub rows: u32,
+    /// Invocations that split the sum of each output column, for the projections (1 elsewhere).
+    pub slices: u32,
 }
 
 impl KernelSource for Wgsl {
@@ -78,10 +80,11 @@ impl KernelSource for Wgsl {
         SourceTemplate::new(self.source)
             .register("workgroup_size", self.workgroup_size.to_string())
             .register("rows", self.rows.to_string())
+            .register("slices", self.slices.to_string())
     }
 
     fn id(&self) -> KernelId {
-        KernelId::new::<Self>().info((self.name, self.workgroup_size, self.rows))
+        KernelId::new::<Self>().info((self.name, self.workgroup_size, self.rows, self.slices))
     }
 
     fn lang(&self) -> &'static str {
@@ -105,6 +108,7 @@ const APPLY_BITMASK: Wgsl = Wgsl {
     source: include_str!("../shaders/apply_bitmask.wgsl"),
     workgroup_size: WORKGROUP_SIZE,
     rows: 1,
+    slices: 1,
 };
 
 const MASKED_ARGMAX: Wgsl = Wgsl {
@@ -112,6 +116,7 @@ const MASKED_ARGMAX: Wgsl = Wgsl {
     source: include_str!("../shaders/masked_argmax.wgsl"),
     workgroup_size: PICK_WORKGROUP as u32,
     rows: 1,
+    slices: 1,
 };
 
 const MASKED_SAMPLE: Wgsl = Wgsl {
@@ -119,6 +124,7 @@ const MASKED_SAMPLE: Wgsl = Wgsl {
     source: include_str!("../shaders/masked_sample.wgsl"),
     workgroup_size: PICK_WORKGROUP as u32,
     rows: 1,
+    slices: 1,
 };
 
 /// Sets every logit whose token the bitmask forbids to `-inf`, on the GPU.

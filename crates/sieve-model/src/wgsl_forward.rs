@@ -38,26 +38,30 @@ const WG: u32 = 64;
 const MAX_HEAD_DIM: usize = 256;
 /// Rows per invocation of the projections in a prefill (a decode step uses one).
 const PREFILL_ROWS: u32 = 8;
+/// Invocations sharing each output column's sum in a decode step's projections (a prefill's
+/// rows give the GPU enough invocations without): a single row's columns alone are a few
+/// hundred invocations, too few to fill a GPU.
+const STEP_SLICES: u32 = 16;
 
-fn shader(name: &'static str, source: &'static str, rows: u32) -> Wgsl {
-    Wgsl { name, source, workgroup_size: WG, rows }
+fn shader(name: &'static str, source: &'static str, rows: u32, slices: u32) -> Wgsl {
+    Wgsl { name, source, workgroup_size: WG, rows, slices }
 }
 
-fn qkv_rope(rows: u32) -> Wgsl {
-    shader("qkv_rope.wgsl", include_str!("../shaders/qkv_rope.wgsl"), rows)
+fn qkv_rope(rows: u32, slices: u32) -> Wgsl {
+    shader("qkv_rope.wgsl", include_str!("../shaders/qkv_rope.wgsl"), rows, slices)
 }
 
-fn swiglu(rows: u32) -> Wgsl {
-    shader("swiglu.wgsl", include_str!("../shaders/swiglu.wgsl"), rows)
+fn swiglu(rows: u32, slices: u32) -> Wgsl {
+    shader("swiglu.wgsl", include_str!("../shaders/swiglu.wgsl"), rows, slices)
 }
 
-fn linear_residual(rows: u32) -> Wgsl {
-    shader("linear_residual.wgsl", include_str!("../shaders/linear_residual.wgsl"), rows)
+fn linear_residual(rows: u32, slices: u32) -> Wgsl {
+    shader("linear_residual.wgsl", include_str!("../shaders/linear_residual.wgsl"), rows, slices)
 }
 
-const ATTENTION: Wgsl = Wgsl { name: "attention.wgsl", source: include_str!("../shaders/attention.wgsl"), workgroup_size: WG, rows: 1 };
-const EMBED: Wgsl = Wgsl { name: "embed.wgsl", source: include_str!("../shaders/embed.wgsl"), workgroup_size: WG, rows: 1 };
-const LM_HEAD: Wgsl = Wgsl { name: "lm_head.wgsl", source: include_str!("../shaders/lm_head.wgsl"), workgroup_size: WG, rows: 1 };
+const ATTENTION: Wgsl = Wgsl { name: "attention.wgsl", source: include_str!("../shaders/attention.wgsl"), workgroup_size: WG, rows: 1, slices: 1 };
+const EMBED: Wgsl = Wgsl { name: "embed.wgsl", source: include_str!("../shaders/embed.wgsl"), workgroup_size: WG, rows: 1, slices: 1 };
+const LM_HEAD: Wgsl = Wgsl { name: "lm_head.wgsl", source: include_str!("../shaders/lm_head.wgsl"), workgroup_size: WG, rows: 1, slices: 1 };
 
 /// The weight buffers of one decoder layer (shared with the model's burn tensors).
 struct LayerBuffers {
@@ -171,9 +175,9 @@ impl WgslForward {
         let start = start as u32;
         let eps = c.rms_eps.to_bits();
         let scale = (1.0 / (hd as f32).sqrt()).to_bits();
-        let rows = if n == 1 { 1 } else { PREFILL_ROWS };
+        let (rows, slices) = if n == 1 { (1, STEP_SLICES) } else { (PREFILL_ROWS, 1) };
         let row_groups = n.div_ceil(rows);
-        let groups = |columns: u32| CubeCount::Static((columns / 4).div_ceil(WG), row_groups, 1);
+        let groups = |columns: u32| CubeCount::Static((columns / 4).div_ceil(WG / slices), row_groups, 1);
         let client = &self.client;
         let f32s = |count: u32| client.empty(count as usize * 4);
         let params = |values: &[u32]| client.create_from_slice(bytes(values));
@@ -196,7 +200,7 @@ impl WgslForward {
             vec![self.embed.clone().binding(), ids.binding(), x.clone().binding(), params(&[d, n]).binding()],
         );
         for (layer, (k_cache, v_cache)) in self.layers.iter().zip(&cache.layers) {
-            qkv_rope(rows).launch(
+            qkv_rope(rows, slices).launch(
                 client,
                 groups(qkv_width),
                 vec![
@@ -222,12 +226,12 @@ impl WgslForward {
                     attention_params.clone().binding(),
                 ],
             );
-            linear_residual(rows).launch(
+            linear_residual(rows, slices).launch(
                 client,
                 groups(d),
                 vec![att.clone().binding(), layer.wo.clone().binding(), x.clone().binding(), wo_params.clone().binding()],
             );
-            swiglu(rows).launch(
+            swiglu(rows, slices).launch(
                 client,
                 groups(f),
                 vec![
@@ -238,7 +242,7 @@ impl WgslForward {
                     swiglu_params.clone().binding(),
                 ],
             );
-            linear_residual(rows).launch(
+            linear_residual(rows, slices).launch(
                 client,
                 groups(d),
                 vec![act.clone().binding(), layer.w_down.clone().binding(), x.clone().binding(), down_params.clone().binding()],
