@@ -5,24 +5,13 @@
 // x:      [n, N / 4] vec4, updated in place.
 // params: [K, N, n].
 //
-// A workgroup computes WG / SLICES groups of four adjacent columns for ROWS rows, reading the
-// input directly; the SLICES invocations of a column group share its sum (every SLICES-th input
-// each) and add their parts through workgroup memory. A prefill's rows give the GPU enough
-// invocations with SLICES = 1 (and no barrier, which costs far more than the loads on a
-// software adapter); a decode step's one row does not.
+// Column groups and slices as projection.wgsl says, reading the input directly.
 // Dispatch ceil(N / 4 / (WG / SLICES)) x ceil(n / ROWS) workgroups.
 
 @group(0) @binding(0) var<storage, read_write> input: array<f32>;
 @group(0) @binding(1) var<storage, read_write> w: array<vec4<f32>>;
 @group(0) @binding(2) var<storage, read_write> x: array<vec4<f32>>;
 @group(0) @binding(3) var<storage, read_write> params: array<u32>;
-
-const WG: u32 = {{ workgroup_size }}u;
-const ROWS: u32 = {{ rows }}u;
-const SLICES: u32 = {{ slices }}u;
-const COLS: u32 = WG / SLICES;
-
-var<workgroup> parts: array<vec4<f32>, select(1u, WG * ROWS, SLICES > 1u)>;
 
 @compute @workgroup_size({{ workgroup_size }}, 1, 1)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) group: vec3<u32>) {
@@ -41,15 +30,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) group:
             for (var r = 0u; r < rows; r++) { acc[r] += input[(r0 + r) * k_len + i] * wv; }
         }
     }
-    if (SLICES > 1u) {
-        for (var r = 0u; r < ROWS; r++) { parts[r * WG + lid] = acc[r]; }
-        workgroupBarrier();
-        if (slice == 0u) {
-            for (var r = 0u; r < ROWS; r++) {
-                for (var s = 1u; s < SLICES; s++) { acc[r] += parts[r * WG + s * COLS + lid]; }
-            }
-        }
-    }
+    acc = gather(lid, 0u, acc);
     if (slice != 0u || col >= quads) { return; }
     for (var r = 0u; r < ROWS; r++) {
         if (r0 + r < n) { x[(r0 + r) * quads + col] += acc[r]; }

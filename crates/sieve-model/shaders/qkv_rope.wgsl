@@ -9,11 +9,9 @@
 // k_cache, v_cache: [Hkv, max_seq, hd / 4] vec4; row `start + r` of every head is written.
 // params: [D, n, H, Hkv, hd, start, max_seq, bits of eps].
 //
-// A workgroup computes WG / SLICES groups of four adjacent columns for ROWS rows (RoPE pairs
-// (2i, 2i + 1) never straddle one: hd is a multiple of 4), reading the residual stream
-// directly; the SLICES invocations of a column group share its sums and add their parts
-// through workgroup memory, and every invocation takes part of each row's sum of squares for
-// the norm, as in swiglu.wgsl. Dispatch ceil(C / 4 / (WG / SLICES)) x ceil(n / ROWS) workgroups.
+// Column groups and slices as projection.wgsl says (RoPE pairs (2i, 2i + 1) never straddle a
+// group: hd is a multiple of 4), reading the residual stream directly; the norms as norms.wgsl
+// computes them. Dispatch ceil(C / 4 / (WG / SLICES)) x ceil(n / ROWS) workgroups.
 
 @group(0) @binding(0) var<storage, read_write> x: array<f32>;
 @group(0) @binding(1) var<storage, read_write> norm_w: array<f32>;
@@ -24,15 +22,6 @@
 @group(0) @binding(6) var<storage, read_write> k_cache: array<vec4<f32>>;
 @group(0) @binding(7) var<storage, read_write> v_cache: array<vec4<f32>>;
 @group(0) @binding(8) var<storage, read_write> params: array<u32>;
-
-const WG: u32 = {{ workgroup_size }}u;
-const ROWS: u32 = {{ rows }}u;
-const SLICES: u32 = {{ slices }}u;
-const COLS: u32 = WG / SLICES;
-
-var<workgroup> squares: array<f32, WG * ROWS>;
-var<workgroup> inv_rms: array<f32, ROWS>;
-var<workgroup> parts: array<vec4<f32>, select(1u, WG * ROWS, SLICES > 1u)>;
 
 @compute @workgroup_size({{ workgroup_size }}, 1, 1)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) group: vec3<u32>) {
@@ -50,23 +39,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) group:
     let slice = lid / COLS;
     let col = group.x * COLS + lid % COLS;
 
-    for (var r = 0u; r < ROWS; r++) {
-        var sum = 0.0;
-        if (r < rows) {
-            for (var i = lid; i < d; i += WG) {
-                let v = x[(r0 + r) * d + i];
-                sum += v * v;
-            }
-        }
-        squares[r * WG + lid] = sum;
-    }
-    workgroupBarrier();
-    if (lid < ROWS) {
-        var sum = 0.0;
-        for (var j = 0u; j < WG; j++) { sum += squares[lid * WG + j]; }
-        inv_rms[lid] = inverseSqrt(sum / f32(d) + eps);
-    }
-    workgroupBarrier();
+    row_norms(lid, r0, rows, d, eps);
 
     var acc: array<vec4<f32>, ROWS>;
     if (col < quads) {
@@ -75,15 +48,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) group:
             for (var r = 0u; r < rows; r++) { acc[r] += x[(r0 + r) * d + i] * wv; }
         }
     }
-    if (SLICES > 1u) {
-        for (var r = 0u; r < ROWS; r++) { parts[r * WG + lid] = acc[r]; }
-        workgroupBarrier();
-        if (slice == 0u) {
-            for (var r = 0u; r < ROWS; r++) {
-                for (var s = 1u; s < SLICES; s++) { acc[r] += parts[r * WG + s * COLS + lid]; }
-            }
-        }
-    }
+    acc = gather(lid, 0u, acc);
     if (slice != 0u || col >= quads) { return; }
     for (var r = 0u; r < rows; r++) { acc[r] *= inv_rms[r]; }
 

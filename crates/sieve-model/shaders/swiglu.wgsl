@@ -7,27 +7,15 @@
 // act:    [n, F / 4] vec4 out.
 // params: [D, F, n, bits of eps].
 //
-// A workgroup computes WG / SLICES groups of four adjacent gate columns and the same up columns
-// for ROWS rows, reading the residual stream directly; the SLICES invocations of a column group
-// share its sums (every SLICES-th input each) and add their parts through workgroup memory, as
-// in linear_residual.wgsl. Every invocation takes part of each row's sum of squares for the
-// norm. Dispatch ceil(F / 4 / (WG / SLICES)) x ceil(n / ROWS) workgroups.
+// Column groups (four gate columns and the same up columns) and slices as projection.wgsl
+// says, reading the residual stream directly; the norms as norms.wgsl computes them.
+// Dispatch ceil(F / 4 / (WG / SLICES)) x ceil(n / ROWS) workgroups.
 
 @group(0) @binding(0) var<storage, read_write> x: array<f32>;
 @group(0) @binding(1) var<storage, read_write> norm_w: array<f32>;
 @group(0) @binding(2) var<storage, read_write> w: array<vec4<f32>>;
 @group(0) @binding(3) var<storage, read_write> act: array<vec4<f32>>;
 @group(0) @binding(4) var<storage, read_write> params: array<u32>;
-
-const WG: u32 = {{ workgroup_size }}u;
-const ROWS: u32 = {{ rows }}u;
-const SLICES: u32 = {{ slices }}u;
-const COLS: u32 = WG / SLICES;
-
-var<workgroup> squares: array<f32, WG * ROWS>;
-var<workgroup> inv_rms: array<f32, ROWS>;
-var<workgroup> gate_parts: array<vec4<f32>, select(1u, WG * ROWS, SLICES > 1u)>;
-var<workgroup> up_parts: array<vec4<f32>, select(1u, WG * ROWS, SLICES > 1u)>;
 
 @compute @workgroup_size({{ workgroup_size }}, 1, 1)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) group: vec3<u32>) {
@@ -40,23 +28,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) group:
     let slice = lid / COLS;
     let col = group.x * COLS + lid % COLS;
 
-    for (var r = 0u; r < ROWS; r++) {
-        var sum = 0.0;
-        if (r < rows) {
-            for (var i = lid; i < d; i += WG) {
-                let v = x[(r0 + r) * d + i];
-                sum += v * v;
-            }
-        }
-        squares[r * WG + lid] = sum;
-    }
-    workgroupBarrier();
-    if (lid < ROWS) {
-        var sum = 0.0;
-        for (var j = 0u; j < WG; j++) { sum += squares[lid * WG + j]; }
-        inv_rms[lid] = inverseSqrt(sum / f32(d) + eps);
-    }
-    workgroupBarrier();
+    row_norms(lid, r0, rows, d, eps);
 
     var gate: array<vec4<f32>, ROWS>;
     var up: array<vec4<f32>, ROWS>;
@@ -72,21 +44,8 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) group:
             }
         }
     }
-    if (SLICES > 1u) {
-        for (var r = 0u; r < ROWS; r++) {
-            gate_parts[r * WG + lid] = gate[r];
-            up_parts[r * WG + lid] = up[r];
-        }
-        workgroupBarrier();
-        if (slice == 0u) {
-            for (var r = 0u; r < ROWS; r++) {
-                for (var s = 1u; s < SLICES; s++) {
-                    gate[r] += gate_parts[r * WG + s * COLS + lid];
-                    up[r] += up_parts[r * WG + s * COLS + lid];
-                }
-            }
-        }
-    }
+    gate = gather(lid, 0u, gate);
+    up = gather(lid, 1u, up);
     if (slice != 0u || col >= quads) { return; }
     for (var r = 0u; r < rows; r++) {
         let g = gate[r] * inv_rms[r];

@@ -48,15 +48,17 @@ fn shader(name: &'static str, source: &'static str, rows: u32, slices: u32) -> W
 }
 
 fn qkv_rope(rows: u32, slices: u32) -> Wgsl {
-    shader("qkv_rope.wgsl", include_str!("../shaders/qkv_rope.wgsl"), rows, slices)
+    let source = concat!(include_str!("../shaders/projection.wgsl"), include_str!("../shaders/norms.wgsl"), include_str!("../shaders/qkv_rope.wgsl"));
+    shader("qkv_rope.wgsl", source, rows, slices)
 }
 
 fn swiglu(rows: u32, slices: u32) -> Wgsl {
-    shader("swiglu.wgsl", include_str!("../shaders/swiglu.wgsl"), rows, slices)
+    let source = concat!(include_str!("../shaders/projection.wgsl"), include_str!("../shaders/norms.wgsl"), include_str!("../shaders/swiglu.wgsl"));
+    shader("swiglu.wgsl", source, rows, slices)
 }
 
 fn linear_residual(rows: u32, slices: u32) -> Wgsl {
-    shader("linear_residual.wgsl", include_str!("../shaders/linear_residual.wgsl"), rows, slices)
+    shader("linear_residual.wgsl", concat!(include_str!("../shaders/projection.wgsl"), include_str!("../shaders/linear_residual.wgsl")), rows, slices)
 }
 
 const ATTENTION: Wgsl = Wgsl { name: "attention.wgsl", source: include_str!("../shaders/attention.wgsl"), workgroup_size: WG, rows: 1, slices: 1 };
