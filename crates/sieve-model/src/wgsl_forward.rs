@@ -14,8 +14,10 @@
 //! 4. `swiglu`: RMSNorm, the fused gate/up projection and `silu(gate) * up`.
 //! 5. `linear_residual`: the down projection added to the residual stream.
 //!
-//! plus one embedding lookup and one final norm with the output head per pass. The projections
-//! take one row per invocation for a decode step and tiles of eight rows for a prefill.
+//! plus one embedding lookup and one final norm with the output head per pass. In a prefill an
+//! invocation of a projection computes four output columns for eight rows; in a decode step,
+//! whose one row alone would leave a GPU nearly idle, sixteen invocations share each group of
+//! four columns (see `shaders/projection.wgsl`).
 //! [`crate::model::Llama::forward`] runs this path on wgpu devices and burn's ops elsewhere;
 //! tests hold the two to each other.
 
