@@ -7,6 +7,9 @@ use super::super::format;
 use super::super::number::Dec;
 use serde_json::{Map, Value};
 
+/// The keywords an array's items are checked against together ([`Compiler::check_items`]).
+const ITEMS: [&str; 3] = ["items", "prefixItems", "additionalItems"];
+
 impl<'a> Compiler<'a> {
     /// Decide whether `v` satisfies `s` for the keywords that are cheap to
     /// check; `None` when some keyword cannot be decided here.
@@ -160,12 +163,10 @@ impl<'a> Compiler<'a> {
                     None => Some(true),
                     Some(a) => Some(if k == "minItems" { a.len() as u64 >= kv.as_u64()? } else { a.len() as u64 <= kv.as_u64()? }),
                 },
-                // Read together, as the array translation reads them (checked once, at `items`
-                // or, without it, at the first of the others).
+                // Read together, as the array translation reads them: checked once, at the
+                // first of them the map has.
                 "items" | "prefixItems" | "additionalItems" => match v.as_array() {
-                    Some(a) if k == "items" || !m.contains_key("items") && (k == "prefixItems" || !m.contains_key("prefixItems")) => {
-                        self.check_items(m, a, depth)
-                    }
+                    Some(a) if ITEMS.iter().find(|x| m.contains_key(**x)) == Some(&k.as_str()) => self.check_items(m, a, depth),
                     _ => Some(true),
                 },
                 "contains" | CONTAINS => match v.as_array() {

@@ -330,7 +330,7 @@ impl<'a> Compiler<'a> {
     /// recursive rule, as through references. (Every such cycle passes through
     /// a map that names the reference, which is met again identical.)
     fn merged(&mut self, m: Map<String, Value>, ptr: &str) -> Res<Expr> {
-        let key = json_text(&Value::Object(m.clone()));
+        let key = serde_json::to_string(&m).unwrap_or_default();
         match self.merging.get(&key) {
             Some(Some(name)) => return Ok(Some(*name)),
             Some(None) => {
