@@ -62,28 +62,57 @@ impl Value {
     }
 }
 
-/// The element types this reader can dequantize (GGML type ids in parentheses).
+/// The element types this reader can dequantize (GGML type ids in parentheses), named as GGML
+/// names them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[allow(non_camel_case_types)]
 pub enum TensorType {
     /// (id 0) little-endian f32.
     F32,
     /// (id 1) little-endian f16.
     F16,
+    /// (id 2) blocks of 32: f16 scale `d`, 16 bytes of 4-bit `q`; `x = d * (q - 8)`.
+    Q4_0,
     /// (id 3) blocks of 32: f16 scale `d`, f16 minimum `m`, 16 bytes of 4-bit `q`; `x = d * q + m`.
     Q4_1,
     /// (id 8) blocks of 32: f16 scale `d`, 32 signed bytes `q`; `x = d * q`.
     Q8_0,
+    /// (id 12) super-blocks of 256: f16 `d` and `dmin`, eight 6-bit scales and minima packed in
+    /// 12 bytes, 128 bytes of 4-bit `q`; sub-block `j` of 32: `x = d * sc_j * q - dmin * m_j`.
+    Q4_K,
+    /// (id 13) as Q4_K with a fifth bit of each `q` in 32 more bytes.
+    Q5_K,
+    /// (id 14) super-blocks of 256: 6-bit `q` (low nibbles in 128 bytes, high pairs in 64), 16
+    /// signed 8-bit scales, f16 `d`; sub-block `j` of 16: `x = d * sc_j * (q - 32)`.
+    Q6_K,
+    /// (id 30) the upper half of an f32.
+    BF16,
 }
 
 impl TensorType {
+    /// Every type this reader dequantizes.
+    pub const ALL: [Self; 9] =
+        [Self::F32, Self::F16, Self::BF16, Self::Q4_0, Self::Q4_1, Self::Q8_0, Self::Q4_K, Self::Q5_K, Self::Q6_K];
+
     fn from_id(id: u32) -> Option<Self> {
         match id {
             0 => Some(Self::F32),
             1 => Some(Self::F16),
+            2 => Some(Self::Q4_0),
             3 => Some(Self::Q4_1),
             8 => Some(Self::Q8_0),
+            12 => Some(Self::Q4_K),
+            13 => Some(Self::Q5_K),
+            14 => Some(Self::Q6_K),
+            30 => Some(Self::BF16),
             _ => None,
         }
+    }
+
+    /// Whether the CPU path has a dot-product kernel for this type's rows; rows of the others
+    /// are dequantized into tiles.
+    pub(crate) fn has_dot_kernel(self) -> bool {
+        matches!(self, Self::F32 | Self::F16 | Self::Q4_1 | Self::Q8_0)
     }
 
     /// (elements per block, bytes per block).
@@ -91,8 +120,13 @@ impl TensorType {
         match self {
             Self::F32 => (1, 4),
             Self::F16 => (1, 2),
+            Self::Q4_0 => (32, 18),
             Self::Q4_1 => (32, 20),
             Self::Q8_0 => (32, 34),
+            Self::Q4_K => (256, 144),
+            Self::Q5_K => (256, 176),
+            Self::Q6_K => (256, 210),
+            Self::BF16 => (1, 2),
         }
     }
 }
@@ -255,7 +289,7 @@ impl<'a> Gguf<'a> {
         for (name, dims, ty_id, offset, pos) in raw {
             let terr = |message: String| ModelError::Tensor { name: name.clone(), message };
             let ty = TensorType::from_id(ty_id)
-                .ok_or_else(|| terr(format!("GGML type {ty_id} is not supported (F32, F16, Q4_1, Q8_0 are)")))?;
+                .ok_or_else(|| terr(format!("GGML type {ty_id} is not supported (F32, F16, BF16, Q4_0, Q4_1, Q8_0, Q4_K, Q5_K, Q6_K are)")))?;
             let n = dims
                 .iter()
                 .try_fold(1u64, |acc, &d| acc.checked_mul(d))
@@ -407,6 +441,77 @@ pub fn dequantize_into(ty: TensorType, data: &[u8], out: &mut [f32]) {
                 }
             }
         }
+        TensorType::BF16 => {
+            for (o, c) in out.iter_mut().zip(data.chunks_exact(2)) {
+                *o = f32::from_bits(u32::from(u16::from_le_bytes([c[0], c[1]])) << 16);
+            }
+        }
+        TensorType::Q4_0 => {
+            for (o, block) in out.chunks_exact_mut(32).zip(data.chunks_exact(18)) {
+                let d = f16_at(block, 0);
+                for (i, &q) in block[2..18].iter().enumerate() {
+                    o[i] = d * (f32::from(q & 0x0f) - 8.0);
+                    o[i + 16] = d * (f32::from(q >> 4) - 8.0);
+                }
+            }
+        }
+        TensorType::Q4_K | TensorType::Q5_K => {
+            let five = ty == TensorType::Q5_K;
+            let (_, size) = ty.block();
+            for (o, block) in out.chunks_exact_mut(256).zip(data.chunks_exact(size)) {
+                let (d, dmin) = (f16_at(block, 0), f16_at(block, 2));
+                let scales = &block[4..16];
+                let (high, qs) = match five {
+                    true => (&block[16..48], &block[48..176]),
+                    false => (&block[..0], &block[16..144]),
+                };
+                // Each 32 bytes of `qs` hold two sub-blocks: low nibbles, then high nibbles.
+                for (pair, (o, q)) in o.chunks_exact_mut(64).zip(qs.chunks_exact(32)).enumerate() {
+                    for half in 0..2 {
+                        let (sc, m) = k_scale_min(scales, 2 * pair + half);
+                        let (scale, min) = (d * f32::from(sc), dmin * f32::from(m));
+                        let bit = 1u8 << (2 * pair + half);
+                        for (l, &q) in q.iter().enumerate() {
+                            let low = if half == 0 { q & 0x0f } else { q >> 4 };
+                            let top = if five && high[l] & bit != 0 { 16 } else { 0 };
+                            o[32 * half + l] = scale * f32::from(low + top) - min;
+                        }
+                    }
+                }
+            }
+        }
+        TensorType::Q6_K => {
+            for (o, block) in out.chunks_exact_mut(256).zip(data.chunks_exact(210)) {
+                let (ql, qh, scales) = (&block[..128], &block[128..192], &block[192..208]);
+                let d = f16_at(block, 208);
+                // Each half of 128 values: 64 bytes of low nibbles, 32 of high bit pairs, 8 scales.
+                for (h, o) in o.chunks_exact_mut(128).enumerate() {
+                    let (ql, qh, sc) = (&ql[64 * h..][..64], &qh[32 * h..][..32], &scales[8 * h..][..8]);
+                    for l in 0..32 {
+                        let q = [
+                            (ql[l] & 0x0f) | ((qh[l] & 3) << 4),
+                            (ql[l + 32] & 0x0f) | (((qh[l] >> 2) & 3) << 4),
+                            (ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4),
+                            (ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4),
+                        ];
+                        for (k, q) in q.into_iter().enumerate() {
+                            let scale = d * f32::from(sc[l / 16 + 2 * k] as i8);
+                            o[32 * k + l] = scale * f32::from(i16::from(q) - 32);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Sub-block `j`'s 6-bit scale and minimum in a Q4_K or Q5_K super-block's 12 packed bytes:
+/// for `j < 4` the low six bits of bytes `j` and `j + 4`; after, a nibble of byte `j + 4` and the
+/// top two bits of bytes `j - 4` and `j`.
+fn k_scale_min(packed: &[u8], j: usize) -> (u8, u8) {
+    match j < 4 {
+        true => (packed[j] & 63, packed[j + 4] & 63),
+        false => ((packed[j + 4] & 0x0f) | ((packed[j - 4] >> 6) << 4), (packed[j + 4] >> 4) | ((packed[j] >> 6) << 4)),
     }
 }
 

@@ -154,6 +154,15 @@ impl Matrix {
         Self { rows: range.len(), data, ..*self }
     }
 
+    /// The rows in the order `order` gives (row `i` of the result is row `order[i]`).
+    pub fn reorder_rows(&self, order: &[usize]) -> Self {
+        let data = match &self.data {
+            Data::F32(values) => Data::F32(order.iter().flat_map(|&r| values[r * self.cols..][..self.cols].iter().copied()).collect()),
+            Data::Encoded(bytes) => Data::Encoded(order.iter().flat_map(|&r| bytes[r * self.row_bytes..][..self.row_bytes].iter().copied()).collect()),
+        };
+        Self { rows: order.len(), data, ..*self }
+    }
+
     pub fn cols(&self) -> usize {
         self.cols
     }
@@ -188,8 +197,8 @@ impl Matrix {
     /// unpacks each block once for several tokens (Q4_1 with SIMD), see [`TILE_TOKENS`].
     fn tile_from(&self, simd: Simd) -> usize {
         match (simd, self.ty) {
-            (Simd::Portable, _) | (_, TensorType::F32 | TensorType::F16 | TensorType::Q8_0) => TILE_TOKENS,
-            (_, TensorType::Q4_1) => TILE_TOKENS_SHARED_BLOCKS,
+            (_, TensorType::Q4_1) if simd != Simd::Portable => TILE_TOKENS_SHARED_BLOCKS,
+            _ => TILE_TOKENS,
         }
     }
 
@@ -209,6 +218,17 @@ impl Matrix {
                 for (o, row) in out.chunks_exact_mut(n).zip(values[first * self.cols..].chunks_exact(self.cols)) {
                     for (o, x) in o.iter_mut().zip(xs) {
                         *o = dot(simd, row, x.x);
+                    }
+                }
+                return;
+            }
+            Data::Encoded(_) if !self.ty.has_dot_kernel() => {
+                // Each row dequantized once, then dotted with every token.
+                let mut row = vec![0.0; self.cols];
+                for (i, o) in out.chunks_exact_mut(n).enumerate() {
+                    self.row_into(first + i, &mut row);
+                    for (o, x) in o.iter_mut().zip(xs) {
+                        *o = dot(simd, &row, x.x);
                     }
                 }
                 return;
@@ -240,7 +260,7 @@ impl Matrix {
                         }
                     }
                     TensorType::Q8_0 => each!(|r, x, _| avx2::q8_0_dot(r, x)),
-                    TensorType::F32 => unreachable!(),
+                    _ => unreachable!("{ty:?} has no dot kernel"),
                 }
             },
             #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
@@ -254,6 +274,7 @@ impl Matrix {
             (_, TensorType::F16) => each!(|r, x, _| portable::f16_dot(r, x)),
             (_, TensorType::Q4_1) => each!(portable::q4_1_dot),
             (_, TensorType::Q8_0) => each!(|r, x, _| portable::q8_0_dot(r, x)),
+            (_, ty) => unreachable!("{ty:?} has no dot kernel"),
         }
     }
 

@@ -15,23 +15,34 @@ fn f16_bytes(x: f32) -> [u8; 2] {
     f16::from_f32(x).to_le_bytes()
 }
 
-/// `rows` random rows of `cols` values of `ty`, encoded.
+/// `rows` random rows of `cols` values of `ty`, encoded: random bytes with the f16 scales (and
+/// minima) of each block set to finite values of both signs.
 fn random_rows(ty: TensorType, rows: usize, cols: usize, rng: &mut Rng) -> Vec<u8> {
+    let (elems, size) = ty.block();
     let mut out = Vec::new();
-    for _ in 0..rows * cols / ty.block().0 {
-        match ty {
-            TensorType::F32 => out.extend(rng.value(2.0).to_le_bytes()),
-            TensorType::F16 => out.extend(f16_bytes(rng.value(2.0))),
-            TensorType::Q4_1 => {
-                out.extend(f16_bytes(rng.value(0.1)));
-                out.extend(f16_bytes(rng.value(1.0)));
-                out.extend(rng.bytes(16));
+    for _ in 0..rows * cols / elems {
+        let mut block = rng.bytes(size);
+        // Where each type keeps its f16 fields, and their magnitude.
+        let halves: &[(usize, f32)] = match ty {
+            TensorType::F32 => {
+                block = rng.value(2.0).to_le_bytes().to_vec();
+                &[]
             }
-            TensorType::Q8_0 => {
-                out.extend(f16_bytes(rng.value(0.02)));
-                out.extend(rng.bytes(32));
+            TensorType::F16 => &[(0, 2.0)],
+            TensorType::BF16 => {
+                block = (half::bf16::from_f32(rng.value(2.0)).to_bits()).to_le_bytes().to_vec();
+                &[]
             }
+            TensorType::Q4_0 => &[(0, 0.1)],
+            TensorType::Q4_1 => &[(0, 0.1), (2, 1.0)],
+            TensorType::Q8_0 => &[(0, 0.02)],
+            TensorType::Q4_K | TensorType::Q5_K => &[(0, 0.01), (2, 0.01)],
+            TensorType::Q6_K => &[(208, 0.001)],
+        };
+        for &(at, scale) in halves {
+            block[at..at + 2].copy_from_slice(&f16_bytes(rng.value(scale)));
         }
+        out.extend(block);
     }
     out
 }
@@ -43,10 +54,11 @@ fn dot_products_match_the_dequantized_rows() {
     // Every sieve wasm build has WebAssembly SIMD; natively AVX2 is tested where the processor
     // has it.
     assert!(simds.len() == 2 || !cfg!(target_family = "wasm"), "no SIMD kernels: {simds:?}");
-    for ty in [TensorType::F32, TensorType::F16, TensorType::Q4_1, TensorType::Q8_0] {
+    for ty in TensorType::ALL {
         let widths: &[usize] = match ty.block().0 {
             1 => &[1, 7, 8, 37, 576],
-            _ => &[32, 64, 96, 576, 1536],
+            32 => &[32, 64, 96, 576, 1536],
+            _ => &[256, 512, 1536],
         };
         for &cols in widths {
             let rows = 6;
@@ -89,8 +101,8 @@ fn dot_products_match_the_dequantized_rows() {
 #[wasm_bindgen_test(unsupported = test)]
 fn tile_products_match_the_dequantized_rows() {
     let mut rng = Rng(0x7113);
-    for ty in [TensorType::F32, TensorType::F16, TensorType::Q4_1, TensorType::Q8_0] {
-        let (rows, cols) = (7, if ty.block().0 == 1 { 37 } else { 96 });
+    for ty in TensorType::ALL {
+        let (rows, cols) = (7, [37, 96, 256][[1, 32, 256].iter().position(|&b| b == ty.block().0).unwrap()]);
         let data = random_rows(ty, rows, cols, &mut rng);
         let matrix = Matrix::from_bytes(ty, rows, cols, data.clone()).expect("whole rows");
         let weights = dequantize(ty, &data);
