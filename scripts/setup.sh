@@ -13,7 +13,8 @@
 #     the benchmark page's web-xgrammar in web/bench (package-lock.json each)
 #   - model and tokenizers: scripts/fetch-assets.sh (sha256-checked, cached)
 #   - a Python venv in $SIEVE_CACHE/venv with the Python package's build and test tools
-#     (crates/sieve-py/requirements-test.txt: maturin, numpy, pytest, transformers)
+#     (crates/sieve-py/requirements-test.txt: maturin, numpy, pytest, transformers, gguf)
+#   - sieve-model's parity fixtures in assets/tiny-models (scripts/tiny-models.py)
 #
 # Each step that does something is timed into STEP_TIMES ("seconds<TAB>name"), which
 # scripts/test.sh prints.
@@ -100,4 +101,12 @@ serving="$ROOT/crates/sieve-py/requirements-serving.txt"
 if ! cmp -s "$requirements" "$SIEVE_VENV/requirements-test.txt" || ! cmp -s "$serving" "$SIEVE_VENV/requirements-serving.txt"; then
   say "python3 -m venv $SIEVE_VENV; pip install -r crates/sieve-py/requirements-test.txt; pip install --no-deps -r crates/sieve-py/requirements-serving.txt"
   timed "setup: python venv" bash -c "python3 -m venv '$SIEVE_VENV' && '$SIEVE_VENV/bin/pip' install -q -r '$requirements' && '$SIEVE_VENV/bin/pip' install -q --no-deps -r '$serving' && cp '$requirements' '$serving' '$SIEVE_VENV/'"
+fi
+
+# sieve-model's parity fixtures: small random-weight models of each architecture and weight
+# type, built and run by transformers, written as GGUF (rebuilt when the script changes).
+tiny="$ROOT/assets/tiny-models"
+if ! cmp -s "$ROOT/scripts/tiny-models.py" "$tiny/tiny-models.py"; then
+  say "python scripts/tiny-models.py assets/tiny-models"
+  timed "setup: tiny models" bash -c "rm -rf '$tiny' && '$SIEVE_VENV/bin/python' '$ROOT/scripts/tiny-models.py' '$tiny' && cp '$ROOT/scripts/tiny-models.py' '$tiny/'"
 fi

@@ -4,12 +4,16 @@
 
 use burn::tensor::{Device, Int, Tensor, TensorData, activation};
 
-use crate::config::{LlamaConfig, rope_tables};
+use crate::config::{AttentionExtras, LlamaConfig, rope_tables};
 
 pub(crate) struct Layer {
     pub(crate) attn_norm: Tensor<1>,
     /// `[D, (H + 2 Hkv) hd]`
     pub(crate) wqkv: Tensor<2>,
+    /// `[(H + 2 Hkv) hd]`
+    pub(crate) qkv_bias: Option<Tensor<1>>,
+    /// `[hd]` each: the queries' and keys' per-head norms.
+    pub(crate) qk_norm: Option<[Tensor<1>; 2]>,
     /// `[H hd, D]`
     pub(crate) wo: Tensor<2>,
     pub(crate) ffn_norm: Tensor<1>,
@@ -36,15 +40,20 @@ pub(crate) struct BurnWeights {
 impl BurnWeights {
     /// The weights on `device`, from f32 values in the layout of [`LayerData`].
     pub(crate) fn new(config: &LlamaConfig, embed: Vec<f32>, head: Option<Vec<f32>>, layers: Vec<LayerData>, norm: Vec<f32>, device: &Device) -> Self {
-        let (d, hd, f) = (config.hidden, config.head_dim(), config.ffn);
+        let (d, hd, f) = (config.hidden, config.head_dim, config.ffn);
         let qkv_width = (config.heads + 2 * config.kv_heads) * hd;
-        let t1 = |v: Vec<f32>| Tensor::<1>::from_data(TensorData::new(v, [d]), device);
+        let t1 = |v: Vec<f32>| {
+            let len = v.len();
+            Tensor::<1>::from_data(TensorData::new(v, [len]), device)
+        };
         let t2 = |v: Vec<f32>, r: usize, c: usize| Tensor::<2>::from_data(TensorData::new(v, [r, c]), device);
         let layers = layers
             .into_iter()
             .map(|l| Layer {
                 attn_norm: t1(l.attn_norm),
                 wqkv: t2(l.wqkv, d, qkv_width),
+                qkv_bias: l.extras.qkv_bias.map(t1),
+                qk_norm: l.extras.qk_norm.map(|norms| norms.map(t1)),
                 wo: t2(l.wo, config.heads * hd, d),
                 ffn_norm: t1(l.ffn_norm),
                 w_gate_up: t2(l.w_gate_up, d, 2 * f),
@@ -67,14 +76,15 @@ impl BurnWeights {
     /// f32 values the weights hold.
     pub(crate) fn values(&self, config: &LlamaConfig) -> usize {
         let count = |t: &Tensor<2>| t.dims().iter().product::<usize>();
-        let layer = |l: &Layer| count(&l.wqkv) + count(&l.wo) + count(&l.w_gate_up) + count(&l.w_down) + 2 * config.hidden;
+        let extras = |l: &Layer| l.qkv_bias.iter().chain(l.qk_norm.iter().flatten()).map(|t| t.dims()[0]).sum::<usize>();
+        let layer = |l: &Layer| count(&l.wqkv) + count(&l.wo) + count(&l.w_gate_up) + count(&l.w_down) + 2 * config.hidden + extras(l);
         count(&self.embed) + self.head.as_ref().map_or(0, count) + config.hidden + self.layers.iter().map(layer).sum::<usize>()
     }
 
     /// burn's ops for one pass over `tokens` at positions `start..`.
     pub(crate) fn forward(&self, c: &LlamaConfig, tokens: &[u32], start: usize, layers: &mut [Option<(Tensor<3>, Tensor<3>)>]) -> Tensor<2> {
         let n = tokens.len();
-        let (hd, h, hkv) = (c.head_dim(), c.heads, c.kv_heads);
+        let (hd, h, hkv) = (c.head_dim, c.heads, c.kv_heads);
         let group = h / hkv;
         let total = start + n;
         let ids: Vec<i32> = tokens.iter().map(|&t| t as i32).collect();
@@ -94,12 +104,19 @@ impl BurnWeights {
         });
         let scale = 1.0 / (hd as f32).sqrt();
         for (layer, entry) in self.layers.iter().zip(layers) {
-            let qkv = rms_norm(x.clone(), &layer.attn_norm, c.rms_eps).matmul(layer.wqkv.clone());
+            let mut qkv = rms_norm(x.clone(), &layer.attn_norm, c.rms_eps).matmul(layer.wqkv.clone());
+            if let Some(bias) = &layer.qkv_bias {
+                qkv = qkv + bias.clone().unsqueeze::<2>();
+            }
             let heads = |from: usize, count: usize| {
                 qkv.clone().narrow(1, from * hd, count * hd).reshape([n, count, hd]).swap_dims(0, 1)
             };
-            let q = rope(heads(0, h), &cos, &sin);
-            let k = rope(heads(h, hkv), &cos, &sin);
+            let (mut q, mut k) = (heads(0, h), heads(h, hkv));
+            if let Some([q_norm, k_norm]) = &layer.qk_norm {
+                (q, k) = (rms_norm(q, q_norm, c.rms_eps), rms_norm(k, k_norm, c.rms_eps));
+            }
+            let q = rope(q, &cos, &sin);
+            let k = rope(k, &cos, &sin);
             let v = heads(h + hkv, hkv);
             let (k, v) = match entry.take() {
                 Some((pk, pv)) => (Tensor::cat(vec![pk, k], 1), Tensor::cat(vec![pv, v], 1)),
@@ -129,16 +146,17 @@ impl BurnWeights {
 pub(crate) struct LayerData {
     pub(crate) attn_norm: Vec<f32>,
     pub(crate) wqkv: Vec<f32>,
+    pub(crate) extras: AttentionExtras,
     pub(crate) wo: Vec<f32>,
     pub(crate) ffn_norm: Vec<f32>,
     pub(crate) w_gate_up: Vec<f32>,
     pub(crate) w_down: Vec<f32>,
 }
 
-/// `x / sqrt(mean(x^2) + eps) * w` over the last dimension of `[n, D]`.
-fn rms_norm(x: Tensor<2>, w: &Tensor<1>, eps: f32) -> Tensor<2> {
-    let inv = x.clone().powi_scalar(2).mean_dim(1).add_scalar(eps).sqrt().recip();
-    x * inv * w.clone().unsqueeze::<2>()
+/// `x / sqrt(mean(x^2) + eps) * w` over the last dimension of `x`.
+fn rms_norm<const R: usize>(x: Tensor<R>, w: &Tensor<1>, eps: f32) -> Tensor<R> {
+    let inv = x.clone().powi_scalar(2).mean_dim(R - 1).add_scalar(eps).sqrt().recip();
+    x * inv * w.clone().unsqueeze::<R>()
 }
 
 /// Rotates adjacent pairs `(2i, 2i+1)` of each head of `[heads, n, hd]` by the position angles

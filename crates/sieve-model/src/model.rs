@@ -1,7 +1,10 @@
-//! The Llama architecture as SmolLM2 uses it, on the CPU or on any burn device.
+//! Decoders of Llama's shape ([`crate::config::Architecture`]: llama, qwen2, qwen3), on the CPU or
+//! on any burn device.
 //!
 //! Pre-norm decoder blocks (RMSNorm, grouped-query attention with interleaved RoPE, SiLU-gated
-//! MLP), a final RMSNorm and an output head tied to the token embedding. [`Llama::forward`] runs
+//! MLP), a final RMSNorm and an output head (tied to the token embedding where the file has no
+//! `output.weight`); qwen2 adds biases to Q, K and V, qwen3 normalizes each head of the queries
+//! and keys before RoPE. [`Llama::forward`] runs
 //! any number of new tokens in one pass against a [`KvCache`] and returns the logits of the last
 //! one, so a prompt or a forced continuation is prefilled in one call. Three implementations
 //! run it ([`Backend`]): the CPU kernels ([`crate::cpu`]) on the GGUF's own blocks, the WGSL
@@ -28,12 +31,17 @@
 //! | `output_norm.weight`       | `[D]`                    | `norm`                                |
 //! | `output.weight` (optional) | `[V, D]`                 | `head` (absent: tied to `embed`)      |
 //!
-//! The GGUF stores Q and K rows in llama.cpp's order, in which RoPE rotates adjacent pairs
-//! `(2i, 2i+1)` of each head: that is the rotation applied here, so no permutation is needed.
+//! qwen2 adds `blk.{i}.attn_{q,k,v}.bias` (`[rows]`), qwen3 `blk.{i}.attn_{q,k}_norm.weight`
+//! (`[hd]`). A llama GGUF stores Q and K rows in llama.cpp's order, in which RoPE rotates
+//! adjacent pairs `(2i, 2i+1)` of each head: that is the rotation applied here. The others'
+//! rotate head halves `(i, i + hd/2)`; their Q and K rows (and biases and norms) are reordered
+//! to adjacent pairs at load ([`LlamaConfig::adjacent_pair_rows`]), which leaves every dot
+//! product of a query with a key unchanged.
 
 use burn::tensor::{Device, Tensor};
 
 use crate::burn_forward::{BurnWeights, LayerData};
+use crate::config::AttentionExtras;
 pub use crate::config::LlamaConfig;
 use crate::cpu::parts::{Helpers, Shard};
 use crate::cpu::{CpuCache, CpuForward, LayerRows};
@@ -228,17 +236,19 @@ impl Llama {
             }
             Placement::Device(device) => device,
         };
-        let (d, hd, f) = (config.hidden, config.head_dim(), config.ffn);
+        let (d, hd, f) = (config.hidden, config.head_dim, config.ffn);
         let (qd, kd) = (config.heads * hd, config.kv_heads * hd);
         let get = |name: &str, shape: &[usize]| gguf.tensor_f32(name, shape);
         let mut layers = Vec::with_capacity(config.layers);
         for i in 0..config.layers {
             let p = |s: &str| format!("blk.{i}.{s}.weight");
-            let qkv = [get(&p("attn_q"), &[qd, d])?, get(&p("attn_k"), &[kd, d])?, get(&p("attn_v"), &[kd, d])?];
+            let rotated = |s: &str, rows: usize| Ok::<_, ModelError>(config.to_adjacent_pairs(get(&p(s), &[rows, d])?, rows, d));
+            let qkv = [rotated("attn_q", qd)?, rotated("attn_k", kd)?, get(&p("attn_v"), &[kd, d])?];
             let gate_up = [get(&p("ffn_gate"), &[f, d])?, get(&p("ffn_up"), &[f, d])?];
             layers.push(LayerData {
                 attn_norm: get(&p("attn_norm"), &[d])?,
                 wqkv: stack_transposed(&qkv, d),
+                extras: AttentionExtras::from_gguf(gguf, &config, i)?,
                 wo: transpose(&get(&p("attn_output"), &[d, qd])?, d, qd),
                 ffn_norm: get(&p("ffn_norm"), &[d])?,
                 w_gate_up: stack_transposed(&gate_up, d),
@@ -262,7 +272,7 @@ impl Llama {
     /// wherever it is placed.
     pub fn random(config: LlamaConfig, seed: u64, placement: impl Into<Placement>) -> Result<Self, ModelError> {
         config.validate()?;
-        let (d, hd, f) = (config.hidden, config.head_dim(), config.ffn);
+        let (d, hd, f) = (config.hidden, config.head_dim, config.ffn);
         let qkv_width = (config.heads + 2 * config.kv_heads) * hd;
         let mut s = seed;
         let w = 1.0 / (d as f32).sqrt();
@@ -270,6 +280,7 @@ impl Llama {
             .map(|_| LayerData {
                 attn_norm: random_weights(&mut s, d, 0.2).iter().map(|x| 1.0 + x).collect(),
                 wqkv: random_weights(&mut s, d * qkv_width, w),
+                extras: AttentionExtras { qkv_bias: None, qk_norm: None },
                 wo: random_weights(&mut s, config.heads * hd * d, w),
                 ffn_norm: random_weights(&mut s, d, 0.2).iter().map(|x| 1.0 + x).collect(),
                 w_gate_up: random_weights(&mut s, d * 2 * f, w),

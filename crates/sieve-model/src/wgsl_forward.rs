@@ -118,7 +118,7 @@ impl WgslForward {
     /// device or for a shape the kernels do not cover (widths not multiples of 4, a head wider
     /// than [`MAX_HEAD_DIM`], buffers past 32-bit indices).
     pub(crate) fn new(config: &LlamaConfig, model: &BurnWeights) -> Option<Self> {
-        let hd = config.head_dim();
+        let hd = config.head_dim;
         // Projections take four columns per invocation and RoPE pairs must not straddle them;
         // the attention holds at most 256 dimensions of a head and dispatches a row of
         // workgroups per position; every index into the largest buffers (head, gate/up
@@ -126,7 +126,9 @@ impl WgslForward {
         let c = config;
         let quads = c.hidden.is_multiple_of(4) && c.ffn.is_multiple_of(4) && hd.is_multiple_of(4);
         let sizes = [(c.vocab, c.hidden), (c.hidden, 2 * c.ffn), (c.max_seq, c.ffn.max(c.hidden).max(c.heads * hd))];
-        if !quads || hd > MAX_HEAD_DIM || c.max_seq > 65_535 || sizes.iter().any(|&(a, b)| a.checked_mul(b).is_none_or(|x| u32::try_from(x).is_err())) {
+        // The kernels have no Q/K/V biases or per-head norms yet: burn's ops run such models.
+        let extras = model.layers.iter().any(|l| l.qkv_bias.is_some() || l.qk_norm.is_some());
+        if extras || !quads || hd > MAX_HEAD_DIM || c.max_seq > 65_535 || sizes.iter().any(|&(a, b)| a.checked_mul(b).is_none_or(|x| u32::try_from(x).is_err())) {
             return None;
         }
         let (embed, client, device) = buffer(&model.embed)?;
@@ -164,7 +166,7 @@ impl WgslForward {
     /// An empty cache: every layer's keys and values for `max_seq` positions.
     pub(crate) fn new_cache(&self) -> GpuCache {
         let c = &self.config;
-        let size = c.kv_heads * c.max_seq * c.head_dim() * 4;
+        let size = c.kv_heads * c.max_seq * c.head_dim * 4;
         GpuCache { layers: (0..c.layers).map(|_| (self.client.empty(size), self.client.empty(size))).collect() }
     }
 
@@ -172,7 +174,7 @@ impl WgslForward {
     /// `start..` and returns the logits of the last one, `[1, V]`.
     pub(crate) fn forward(&self, tokens: &[u32], start: usize, cache: &GpuCache) -> Result<Tensor<2>, ModelError> {
         let c = &self.config;
-        let (d, hd, f) = (c.hidden as u32, c.head_dim() as u32, c.ffn as u32);
+        let (d, hd, f) = (c.hidden as u32, c.head_dim as u32, c.ffn as u32);
         let (h, hkv, vocab) = (c.heads as u32, c.kv_heads as u32, c.vocab as u32);
         let qkv_width = (h + 2 * hkv) * hd;
         let n = tokens.len() as u32;

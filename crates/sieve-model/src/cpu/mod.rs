@@ -6,8 +6,9 @@
 //! dot products with f32 activations; the products of a pass are split by rows over
 //! [`threads::Threads`]; keys and values are kept in f32 in memory. A decoder layer:
 //!
-//! 1. RMSNorm, the Q/K/V projections and RoPE (adjacent pairs, as llama.cpp stores Q and K);
-//!    keys and values appended to the cache;
+//! 1. RMSNorm, the Q/K/V projections (their biases and the per-head norms of queries and keys
+//!    where the architecture has them) and RoPE (adjacent pairs: the loader puts Q and K rows in
+//!    that order); keys and values appended to the cache;
 //! 2. causal grouped-query attention, per token and head;
 //! 3. the output projection added to the residual stream;
 //! 4. RMSNorm, the gate and up projections, `silu(gate) * up`, and the down projection added
@@ -27,7 +28,7 @@ use std::slice::from_ref;
 
 use crate::error::ModelError;
 use crate::gguf::Gguf;
-use crate::config::{LlamaConfig, rope_tables};
+use crate::config::{AttentionExtras, LlamaConfig, rope_tables};
 use matrix::{Activation, Matrix, Simd, dot};
 use parts::{Helpers, Shard, StackPart, part_rows};
 use threads::Threads;
@@ -35,8 +36,9 @@ use threads::Threads;
 /// One decoder layer's weights (matrices `[out, in]`, as GGUF stores them).
 struct Layer {
     attn_norm: Vec<f32>,
-    /// Q, K and V, stacked on their rows.
+    /// Q, K and V, stacked on their rows (Q and K in adjacent-pair order).
     qkv: [Matrix; 3],
+    extras: AttentionExtras,
     wo: Matrix,
     ffn_norm: Vec<f32>,
     /// Gate and up, stacked on their rows.
@@ -113,14 +115,22 @@ impl CpuForward {
         on_progress: &mut dyn FnMut(f64),
     ) -> Result<Self, ModelError> {
         let (d, f) = (config.hidden, config.ffn);
-        let (qd, kd) = (config.heads * config.head_dim(), config.kv_heads * config.head_dim());
+        let (qd, kd) = (config.heads * config.head_dim, config.kv_heads * config.head_dim);
         let mut layers = Vec::with_capacity(config.layers);
         for i in 0..config.layers {
             let p = |s: &str| format!("blk.{i}.{s}.weight");
             let m = |s: &str, rows: usize, cols: usize| Matrix::from_gguf(gguf, &p(s), rows, cols);
+            let rotated = |s: &str, rows: usize| {
+                let m = m(s, rows, d)?;
+                Ok::<_, ModelError>(match config.adjacent_pair_rows(rows) {
+                    Some(order) => m.reorder_rows(&order),
+                    None => m,
+                })
+            };
             layers.push(Layer {
                 attn_norm: gguf.tensor_f32(&p("attn_norm"), &[d])?,
-                qkv: [m("attn_q", qd, d)?, m("attn_k", kd, d)?, m("attn_v", kd, d)?],
+                qkv: [rotated("attn_q", qd)?, rotated("attn_k", kd)?, m("attn_v", kd, d)?],
+                extras: AttentionExtras::from_gguf(gguf, &config, i)?,
                 wo: m("attn_output", d, qd)?,
                 ffn_norm: gguf.tensor_f32(&p("ffn_norm"), &[d])?,
                 gate_up: [m("ffn_gate", f, d)?, m("ffn_up", f, d)?],
@@ -146,12 +156,13 @@ impl CpuForward {
         norm: Vec<f32>,
     ) -> Result<Self, ModelError> {
         let (d, f) = (config.hidden, config.ffn);
-        let (qd, kd) = (config.heads * config.head_dim(), config.kv_heads * config.head_dim());
+        let (qd, kd) = (config.heads * config.head_dim, config.kv_heads * config.head_dim);
         let layers = layers
             .into_iter()
             .map(|l| Layer {
                 attn_norm: l.attn_norm,
                 qkv: [Matrix::from_f32(qd, d, l.q), Matrix::from_f32(kd, d, l.k), Matrix::from_f32(kd, d, l.v)],
+                extras: AttentionExtras { qkv_bias: None, qk_norm: None },
                 wo: Matrix::from_f32(d, qd, l.wo),
                 ffn_norm: l.ffn_norm,
                 gate_up: [Matrix::from_f32(f, d, l.gate), Matrix::from_f32(f, d, l.up)],
@@ -244,7 +255,7 @@ impl CpuForward {
 
     /// Width of a position's keys (or values): `Hkv * hd`.
     pub(crate) fn kv_width(&self) -> usize {
-        self.config.kv_heads * self.config.head_dim()
+        self.config.kv_heads * self.config.head_dim
     }
 
     /// Runs `tokens` at positions `start..` (the cache holds `start` positions) and returns the
@@ -262,7 +273,7 @@ impl CpuForward {
             return Ok(logits);
         }
         let c = &self.config;
-        let (n, d, hd) = (tokens.len(), c.hidden, c.head_dim());
+        let (n, d, hd) = (tokens.len(), c.hidden, c.head_dim);
         let (qd, kvw) = (c.heads * hd, self.kv_width());
         let mut x = vec![0.0; n * d];
         for (&t, row) in tokens.iter().zip(x.chunks_exact_mut(d)) {
@@ -276,7 +287,14 @@ impl CpuForward {
             let width = qd + 2 * kvw;
             for (t, row) in qkv.chunks_exact_mut(width).enumerate() {
                 let pos = start + t;
+                if let Some(bias) = &layer.extras.qkv_bias {
+                    add(row, bias);
+                }
                 let (q, kv) = row.split_at_mut(qd);
+                if let Some([q_norm, k_norm]) = &layer.extras.qk_norm {
+                    rms_norm_in_place(q, q_norm, c.rms_eps);
+                    rms_norm_in_place(&mut kv[..kvw], k_norm, c.rms_eps);
+                }
                 self.rope(q, pos);
                 self.rope(&mut kv[..kvw], pos);
                 keys.extend_from_slice(&kv[..kvw]);
@@ -354,7 +372,7 @@ impl CpuForward {
 
     /// Rotates adjacent pairs `(2i, 2i+1)` of each head in `x` by position `pos`'s angles.
     fn rope(&self, x: &mut [f32], pos: usize) {
-        let half = self.config.head_dim() / 2;
+        let half = self.config.head_dim / 2;
         let (cos, sin) = (&self.cos[pos * half..(pos + 1) * half], &self.sin[pos * half..(pos + 1) * half]);
         for head in x.chunks_exact_mut(2 * half) {
             for (i, pair) in head.chunks_exact_mut(2).enumerate() {
@@ -369,7 +387,7 @@ impl CpuForward {
     /// cached positions: `[n, H * hd]`.
     fn attention(&self, qkv: &[f32], width: usize, start: usize, n: usize, keys: &[f32], values: &[f32]) -> Vec<f32> {
         let (c, simd) = (&self.config, self.simd);
-        let (hd, kvw) = (c.head_dim(), self.kv_width());
+        let (hd, kvw) = (c.head_dim, self.kv_width());
         let group = c.heads / c.kv_heads;
         let scale = 1.0 / (hd as f32).sqrt();
         let mut out = vec![0.0; n * c.heads * hd];
@@ -427,10 +445,24 @@ fn add(x: &mut [f32], y: &[f32]) {
 /// `x / sqrt(mean(x^2) + eps) * w` for each row of `x` (rows of `w.len()`), into `out`.
 fn rms_norm(x: &[f32], w: &[f32], eps: f32, out: &mut [f32]) {
     for (row, out) in x.chunks_exact(w.len()).zip(out.chunks_exact_mut(w.len())) {
-        let mean = row.iter().map(|v| v * v).sum::<f32>() / w.len() as f32;
-        let inv = 1.0 / (mean + eps).sqrt();
+        let inv = inverse_rms(row, eps);
         for ((o, &v), &w) in out.iter_mut().zip(row).zip(w) {
             *o = v * inv * w;
         }
     }
+}
+
+/// [`rms_norm`] of each row of `x` in place.
+fn rms_norm_in_place(x: &mut [f32], w: &[f32], eps: f32) {
+    for row in x.chunks_exact_mut(w.len()) {
+        let inv = inverse_rms(row, eps);
+        for (v, &w) in row.iter_mut().zip(w) {
+            *v *= inv * w;
+        }
+    }
+}
+
+/// `1 / sqrt(mean(x^2) + eps)`.
+fn inverse_rms(x: &[f32], eps: f32) -> f32 {
+    1.0 / (x.iter().map(|v| v * v).sum::<f32>() / x.len() as f32 + eps).sqrt()
 }

@@ -19,6 +19,8 @@ mod chat;
 #[cfg(not(target_family = "wasm"))]
 mod common;
 #[cfg(not(target_family = "wasm"))]
+mod families;
+#[cfg(not(target_family = "wasm"))]
 mod gguf;
 #[cfg(not(target_family = "wasm"))]
 mod parity;

@@ -1,0 +1,206 @@
+#!/usr/bin/env python3
+"""Writes small random-weight models of each supported architecture as GGUF, with the outputs
+Hugging Face `transformers` (float32) gives for them: the parity tests' fixtures.
+
+    python scripts/tiny-models.py OUT_DIR
+
+For each architecture a model is built by `transformers` from a fixed seed and written the way
+llama.cpp's converter names its tensors and keys (llama's Q and K rows permuted to adjacent RoPE
+pairs, qwen's not). Each weight type is a variant of the llama model: its matrices encoded by the
+`gguf` package's quantizers (random blocks for the K-quants, which it only decodes), decoded again
+and loaded back into the `transformers` model, whose outputs are then the reference. Next to
+every `NAME.gguf`, `NAME.json` holds the prompt, the greedy continuation and each step's top
+logits, from a full forward pass per step.
+"""
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import torch
+import gguf
+from gguf import GGMLQuantizationType as Q
+from transformers import LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM, Qwen3Config, Qwen3ForCausalLM
+
+VOCAB = 512
+CONTEXT = 256
+PROMPT_LEN = 7
+STEPS = 8
+TOP = 5
+# Greedy choices closer than this (in logits) would make the parity of the greedy tokens depend
+# on rounding; the models are drawn so that none is.
+MIN_MARGIN = 1e-2
+
+COMMON = dict(vocab_size=VOCAB, hidden_size=256, intermediate_size=256, num_hidden_layers=2,
+              num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=CONTEXT,
+              rms_norm_eps=1e-5)
+
+# name: (architecture, transformers classes, config, seed)
+ARCHITECTURES = {
+    "llama": (LlamaConfig, LlamaForCausalLM, dict(tie_word_embeddings=True, rope_parameters={"rope_type": "default", "rope_theta": 1e4}), 1),
+    "qwen2": (Qwen2Config, Qwen2ForCausalLM, dict(tie_word_embeddings=False, rope_parameters={"rope_type": "default", "rope_theta": 1e6}), 2),
+    # A head width other than hidden / heads, as Qwen3's models have.
+    "qwen3": (Qwen3Config, Qwen3ForCausalLM, dict(tie_word_embeddings=False, head_dim=32, rope_parameters={"rope_type": "default", "rope_theta": 1e6}), 3),
+}
+
+# The llama model's weight-type variants: (file suffix, matrix type).
+WEIGHT_TYPES = [("f16", Q.F16), ("bf16", Q.BF16), ("q8_0", Q.Q8_0), ("q4_0", Q.Q4_0), ("q4_1", Q.Q4_1),
+                ("q4_k", Q.Q4_K), ("q5_k", Q.Q5_K), ("q6_k", Q.Q6_K)]
+
+
+def build(arch):
+    config_cls, model_cls, extra, seed = ARCHITECTURES[arch]
+    torch.manual_seed(seed)
+    model = model_cls(config_cls(**COMMON, **extra)).float().eval()
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith("norm.weight"):
+                p.copy_(1 + 0.2 * (2 * torch.rand_like(p) - 1))
+            elif name.endswith("bias"):
+                p.normal_(0, 0.5)
+            elif "embed_tokens" in name:
+                p.normal_(0, 0.3)
+            else:
+                p.normal_(0, p.shape[1] ** -0.5)
+    return model
+
+
+def permute(w, heads):
+    """llama.cpp's converter's reordering of Q/K rows: each head's halves interleaved."""
+    return w.reshape(heads, 2, w.shape[0] // heads // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
+
+
+def unpermute(w, heads):
+    return w.reshape(heads, w.shape[0] // heads // 2, 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
+
+
+def gguf_tensors(model, arch):
+    """(GGUF name, HF parameter name, row permutation heads or None) for each tensor."""
+    cfg = model.config
+    out = [("token_embd.weight", "model.embed_tokens.weight", None), ("output_norm.weight", "model.norm.weight", None)]
+    if not cfg.tie_word_embeddings:
+        out.append(("output.weight", "lm_head.weight", None))
+    for i in range(cfg.num_hidden_layers):
+        hf = f"model.layers.{i}."
+        heads = {"q": cfg.num_attention_heads, "k": cfg.num_key_value_heads} if arch == "llama" else {}
+        for part in "qkv":
+            out.append((f"blk.{i}.attn_{part}.weight", f"{hf}self_attn.{part}_proj.weight", heads.get(part)))
+            if arch == "qwen2":
+                out.append((f"blk.{i}.attn_{part}.bias", f"{hf}self_attn.{part}_proj.bias", None))
+        if arch == "qwen3":
+            out.append((f"blk.{i}.attn_q_norm.weight", f"{hf}self_attn.q_norm.weight", None))
+            out.append((f"blk.{i}.attn_k_norm.weight", f"{hf}self_attn.k_norm.weight", None))
+        out += [
+            (f"blk.{i}.attn_output.weight", f"{hf}self_attn.o_proj.weight", None),
+            (f"blk.{i}.attn_norm.weight", f"{hf}input_layernorm.weight", None),
+            (f"blk.{i}.ffn_norm.weight", f"{hf}post_attention_layernorm.weight", None),
+            (f"blk.{i}.ffn_gate.weight", f"{hf}mlp.gate_proj.weight", None),
+            (f"blk.{i}.ffn_up.weight", f"{hf}mlp.up_proj.weight", None),
+            (f"blk.{i}.ffn_down.weight", f"{hf}mlp.down_proj.weight", None),
+        ]
+    return out
+
+
+def random_k_blocks(rng, qtype, rows, cols):
+    """Random K-quant blocks with scales that keep the decoded values near 1 / sqrt(cols)."""
+    block, size = gguf.GGML_QUANT_SIZES[qtype]
+    data = rng.integers(0, 256, size=(rows, cols // block, size), dtype=np.uint8)
+
+    def f16(value):
+        return np.frombuffer(np.float16(value).tobytes(), dtype=np.uint8)
+
+    if qtype == Q.Q6_K:  # ql[128] qh[64] scales[16] d
+        data[..., 208:210] = f16(2e-5)
+    else:  # d dmin scales[12] (qh[32]) qs[128]
+        data[..., 0:2] = f16(2e-4 if qtype == Q.Q4_K else 1e-4)
+        data[..., 2:4] = f16(1e-4)
+    return data.reshape(rows, -1)
+
+
+def encode(rng, w, qtype):
+    """A matrix in `qtype`: (bytes or values for the writer, the values they decode to)."""
+    if qtype in (Q.Q4_K, Q.Q5_K, Q.Q6_K):
+        data = random_k_blocks(rng, qtype, *w.shape)
+    elif qtype == Q.F16:
+        data = w.astype(np.float16)
+        return data, data.astype(np.float32)
+    else:
+        data = gguf.quants.quantize(w, qtype)
+    return data, gguf.quants.dequantize(data, qtype).astype(np.float32)
+
+
+def run(model, prompt):
+    """Greedy continuation and each step's top logits, a full forward pass per step."""
+    ids, steps = list(prompt), []
+    with torch.no_grad():
+        for _ in range(STEPS):
+            logits = model(torch.tensor([ids])).logits[0, -1]
+            top = torch.topk(logits, TOP)
+            margin = float(top.values[0] - top.values[1])
+            assert margin > MIN_MARGIN, f"greedy margin {margin} at step {len(steps)}"
+            steps.append({"ids": top.indices.tolist(), "logits": top.values.tolist()})
+            ids.append(int(top.indices[0]))
+    return {"prompt": list(prompt), "greedy": ids[len(prompt):], "steps": steps}
+
+
+def write(path, arch, model, qtype=None, seed=0):
+    """Writes the model as GGUF (matrices in `qtype`, else f32) and loads the decoded weights
+    back into `model`."""
+    cfg = model.config
+    rng = np.random.default_rng(seed)
+    w = gguf.GGUFWriter(str(path), arch)
+    w.add_name(f"tiny {arch}")
+    w.add_context_length(CONTEXT)
+    w.add_embedding_length(cfg.hidden_size)
+    w.add_block_count(cfg.num_hidden_layers)
+    w.add_feed_forward_length(cfg.intermediate_size)
+    w.add_head_count(cfg.num_attention_heads)
+    w.add_head_count_kv(cfg.num_key_value_heads)
+    w.add_layer_norm_rms_eps(cfg.rms_norm_eps)
+    w.add_rope_freq_base(cfg.rope_parameters["rope_theta"])
+    head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
+    if arch == "llama":
+        w.add_rope_dimension_count(head_dim)
+    else:
+        w.add_key_length(head_dim)
+        w.add_value_length(head_dim)
+    w.add_vocab_size(VOCAB)
+    w.add_file_type(int(qtype or Q.F32))
+    w.add_tokenizer_model("gpt2")
+    w.add_token_list([f"<{i}>" for i in range(VOCAB)])
+    w.add_token_types([1] * VOCAB)
+    params = dict(model.named_parameters())
+    with torch.no_grad():
+        for name, hf, heads in gguf_tensors(model, arch):
+            value = params[hf].detach().numpy().astype(np.float32)
+            if heads:
+                value = permute(value, heads)
+            if qtype is not None and value.ndim == 2:
+                data, decoded = encode(rng, value, qtype)
+                w.add_tensor(name, data, raw_dtype=qtype if qtype != Q.F16 else None)
+                params[hf].copy_(torch.from_numpy(unpermute(decoded, heads) if heads else decoded))
+            else:
+                w.add_tensor(name, value)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
+def main():
+    out = Path(sys.argv[1])
+    out.mkdir(parents=True, exist_ok=True)
+    prompt = np.random.default_rng(7).integers(0, VOCAB, PROMPT_LEN).tolist()
+    models = [(arch, arch, None) for arch in ARCHITECTURES]
+    models += [(f"llama-{suffix}", "llama", qtype) for suffix, qtype in WEIGHT_TYPES]
+    for i, (name, arch, qtype) in enumerate(models):
+        model = build(arch)
+        write(out / f"{name}.gguf", arch, model, qtype, seed=i)
+        reference = {"file": f"{name}.gguf", "architecture": arch, "weights": qtype.name if qtype else "F32", **run(model, prompt)}
+        (out / f"{name}.json").write_text(json.dumps(reference))
+        print(f"{name}: greedy {reference['greedy']}")
+
+
+if __name__ == "__main__":
+    main()
