@@ -1,5 +1,6 @@
-// First half of an attention block for n rows: RMSNorm, the fused Q/K/V projection, RoPE on
-// queries and keys, then queries to `q` and keys and values into the layer's cache.
+// First half of an attention block for n rows: RMSNorm, the fused Q/K/V projection and its
+// bias, RoPE on queries and keys (unless qk_norm_rope.wgsl does it after the heads' norms), then
+// queries to `q` and keys and values into the layer's cache.
 //
 // x:      [n, D] f32, the residual stream.
 // norm_w: [D] f32.
@@ -7,7 +8,8 @@
 // cos, sin: [max_seq, hd / 2] f32, the rotary angles per position and pair.
 // q:      [n, H hd / 4] vec4 out, rotated queries.
 // k_cache, v_cache: [Hkv, max_seq, hd / 4] vec4; row `start + r` of every head is written.
-// params: [D, n, H, Hkv, hd, start, max_seq, bits of eps].
+// params: [D, n, H, Hkv, hd, start, max_seq, bits of eps, rotate (1 or 0)].
+// bias:   [C / 4] vec4, zeros for architectures without one.
 //
 // Column groups and slices as projection.wgsl says (RoPE pairs (2i, 2i + 1) never straddle a
 // group: hd is a multiple of 4), reading the residual stream directly; the norms as norms.wgsl
@@ -22,6 +24,7 @@
 @group(0) @binding(6) var<storage, read_write> k_cache: array<vec4<f32>>;
 @group(0) @binding(7) var<storage, read_write> v_cache: array<vec4<f32>>;
 @group(0) @binding(8) var<storage, read_write> params: array<u32>;
+@group(0) @binding(9) var<storage, read_write> bias: array<vec4<f32>>;
 
 @compute @workgroup_size({{ workgroup_size }}, 1, 1)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) group: vec3<u32>) {
@@ -33,6 +36,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) group:
     let start = params[5];
     let max_seq = params[6];
     let eps = bitcast<f32>(params[7]);
+    let rotate = params[8] != 0u;
     let quads = (heads + 2u * kv_heads) * hd / 4u;
     let r0 = group.y * ROWS;
     let rows = min(ROWS, n - r0);
@@ -60,8 +64,8 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) group:
         let row = r0 + r;
         if (row >= n) { break; }
         let pos = start + row;
-        var a = acc[r];
-        if (c < k_end) {
+        var a = acc[r] + bias[col];
+        if (c < k_end && rotate) {
             let t = pos * (hd / 2u) + (c % hd) / 2u;
             let c0 = cos_table[t];
             let s0 = sin_table[t];

@@ -388,11 +388,12 @@ impl Llama {
         }
     }
 
-    /// GPU launches of one forward pass when it runs as the WGSL kernels (wgpu devices), the
-    /// same for a prefill as for one token; `None` where burn's ops or the CPU path run it.
+    /// GPU launches the last forward pass made when the WGSL kernels run it (wgpu devices; the
+    /// same for a prefill as for one token, 0 before the first pass); `None` where burn's ops or
+    /// the CPU path run it.
     pub fn launches_per_pass(&self) -> Option<usize> {
         match &self.weights {
-            Weights::Burn(_, Some(_)) => Some(crate::wgsl_forward::launches_per_pass(&self.config)),
+            Weights::Burn(_, Some(wgsl)) => Some(wgsl.launches()),
             _ => None,
         }
     }

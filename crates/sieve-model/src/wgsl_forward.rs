@@ -6,8 +6,10 @@
 //! (WebGPU in a browser, above all on a software adapter) that dominates a decode step. Here a
 //! layer is five launches over the model's own weight buffers:
 //!
-//! 1. `qkv_rope`: RMSNorm, the fused Q/K/V projection and RoPE; keys and values go straight into
-//!    a preallocated cache, so truncating the cache only moves its length.
+//! 1. `qkv_rope`: RMSNorm, the fused Q/K/V projection (and its bias) and RoPE; keys and values
+//!    go straight into a preallocated cache, so truncating the cache only moves its length.
+//!    Where the architecture normalises each head of the queries and keys (qwen3),
+//!    `qk_norm_rope` does that and RoPE as a sixth launch.
 //! 2. `attention`: causal grouped-query attention with an online softmax, a workgroup per row
 //!    and head, its invocations splitting the positions.
 //! 3. `linear_residual`: the output projection added to the residual stream.
@@ -26,7 +28,9 @@ use burn::backend::wgpu::CubeTensor;
 use burn::cubecl::CubeCount;
 use burn::cubecl::client::Client;
 use burn::cubecl::server::Handle;
+use burn::cubecl::server::BufferBinding;
 use burn::tensor::{DType, Shape, Tensor};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::error::ModelError;
 use crate::kernels::Wgsl;
@@ -65,12 +69,17 @@ fn linear_residual(rows: u32, slices: u32) -> Wgsl {
 
 const ATTENTION: Wgsl = Wgsl { name: "attention.wgsl", source: include_str!("../shaders/attention.wgsl"), workgroup_size: WG, rows: 1, slices: 1 };
 const EMBED: Wgsl = Wgsl { name: "embed.wgsl", source: include_str!("../shaders/embed.wgsl"), workgroup_size: WG, rows: 1, slices: 1 };
+const QK_NORM_ROPE: Wgsl = Wgsl { name: "qk_norm_rope.wgsl", source: include_str!("../shaders/qk_norm_rope.wgsl"), workgroup_size: WG, rows: 1, slices: 1 };
 const LM_HEAD: Wgsl = Wgsl { name: "lm_head.wgsl", source: include_str!("../shaders/lm_head.wgsl"), workgroup_size: WG, rows: 1, slices: 1 };
 
 /// The weight buffers of one decoder layer (shared with the model's burn tensors).
 struct LayerBuffers {
     attn_norm: Handle,
     wqkv: Handle,
+    /// `[(H + 2 Hkv) hd]`, zeros where the architecture has no bias.
+    qkv_bias: Handle,
+    /// The queries' and keys' per-head norm weights, where the architecture has them.
+    qk_norm: Option<[Handle; 2]>,
     wo: Handle,
     ffn_norm: Handle,
     w_gate_up: Handle,
@@ -88,6 +97,8 @@ pub(crate) struct WgslForward {
     cos: Handle,
     sin: Handle,
     layers: Vec<LayerBuffers>,
+    /// Launches of the last pass.
+    launches: AtomicUsize,
 }
 
 /// Per-layer key and value buffers for the whole context (`[Hkv, max_seq, hd]` each),
@@ -126,12 +137,11 @@ impl WgslForward {
         let c = config;
         let quads = c.hidden.is_multiple_of(4) && c.ffn.is_multiple_of(4) && hd.is_multiple_of(4);
         let sizes = [(c.vocab, c.hidden), (c.hidden, 2 * c.ffn), (c.max_seq, c.ffn.max(c.hidden).max(c.heads * hd))];
-        // The kernels have no Q/K/V biases or per-head norms yet: burn's ops run such models.
-        let extras = model.layers.iter().any(|l| l.qkv_bias.is_some() || l.qk_norm.is_some());
-        if extras || !quads || hd > MAX_HEAD_DIM || c.max_seq > 65_535 || sizes.iter().any(|&(a, b)| a.checked_mul(b).is_none_or(|x| u32::try_from(x).is_err())) {
+        if !quads || hd > MAX_HEAD_DIM || c.max_seq > 65_535 || sizes.iter().any(|&(a, b)| a.checked_mul(b).is_none_or(|x| u32::try_from(x).is_err())) {
             return None;
         }
         let (embed, client, device) = buffer(&model.embed)?;
+        let zeros = client.create_from_slice(bytemuck::cast_slice(&vec![0.0f32; (c.heads + 2 * c.kv_heads) * hd]));
         let head = match &model.head {
             Some(head) => buffer(head)?.0,
             None => embed.clone(),
@@ -143,6 +153,14 @@ impl WgslForward {
                 Some(LayerBuffers {
                     attn_norm: buffer(&layer.attn_norm)?.0,
                     wqkv: buffer(&layer.wqkv)?.0,
+                    qkv_bias: match &layer.qkv_bias {
+                        Some(bias) => buffer(bias)?.0,
+                        None => zeros.clone(),
+                    },
+                    qk_norm: match &layer.qk_norm {
+                        Some([q, k]) => Some([buffer(q)?.0, buffer(k)?.0]),
+                        None => None,
+                    },
                     wo: buffer(&layer.wo)?.0,
                     ffn_norm: buffer(&layer.ffn_norm)?.0,
                     w_gate_up: buffer(&layer.w_gate_up)?.0,
@@ -160,6 +178,7 @@ impl WgslForward {
             client,
             device,
             config: config.clone(),
+            launches: AtomicUsize::new(0),
         })
     }
 
@@ -194,20 +213,27 @@ impl WgslForward {
         let att = f32s(n * h * hd);
         let act = f32s(n * f);
         let logits = f32s(vocab);
-        let qkv_params = params(&[d, n, h, hkv, hd, start, c.max_seq as u32, eps]);
+        let rotate_in_projection = self.layers.iter().all(|l| l.qk_norm.is_none());
+        let qkv_params = params(&[d, n, h, hkv, hd, start, c.max_seq as u32, eps, rotate_in_projection as u32]);
+        let qk_norm_params = params(&[n, h, hkv, hd, start, c.max_seq as u32, eps]);
+        let mut launches = 0;
+        let mut launch = |kernel: Wgsl, groups: CubeCount, buffers: Vec<BufferBinding>| {
+            kernel.launch(client, groups, buffers);
+            launches += 1;
+        };
         let attention_params = params(&[n, h, hkv, hd, start, c.max_seq as u32, scale]);
         let wo_params = params(&[h * hd, d, n]);
         let swiglu_params = params(&[d, f, n, eps]);
         let down_params = params(&[f, d, n]);
 
-        EMBED.launch(
-            client,
+        launch(
+            EMBED,
             CubeCount::Static(d.div_ceil(WG), n, 1),
             vec![self.embed.clone().binding(), ids.binding(), x.clone().binding(), params(&[d, n]).binding()],
         );
         for (layer, (k_cache, v_cache)) in self.layers.iter().zip(&cache.layers) {
-            qkv_rope(rows, slices).launch(
-                client,
+            launch(
+                qkv_rope(rows, slices),
                 groups(qkv_width),
                 vec![
                     x.clone().binding(),
@@ -219,10 +245,26 @@ impl WgslForward {
                     k_cache.clone().binding(),
                     v_cache.clone().binding(),
                     qkv_params.clone().binding(),
+                    layer.qkv_bias.clone().binding(),
                 ],
             );
-            ATTENTION.launch(
-                client,
+            if let Some([q_norm, k_norm]) = &layer.qk_norm {
+                launch(
+                    QK_NORM_ROPE,
+                    CubeCount::Static(h + hkv, n, 1),
+                    vec![
+                        q.clone().binding(),
+                        k_cache.clone().binding(),
+                        q_norm.clone().binding(),
+                        k_norm.clone().binding(),
+                        self.cos.clone().binding(),
+                        self.sin.clone().binding(),
+                        qk_norm_params.clone().binding(),
+                    ],
+                );
+            }
+            launch(
+                ATTENTION,
                 CubeCount::Static(h, n, 1),
                 vec![
                     q.clone().binding(),
@@ -232,13 +274,13 @@ impl WgslForward {
                     attention_params.clone().binding(),
                 ],
             );
-            linear_residual(rows, slices).launch(
-                client,
+            launch(
+                linear_residual(rows, slices),
                 groups(d),
                 vec![att.clone().binding(), layer.wo.clone().binding(), x.clone().binding(), wo_params.clone().binding()],
             );
-            swiglu(rows, slices).launch(
-                client,
+            launch(
+                swiglu(rows, slices),
                 groups(f),
                 vec![
                     x.clone().binding(),
@@ -248,14 +290,14 @@ impl WgslForward {
                     swiglu_params.clone().binding(),
                 ],
             );
-            linear_residual(rows, slices).launch(
-                client,
+            launch(
+                linear_residual(rows, slices),
                 groups(d),
                 vec![act.clone().binding(), layer.w_down.clone().binding(), x.clone().binding(), down_params.clone().binding()],
             );
         }
-        LM_HEAD.launch(
-            client,
+        launch(
+            LM_HEAD,
             CubeCount::Static(vocab.div_ceil(WG), 1, 1),
             vec![
                 x.binding(),
@@ -265,6 +307,7 @@ impl WgslForward {
                 params(&[d, vocab, n - 1, eps]).binding(),
             ],
         );
+        self.launches.store(launches, Ordering::Relaxed);
         let logits = CubeTensor::new_contiguous(
             client.clone(),
             self.device.clone(),
@@ -276,7 +319,10 @@ impl WgslForward {
     }
 }
 
-/// Launches per forward pass: one embedding lookup, five per layer, one output head.
-pub(crate) fn launches_per_pass(config: &LlamaConfig) -> usize {
-    2 + 5 * config.layers
+impl WgslForward {
+    /// Kernels the last pass launched (0 before the first): one embedding lookup, five per
+    /// layer (six with per-head norms), one output head.
+    pub(crate) fn launches(&self) -> usize {
+        self.launches.load(Ordering::Relaxed)
+    }
 }

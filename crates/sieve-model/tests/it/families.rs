@@ -2,7 +2,7 @@
 //! models that Hugging Face `transformers` built, ran in float32 and that `scripts/tiny-models.py`
 //! wrote as GGUF the way llama.cpp's converter does (quantized matrices decoded by the `gguf`
 //! package and loaded back, so the reference runs the weights the file holds). For each file,
-//! with burn's ops, the CPU kernels on one and two threads and the wgpu device: the reference's
+//! with burn's ops, the CPU kernels on one and two threads and the WGSL kernels: the reference's
 //! top-5 logits at every step of its greedy run, and its greedy tokens.
 
 use sieve_model::{Architecture, Backend, Gguf, KvCache, Llama, LlamaConfig, Placement};
@@ -58,6 +58,10 @@ fn check(placement: impl Fn() -> Placement, backend: impl Fn(Architecture) -> Ba
             assert_eq!(argmax, *want, "{name}, {:?}: greedy token {step}", model.backend());
             input = vec![*want];
         }
+        if model.backend() == Backend::Gpu {
+            let per_layer = if config.arch.qk_norm() { 6 } else { 5 };
+            assert_eq!(model.launches_per_pass(), Some(2 + per_layer * config.layers), "{name}");
+        }
     }
 }
 
@@ -73,16 +77,8 @@ fn cpu_kernels_match_transformers() {
     }
 }
 
-/// The WGSL kernels run llama; the Q/K/V biases and per-head norms of the qwen architectures are
-/// not in them yet, and burn's ops run those on the same device.
 #[test]
-fn wgpu_device_matches_transformers() {
+fn wgsl_kernels_match_transformers() {
     let device = pollster::block_on(sieve_model::gpu::wgpu_device()).expect("no wgpu adapter: Vulkan is required");
-    check(
-        || Placement::from(device.clone()),
-        |arch| match arch {
-            Architecture::Llama => Backend::Gpu,
-            _ => Backend::Reference,
-        },
-    );
+    check(|| Placement::from(device.clone()), |_| Backend::Gpu);
 }

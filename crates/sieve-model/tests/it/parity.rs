@@ -66,8 +66,6 @@ fn check_logits_and_greedy_tokens(placement: Placement, backend: Backend) {
     assert_eq!(config, LlamaConfig::smollm2_135m(512));
     let model = Llama::from_gguf(&gguf, config, placement).unwrap();
     assert_eq!(model.backend(), backend);
-    let launches = (backend == Backend::Gpu).then_some(2 + 5 * 30);
-    assert_eq!(model.launches_per_pass(), launches);
     let mut inconsistent = 0;
     for case in common::reference()["cases"].as_array().unwrap() {
         let prompt = common::ids(&case["prompt_ids"]);
@@ -99,4 +97,6 @@ fn check_logits_and_greedy_tokens(placement: Placement, backend: Backend) {
         }
     }
     assert_eq!(inconsistent, 1, "the reference file changed: review the greedy exception");
+    let launches = (backend == Backend::Gpu).then_some(2 + 5 * 30);
+    assert_eq!(model.launches_per_pass(), launches);
 }
