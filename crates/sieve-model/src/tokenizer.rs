@@ -17,10 +17,10 @@ const USER_DEFINED: u64 = 4;
 
 /// Builds a `tokenizer.json` text for a byte-level BPE (`tokenizer.ggml.model = "gpt2"`) GGUF.
 ///
-/// Control and user-defined tokens become special added tokens. The pre-tokenizer follows
-/// `tokenizer.ggml.pre`: `smollm` splits digits one by one before the byte-level regex,
-/// `gpt2`/`default` use the byte-level regex alone; any other name is an error, since a
-/// different split would tokenize differently from the model's training.
+/// Control and user-defined tokens become added tokens, matched whole (control tokens special).
+/// The normalizer, pre-tokenizer and merge rule follow `tokenizer.ggml.pre` as llama.cpp reads
+/// it ([`pre_tokenizer`]); an unknown name is an error, since a different split would tokenize
+/// differently from the model's training.
 pub fn tokenizer_json(gguf: &Gguf<'_>) -> Result<String, ModelError> {
     let model = gguf.get_str("tokenizer.ggml.model")?;
     if model != "gpt2" {
@@ -44,7 +44,7 @@ pub fn tokenizer_json(gguf: &Gguf<'_>) -> Result<String, ModelError> {
         if matches!(ty.as_u64(), Some(CONTROL | USER_DEFINED)) {
             added.push(json!({
                 "id": id, "content": token, "single_word": false, "lstrip": false,
-                "rstrip": false, "normalized": false, "special": true,
+                "rstrip": false, "normalized": false, "special": ty.as_u64() == Some(CONTROL),
             }));
         }
     }
@@ -59,29 +59,53 @@ pub fn tokenizer_json(gguf: &Gguf<'_>) -> Result<String, ModelError> {
             _ => Err(ModelError::Tokenizer(format!("merge {i} is not a string"))),
         })
         .collect::<Result<Vec<_>, _>>()?;
-    let byte_level = json!({"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": true});
-    let pre = match gguf.get_str("tokenizer.ggml.pre").unwrap_or("default") {
-        "smollm" => json!({"type": "Sequence", "pretokenizers": [
-            {"type": "Digits", "individual_digits": true}, byte_level]}),
-        "gpt2" | "default" => byte_level,
-        other => return Err(ModelError::Tokenizer(format!("pre-tokenizer `{other}` is not supported"))),
-    };
+    let Split { normalizer, pre_tokenizer, ignore_merges } = pre_tokenizer(gguf.get_str("tokenizer.ggml.pre").unwrap_or("default"))?;
     let doc = json!({
         "version": "1.0",
         "truncation": null,
         "padding": null,
         "added_tokens": added,
-        "normalizer": null,
-        "pre_tokenizer": pre,
+        "normalizer": normalizer,
+        "pre_tokenizer": pre_tokenizer,
         "post_processor": {"type": "ByteLevel", "add_prefix_space": true, "trim_offsets": false, "use_regex": true},
         "decoder": {"type": "ByteLevel", "add_prefix_space": true, "trim_offsets": true, "use_regex": true},
         "model": {
             "type": "BPE", "dropout": null, "unk_token": null, "continuing_subword_prefix": null,
             "end_of_word_suffix": null, "fuse_unk": false, "byte_fallback": false,
-            "ignore_merges": false, "vocab": Json::Object(vocab), "merges": merges,
+            "ignore_merges": ignore_merges, "vocab": Json::Object(vocab), "merges": merges,
         },
     });
     Ok(doc.to_string())
+}
+
+/// How a byte-level BPE family splits text before its merges.
+struct Split {
+    normalizer: Json,
+    pre_tokenizer: Json,
+    /// Whether a piece that is a token is taken whole, before any merge (Llama 3).
+    ignore_merges: bool,
+}
+
+/// The split of the pre-tokenizer llama.cpp names `name` (`tokenizer.ggml.pre`), as the
+/// family's own `tokenizer.json` writes it.
+fn pre_tokenizer(name: &str) -> Result<Split, ModelError> {
+    /// GPT-4's split with up to three digits a piece (Llama 3).
+    const LLAMA3: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
+    /// The same with one digit a piece (Qwen 2 and 3).
+    const QWEN2: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
+    let byte_level = |use_regex: bool| json!({"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": use_regex});
+    let regex_then_bytes = |regex: &str| {
+        json!({"type": "Sequence", "pretokenizers": [
+            {"type": "Split", "pattern": {"Regex": regex}, "behavior": "Isolated", "invert": false}, byte_level(false)]})
+    };
+    let split = |normalizer: Json, pre_tokenizer: Json, ignore_merges: bool| Ok(Split { normalizer, pre_tokenizer, ignore_merges });
+    match name {
+        "smollm" => split(Json::Null, json!({"type": "Sequence", "pretokenizers": [{"type": "Digits", "individual_digits": true}, byte_level(true)]}), false),
+        "gpt2" | "default" => split(Json::Null, byte_level(true), false),
+        "llama-bpe" | "llama3" | "llama-v3" => split(Json::Null, regex_then_bytes(LLAMA3), true),
+        "qwen2" => split(json!({"type": "NFC"}), regex_then_bytes(QWEN2), false),
+        other => Err(ModelError::Tokenizer(format!("pre-tokenizer `{other}` is not supported (smollm, gpt2, llama-bpe and qwen2 are)"))),
+    }
 }
 
 /// A loaded tokenizer with the ids the decode loop needs.

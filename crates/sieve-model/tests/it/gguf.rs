@@ -7,19 +7,20 @@ use sieve_model::ModelError;
 use sieve_model::gguf::{Gguf, TensorType, Value, dequantize};
 
 /// A minimal GGUF v3 writer: `(key, type id, encoded value)` metadata and raw tensors.
-struct Writer {
-    meta: Vec<(String, u32, Vec<u8>)>,
-    tensors: Vec<(String, Vec<u64>, u32, Vec<u8>)>,
+pub struct Writer {
+    pub meta: Vec<(String, u32, Vec<u8>)>,
+    pub tensors: Vec<(String, Vec<u64>, u32, Vec<u8>)>,
 }
 
-fn string(s: &str) -> Vec<u8> {
+/// A GGUF string's encoding (type id 8).
+pub fn string(s: &str) -> Vec<u8> {
     let mut v = (s.len() as u64).to_le_bytes().to_vec();
     v.extend_from_slice(s.as_bytes());
     v
 }
 
 impl Writer {
-    fn bytes(&self) -> Vec<u8> {
+    pub fn bytes(&self) -> Vec<u8> {
         let mut out = b"GGUF".to_vec();
         out.extend(3u32.to_le_bytes());
         out.extend((self.tensors.len() as u64).to_le_bytes());
@@ -108,7 +109,7 @@ fn metadata_and_tensors_round_trip() {
 #[test]
 fn unsupported_type_and_bad_ranges_are_errors() {
     let mut w = sample();
-    w.tensors[0].2 = 2; // Q4_0
+    w.tensors[0].2 = 10; // Q2_K
     assert!(matches!(Gguf::parse(&w.bytes()), Err(ModelError::Tensor { .. })));
     let mut w = sample();
     w.tensors[0].1 = vec![2, 3_000_000_000];

@@ -29,4 +29,6 @@ mod pick_gpu;
 #[cfg(not(target_family = "wasm"))]
 mod tiny;
 #[cfg(not(target_family = "wasm"))]
+mod tokenizer_gguf;
+#[cfg(not(target_family = "wasm"))]
 mod tools;

@@ -1,0 +1,122 @@
+//! Tokenizers rebuilt from GGUF metadata against the families' own: the Llama 3 and Qwen 3
+//! `tokenizer.json`s written into GGUF metadata as llama.cpp's converter writes them (tokens by
+//! id, added tokens as control or user-defined, merges, the pre-tokenizer's name), read back by
+//! [`Tokenizer::from_gguf`] and held to Hugging Face `tokenizers` on the original file, on
+//! hand-picked texts and on random mixes of scripts, digits, whitespace and special tokens.
+
+use serde_json::Value as Json;
+use sieve_core::rng::Rng;
+use sieve_model::{Gguf, Tokenizer};
+
+use crate::common;
+use crate::gguf::{Writer, string};
+
+const NORMAL: i32 = 1;
+const CONTROL: i32 = 3;
+const USER_DEFINED: i32 = 4;
+
+fn array(ty: u32, items: impl ExactSizeIterator<Item = Vec<u8>>) -> Vec<u8> {
+    let mut out = ty.to_le_bytes().to_vec();
+    out.extend((items.len() as u64).to_le_bytes());
+    items.for_each(|item| out.extend(item));
+    out
+}
+
+/// The GGUF metadata llama.cpp's converter writes for a byte-level BPE `tokenizer.json`.
+fn gguf_from_tokenizer_json(json: &Json, pre: &str, eos: u32) -> Vec<u8> {
+    let model = &json["model"];
+    let mut tokens: Vec<(String, i32)> = Vec::new();
+    let mut put = |id: usize, token: &str, ty: i32| {
+        if tokens.len() <= id {
+            tokens.resize(id + 1, (String::new(), NORMAL));
+        }
+        tokens[id] = (token.to_string(), ty);
+    };
+    for (token, id) in model["vocab"].as_object().unwrap() {
+        put(id.as_u64().unwrap() as usize, token, NORMAL);
+    }
+    for added in json["added_tokens"].as_array().unwrap() {
+        let ty = if added["special"].as_bool().unwrap() { CONTROL } else { USER_DEFINED };
+        put(added["id"].as_u64().unwrap() as usize, added["content"].as_str().unwrap(), ty);
+    }
+    let merges: Vec<String> = model["merges"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| match m {
+            Json::String(s) => s.clone(),
+            pair => format!("{} {}", pair[0].as_str().unwrap(), pair[1].as_str().unwrap()),
+        })
+        .collect();
+    Writer {
+        meta: vec![
+            ("general.architecture".into(), 8, string("llama")),
+            ("tokenizer.ggml.model".into(), 8, string("gpt2")),
+            ("tokenizer.ggml.pre".into(), 8, string(pre)),
+            ("tokenizer.ggml.tokens".into(), 9, array(8, tokens.iter().map(|(t, _)| string(t)))),
+            ("tokenizer.ggml.token_type".into(), 9, array(5, tokens.iter().map(|(_, ty)| ty.to_le_bytes().to_vec()))),
+            ("tokenizer.ggml.merges".into(), 9, array(8, merges.iter().map(|m| string(m)))),
+            ("tokenizer.ggml.eos_token_id".into(), 4, eos.to_le_bytes().to_vec()),
+        ],
+        tensors: vec![],
+    }
+    .bytes()
+}
+
+const TEXTS: &[&str] = &[
+    "Hello, world! I'll say it's DON'T and we've they'd.",
+    "1234567 + 89 = 1234656; pi is 3.14159265358979",
+    "naïve café — 日本語のテキスト, 한국어, Ελληνικά, русский 🎉🚀",
+    "  fn main() {\n\tprintln!(\"hi\");\n}\n\n\n   trailing   ",
+    "{\"name\": \"Ada\", \"age\": 36, \"tags\": [\"x\", \"y\"]}\r\n",
+    "<|im_start|>user\nhi there<|im_end|>\n<|im_start|>assistant\n<think>\nok\n</think>\n",
+    "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nBe brief.<|eot_id|>",
+    "e\u{301}cole, A\u{30a}ngstro\u{308}m, \u{212b}, ﬁne, Ⅻ, ①②",
+    "a\u{a0}b\u{2003}c\u{3000}d \u{200b} e",
+];
+
+/// A random text over a pool of letters, digits, marks, emoji, whitespace and special tokens.
+fn random_text(rng: &mut Rng) -> String {
+    const POOL: &[&str] = &[
+        "a", "Z", "é", "e\u{301}", "ß", "日", "本", "ー", "😀", "🇫🇷", "0", "7", "42", "٣", " ", "  ", "\n", "\r\n", "\t", "'s", "'LL",
+        "'", "\"", "{", "}", ":", ",", ".", "-", "_", "<", ">", "|", "<|im_end|>", "<|eot_id|>", "<think>", "\u{a0}", "Ω", "ǅ",
+    ];
+    let len = rng.below(24);
+    (0..len).map(|_| POOL[rng.below(POOL.len())]).collect()
+}
+
+fn check(file: &str, pre: &str, eos: u32) {
+    let path = common::package_dir().join("../../assets/tokenizers").join(file);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}\nrun `bash scripts/fetch-assets.sh`", path.display()));
+    let json: Json = serde_json::from_str(&text).unwrap();
+    let reference: tokenizers::Tokenizer = text.parse().unwrap();
+    let bytes = gguf_from_tokenizer_json(&json, pre, eos);
+    let ours = Tokenizer::from_gguf(&Gguf::parse(&bytes).unwrap()).unwrap();
+    assert_eq!(ours.eos(), eos);
+    let mut rng = Rng(0x70c);
+    let random: Vec<String> = (0..400).map(|_| random_text(&mut rng)).collect();
+    for text in TEXTS.iter().copied().chain(random.iter().map(String::as_str)) {
+        let want = reference.encode(text, false).unwrap().get_ids().to_vec();
+        let got = ours.encode(text).unwrap();
+        assert_eq!(got, want, "{file}: {text:?}");
+        assert_eq!(ours.decode(&got).unwrap(), reference.decode(&want, false).unwrap(), "{file}: decoding {text:?}");
+    }
+}
+
+#[test]
+fn llama3_tokenizer_from_gguf_matches_its_tokenizer_json() {
+    check("llama3.json", "llama-bpe", 128009);
+}
+
+#[test]
+fn qwen3_tokenizer_from_gguf_matches_its_tokenizer_json() {
+    check("qwen3.json", "qwen2", 151645);
+}
+
+#[test]
+fn an_unknown_pre_tokenizer_is_an_error() {
+    let json: Json = serde_json::from_str(r#"{"model": {"vocab": {"a": 0}, "merges": []}, "added_tokens": []}"#).unwrap();
+    let bytes = gguf_from_tokenizer_json(&json, "tekken", 0);
+    let err = Tokenizer::from_gguf(&Gguf::parse(&bytes).unwrap()).unwrap_err();
+    assert!(err.to_string().contains("`tekken` is not supported"), "{err}");
+}
