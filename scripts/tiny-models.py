@@ -21,7 +21,8 @@ import numpy as np
 import torch
 import gguf
 from gguf import GGMLQuantizationType as Q
-from transformers import LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM, Qwen3Config, Qwen3ForCausalLM
+from transformers import (LlamaConfig, LlamaForCausalLM, Phi3Config, Phi3ForCausalLM, Qwen2Config, Qwen2ForCausalLM,
+                          Qwen3Config, Qwen3ForCausalLM)
 
 VOCAB = 512
 CONTEXT = 256
@@ -36,12 +37,22 @@ COMMON = dict(vocab_size=VOCAB, hidden_size=256, intermediate_size=256, num_hidd
               num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=CONTEXT,
               rms_norm_eps=1e-5)
 
-# name: (architecture, transformers classes, config, seed)
-ARCHITECTURES = {
-    "llama": (LlamaConfig, LlamaForCausalLM, dict(tie_word_embeddings=True, rope_parameters={"rope_type": "default", "rope_theta": 1e4}), 1),
-    "qwen2": (Qwen2Config, Qwen2ForCausalLM, dict(tie_word_embeddings=False, rope_parameters={"rope_type": "default", "rope_theta": 1e6}), 2),
+HALF_HEAD = COMMON["hidden_size"] // COMMON["num_attention_heads"] // 2
+# name: (GGUF architecture, transformers classes, config, seed)
+MODELS = {
+    "llama": ("llama", LlamaConfig, LlamaForCausalLM, dict(tie_word_embeddings=True, rope_parameters={"rope_type": "default", "rope_theta": 1e4}), 1),
+    # Llama 3's frequency scaling, which the converter writes as per-pair factors (rope_freqs).
+    "llama3-rope": ("llama", LlamaConfig, LlamaForCausalLM, dict(tie_word_embeddings=True, rope_parameters={
+        "rope_type": "llama3", "rope_theta": 1e4, "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+        "original_max_position_embeddings": 16}), 4),
+    "qwen2": ("qwen2", Qwen2Config, Qwen2ForCausalLM, dict(tie_word_embeddings=False, rope_parameters={"rope_type": "default", "rope_theta": 1e6}), 2),
     # A head width other than hidden / heads, as Qwen3's models have.
-    "qwen3": (Qwen3Config, Qwen3ForCausalLM, dict(tie_word_embeddings=False, head_dim=32, rope_parameters={"rope_type": "default", "rope_theta": 1e6}), 3),
+    "qwen3": ("qwen3", Qwen3Config, Qwen3ForCausalLM, dict(tie_word_embeddings=False, head_dim=32, rope_parameters={"rope_type": "default", "rope_theta": 1e6}), 3),
+    # Fused Q/K/V and gate/up tensors, LongRoPE (short factors: the runs are shorter than the
+    # original context).
+    "phi3": ("phi3", Phi3Config, Phi3ForCausalLM, dict(tie_word_embeddings=False, pad_token_id=0, bos_token_id=1, eos_token_id=2, original_max_position_embeddings=64, rope_parameters={
+        "rope_type": "longrope", "rope_theta": 1e4, "short_factor": [1 + 0.05 * i for i in range(HALF_HEAD)],
+        "long_factor": [2 + 0.1 * i for i in range(HALF_HEAD)]}), 6),
 }
 
 # The llama model's weight-type variants: (file suffix, matrix type).
@@ -49,8 +60,8 @@ WEIGHT_TYPES = [("f16", Q.F16), ("bf16", Q.BF16), ("q8_0", Q.Q8_0), ("q4_0", Q.Q
                 ("q4_k", Q.Q4_K), ("q5_k", Q.Q5_K), ("q6_k", Q.Q6_K)]
 
 
-def build(arch):
-    config_cls, model_cls, extra, seed = ARCHITECTURES[arch]
+def build(name):
+    _, config_cls, model_cls, extra, seed = MODELS[name]
     torch.manual_seed(seed)
     model = model_cls(config_cls(**COMMON, **extra)).float().eval()
     with torch.no_grad():
@@ -84,10 +95,13 @@ def gguf_tensors(model, arch):
     for i in range(cfg.num_hidden_layers):
         hf = f"model.layers.{i}."
         heads = {"q": cfg.num_attention_heads, "k": cfg.num_key_value_heads} if arch == "llama" else {}
-        for part in "qkv":
-            out.append((f"blk.{i}.attn_{part}.weight", f"{hf}self_attn.{part}_proj.weight", heads.get(part)))
-            if arch == "qwen2":
-                out.append((f"blk.{i}.attn_{part}.bias", f"{hf}self_attn.{part}_proj.bias", None))
+        if arch == "phi3":
+            out.append((f"blk.{i}.attn_qkv.weight", f"{hf}self_attn.qkv_proj.weight", None))
+        else:
+            for part in "qkv":
+                out.append((f"blk.{i}.attn_{part}.weight", f"{hf}self_attn.{part}_proj.weight", heads.get(part)))
+                if arch == "qwen2":
+                    out.append((f"blk.{i}.attn_{part}.bias", f"{hf}self_attn.{part}_proj.bias", None))
         if arch == "qwen3":
             out.append((f"blk.{i}.attn_q_norm.weight", f"{hf}self_attn.q_norm.weight", None))
             out.append((f"blk.{i}.attn_k_norm.weight", f"{hf}self_attn.k_norm.weight", None))
@@ -95,10 +109,12 @@ def gguf_tensors(model, arch):
             (f"blk.{i}.attn_output.weight", f"{hf}self_attn.o_proj.weight", None),
             (f"blk.{i}.attn_norm.weight", f"{hf}input_layernorm.weight", None),
             (f"blk.{i}.ffn_norm.weight", f"{hf}post_attention_layernorm.weight", None),
-            (f"blk.{i}.ffn_gate.weight", f"{hf}mlp.gate_proj.weight", None),
-            (f"blk.{i}.ffn_up.weight", f"{hf}mlp.up_proj.weight", None),
             (f"blk.{i}.ffn_down.weight", f"{hf}mlp.down_proj.weight", None),
         ]
+        if arch == "phi3":  # gate rows, then up rows
+            out.append((f"blk.{i}.ffn_up.weight", f"{hf}mlp.gate_up_proj.weight", None))
+        else:
+            out += [(f"blk.{i}.ffn_gate.weight", f"{hf}mlp.gate_proj.weight", None), (f"blk.{i}.ffn_up.weight", f"{hf}mlp.up_proj.weight", None)]
     return out
 
 
@@ -130,6 +146,24 @@ def encode(rng, w, qtype):
     return data, gguf.quants.dequantize(data, qtype).astype(np.float32)
 
 
+def llama3_rope_factors(rope, head_dim):
+    """The per-pair frequency divisors llama.cpp's converter writes for Llama 3's scaling."""
+    freqs = 1.0 / (rope["rope_theta"] ** (np.arange(0, head_dim, 2, dtype=np.float64) / head_dim))
+    factor, low, high = rope["factor"], rope["low_freq_factor"], rope["high_freq_factor"]
+    old = rope["original_max_position_embeddings"]
+    out = []
+    for freq in freqs:
+        wavelen = 2 * np.pi / freq
+        if wavelen < old / high:
+            out.append(1.0)
+        elif wavelen > old / low:
+            out.append(factor)
+        else:
+            smooth = (old / wavelen - low) / (high - low)
+            out.append(1 / ((1 - smooth) / factor + smooth))
+    return np.array(out, dtype=np.float32)
+
+
 def run(model, prompt):
     """Greedy continuation and each step's top logits, a full forward pass per step."""
     ids, steps = list(prompt), []
@@ -158,13 +192,21 @@ def write(path, arch, model, qtype=None, seed=0):
     w.add_head_count(cfg.num_attention_heads)
     w.add_head_count_kv(cfg.num_key_value_heads)
     w.add_layer_norm_rms_eps(cfg.rms_norm_eps)
-    w.add_rope_freq_base(cfg.rope_parameters["rope_theta"])
+    rope = cfg.rope_parameters
+    w.add_rope_freq_base(rope["rope_theta"])
     head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
-    if arch == "llama":
+    if arch in ("llama", "phi3"):
         w.add_rope_dimension_count(head_dim)
     else:
         w.add_key_length(head_dim)
         w.add_value_length(head_dim)
+    if rope["rope_type"] == "llama3":
+        w.add_tensor("rope_freqs.weight", llama3_rope_factors(rope, head_dim))
+    if rope["rope_type"] == "longrope":
+        w.add_rope_scaling_attn_factors(model.model.rotary_emb.attention_scaling)
+        w.add_rope_scaling_orig_ctx_len(cfg.original_max_position_embeddings)
+        w.add_tensor("rope_factors_long.weight", np.array(rope["long_factor"], dtype=np.float32))
+        w.add_tensor("rope_factors_short.weight", np.array(rope["short_factor"], dtype=np.float32))
     w.add_vocab_size(VOCAB)
     w.add_file_type(int(qtype or Q.F32))
     w.add_tokenizer_model("gpt2")
@@ -192,10 +234,11 @@ def main():
     out = Path(sys.argv[1])
     out.mkdir(parents=True, exist_ok=True)
     prompt = np.random.default_rng(7).integers(0, VOCAB, PROMPT_LEN).tolist()
-    models = [(arch, arch, None) for arch in ARCHITECTURES]
+    models = [(name, name, None) for name in MODELS]
     models += [(f"llama-{suffix}", "llama", qtype) for suffix, qtype in WEIGHT_TYPES]
-    for i, (name, arch, qtype) in enumerate(models):
-        model = build(arch)
+    for i, (name, base, qtype) in enumerate(models):
+        arch = MODELS[base][0]
+        model = build(base)
         write(out / f"{name}.gguf", arch, model, qtype, seed=i)
         reference = {"file": f"{name}.gguf", "architecture": arch, "weights": qtype.name if qtype else "F32", **run(model, prompt)}
         (out / f"{name}.json").write_text(json.dumps(reference))

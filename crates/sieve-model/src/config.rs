@@ -15,11 +15,14 @@ pub enum Architecture {
     /// `qwen3`: an RMSNorm over each head of the queries and keys before RoPE; a head width that
     /// need not be the residual width over the heads.
     Qwen3,
+    /// `phi3`: Q, K and V in one tensor (`attn_qkv`), gate and up in one (`ffn_up`, gate rows
+    /// first); LongRoPE.
+    Phi3,
 }
 
 impl Architecture {
     /// Every supported architecture.
-    pub const ALL: [Self; 3] = [Self::Llama, Self::Qwen2, Self::Qwen3];
+    pub const ALL: [Self; 4] = [Self::Llama, Self::Qwen2, Self::Qwen3, Self::Phi3];
 
     /// The name GGUF metadata gives it, which also prefixes its keys.
     pub fn name(self) -> &'static str {
@@ -27,6 +30,7 @@ impl Architecture {
             Self::Llama => "llama",
             Self::Qwen2 => "qwen2",
             Self::Qwen3 => "qwen3",
+            Self::Phi3 => "phi3",
         }
     }
 
@@ -67,7 +71,7 @@ pub struct LlamaConfig {
     /// MLP width `F`.
     pub ffn: usize,
     pub rms_eps: f32,
-    pub rope_theta: f32,
+    pub rope: Rope,
     /// Longest sequence the KV cache and RoPE tables accept.
     pub max_seq: usize,
 }
@@ -85,7 +89,7 @@ impl LlamaConfig {
             head_dim: 64,
             ffn: 1536,
             rms_eps: 1e-5,
-            rope_theta: 1e5,
+            rope: Rope::new(1e5),
             max_seq,
         }
     }
@@ -102,7 +106,7 @@ impl LlamaConfig {
             head_dim: 8,
             ffn: 48,
             rms_eps: 1e-5,
-            rope_theta: 1e4,
+            rope: Rope::new(1e4),
             max_seq: 256,
         }
     }
@@ -113,7 +117,7 @@ impl LlamaConfig {
         let name = gguf.get_str("general.architecture")?;
         let arch = Architecture::ALL.into_iter().find(|a| a.name() == name).ok_or_else(|| ModelError::Metadata {
             key: "general.architecture".into(),
-            message: format!("`{name}` is not supported (supported: llama, qwen2, qwen3)"),
+            message: format!("`{name}` is not supported (supported: llama, qwen2, qwen3, phi3)"),
         })?;
         let key = |k: &str| format!("{name}.{k}");
         let int = |k: &str| -> Result<usize, ModelError> {
@@ -157,9 +161,10 @@ impl LlamaConfig {
             head_dim,
             ffn: int("feed_forward_length")?,
             rms_eps: gguf.get_f64(&key("attention.layer_norm_rms_epsilon"))? as f32,
-            rope_theta: gguf.get_f64(&key("rope.freq_base")).unwrap_or(1e4) as f32,
+            rope: Rope::new(gguf.get_f64(&key("rope.freq_base")).unwrap_or(1e4) as f32),
             max_seq: max_seq.min(int("context_length")?),
         };
+        let config = Self { rope: Rope::from_gguf(gguf, name, head_dim, config.max_seq)?, ..config };
         config.validate()?;
         if let Ok(dim) = gguf.get_u64(&key("rope.dimension_count"))
             && dim as usize != config.head_dim
@@ -168,11 +173,6 @@ impl LlamaConfig {
                 key: key("rope.dimension_count"),
                 message: format!("partial rotary ({dim} of {}) is not supported", config.head_dim),
             });
-        }
-        if let Ok(scaling) = gguf.get_str(&key("rope.scaling.type"))
-            && scaling != "none"
-        {
-            return Err(ModelError::Metadata { key: key("rope.scaling.type"), message: format!("RoPE scaling `{scaling}` is not supported") });
         }
         Ok(config)
     }
@@ -246,19 +246,86 @@ impl LlamaConfig {
     }
 }
 
-/// Cosines and sines of the rotary angles, `[max_seq, hd / 2]` each: pair `i` of a head turns
-/// by `pos * theta^(-2i / hd)` at position `pos`.
+/// The rotary embedding: pair `i` of a head turns by `pos * theta^(-2i / hd) / divisors[i]` at
+/// position `pos`, and the rotation is scaled by `magnitude`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rope {
+    /// The frequency base.
+    pub theta: f32,
+    /// Per-pair divisors of the frequencies (`[hd / 2]`), where the model scales them: llama.cpp's
+    /// frequency factors (`rope_freqs.weight`, Llama 3's scaling), LongRoPE's short or long
+    /// factors (Phi-3), a linear scaling's factor.
+    pub divisors: Option<Vec<f32>>,
+    /// The factor on cosines and sines (LongRoPE's attention factor), 1 elsewhere.
+    pub magnitude: f32,
+}
+
+impl Rope {
+    /// Plain RoPE with base `theta`.
+    pub fn new(theta: f32) -> Self {
+        Self { theta, divisors: None, magnitude: 1.0 }
+    }
+
+    /// The rotary embedding a GGUF of architecture `arch` describes, for a context of `max_seq`
+    /// (LongRoPE takes its long factors past the original context, as llama.cpp does).
+    fn from_gguf(gguf: &Gguf<'_>, arch: &str, head_dim: usize, max_seq: usize) -> Result<Self, ModelError> {
+        let key = |k: &str| format!("{arch}.rope.{k}");
+        let mut rope = Self::new(gguf.get_f64(&key("freq_base")).unwrap_or(1e4) as f32);
+        let half = head_dim / 2;
+        let long = match gguf.get_u64(&key("scaling.original_context_length")) {
+            Ok(original) => max_seq as u64 > original,
+            Err(_) => false,
+        };
+        let factors = ["rope_freqs.weight", if long { "rope_factors_long.weight" } else { "rope_factors_short.weight" }];
+        if let Some(name) = factors.into_iter().find(|name| gguf.tensors.contains_key(*name)) {
+            let divisors = gguf.tensor_f32(name, &[half])?;
+            if divisors.iter().any(|d| !(d.is_finite() && *d > 0.0)) {
+                return Err(ModelError::Tensor { name: name.into(), message: "frequency factors must be positive".into() });
+            }
+            rope.divisors = Some(divisors);
+        }
+        match gguf.get_str(&key("scaling.type")).unwrap_or("none") {
+            "none" => {}
+            // Its factors are the tensors above; without them it is not what the file says.
+            "longrope" if rope.divisors.is_some() => {}
+            "linear" => {
+                let factor = gguf.get_f64(&key("scaling.factor"))? as f32;
+                if !(factor.is_finite() && factor > 0.0) {
+                    return Err(ModelError::Metadata { key: key("scaling.factor"), message: format!("{factor} is not a positive factor") });
+                }
+                let divisors = rope.divisors.get_or_insert_with(|| vec![1.0; half]);
+                divisors.iter_mut().for_each(|d| *d *= factor);
+            }
+            other => {
+                return Err(ModelError::Metadata { key: key("scaling.type"), message: format!("RoPE scaling `{other}` is not supported") });
+            }
+        }
+        if let Ok(factor) = gguf.get_f64(&key("scaling.attn_factor")) {
+            rope.magnitude = factor as f32;
+        }
+        Ok(rope)
+    }
+}
+
+/// Cosines and sines of the rotary angles, `[max_seq, hd / 2]` each (see [`Rope`]).
 pub(crate) fn rope_tables(config: &LlamaConfig) -> (Vec<f32>, Vec<f32>) {
     let hd = config.head_dim;
     let half = hd / 2;
+    let rope = &config.rope;
+    let freqs: Vec<f64> = (0..half)
+        .map(|i| {
+            let divisor = rope.divisors.as_ref().map_or(1.0, |d| f64::from(d[i]));
+            f64::from(rope.theta).powf(-((2 * i) as f64) / hd as f64) / divisor
+        })
+        .collect();
+    let magnitude = f64::from(rope.magnitude);
     let mut cos = Vec::with_capacity(config.max_seq * half);
     let mut sin = Vec::with_capacity(config.max_seq * half);
     for pos in 0..config.max_seq {
-        for i in 0..half {
-            let freq = (config.rope_theta as f64).powf(-((2 * i) as f64) / hd as f64);
+        for freq in &freqs {
             let angle = pos as f64 * freq;
-            cos.push(angle.cos() as f32);
-            sin.push(angle.sin() as f32);
+            cos.push((angle.cos() * magnitude) as f32);
+            sin.push((angle.sin() * magnitude) as f32);
         }
     }
     (cos, sin)

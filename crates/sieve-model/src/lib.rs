@@ -75,6 +75,6 @@ mod wgsl_forward;
 pub use burn::tensor::Device;
 pub use error::ModelError;
 pub use gguf::Gguf;
-pub use config::Architecture;
+pub use config::{Architecture, Rope};
 pub use model::{Backend, KvCache, Llama, LlamaConfig, Logits, Placement};
 pub use tokenizer::Tokenizer;

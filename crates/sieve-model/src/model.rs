@@ -1,10 +1,10 @@
-//! Decoders of Llama's shape ([`crate::config::Architecture`]: llama, qwen2, qwen3), on the CPU or
-//! on any burn device.
+//! Decoders of Llama's shape ([`crate::config::Architecture`]: llama, qwen2, qwen3, phi3), on the
+//! CPU or on any burn device.
 //!
 //! Pre-norm decoder blocks (RMSNorm, grouped-query attention with interleaved RoPE, SiLU-gated
 //! MLP), a final RMSNorm and an output head (tied to the token embedding where the file has no
 //! `output.weight`); qwen2 adds biases to Q, K and V, qwen3 normalizes each head of the queries
-//! and keys before RoPE. [`Llama::forward`] runs
+//! and keys before RoPE, phi3 fuses tensors. [`Llama::forward`] runs
 //! any number of new tokens in one pass against a [`KvCache`] and returns the logits of the last
 //! one, so a prompt or a forced continuation is prefilled in one call. Three implementations
 //! run it ([`Backend`]): the CPU kernels ([`crate::cpu`]) on the GGUF's own blocks, the WGSL
@@ -32,7 +32,8 @@
 //! | `output.weight` (optional) | `[V, D]`                 | `head` (absent: tied to `embed`)      |
 //!
 //! qwen2 adds `blk.{i}.attn_{q,k,v}.bias` (`[rows]`), qwen3 `blk.{i}.attn_{q,k}_norm.weight`
-//! (`[hd]`). A llama GGUF stores Q and K rows in llama.cpp's order, in which RoPE rotates
+//! (`[hd]`); phi3 has `blk.{i}.attn_qkv.weight` (`[(H + 2 Hkv) hd, D]`) for the three and
+//! `blk.{i}.ffn_up.weight` (`[2F, D]`, gate rows first) for gate and up. A llama GGUF stores Q and K rows in llama.cpp's order, in which RoPE rotates
 //! adjacent pairs `(2i, 2i+1)` of each head: that is the rotation applied here. The others'
 //! rotate head halves `(i, i + hd/2)`; their Q and K rows (and biases and norms) are reordered
 //! to adjacent pairs at load ([`LlamaConfig::adjacent_pair_rows`]), which leaves every dot
@@ -242,9 +243,25 @@ impl Llama {
         let mut layers = Vec::with_capacity(config.layers);
         for i in 0..config.layers {
             let p = |s: &str| format!("blk.{i}.{s}.weight");
-            let rotated = |s: &str, rows: usize| Ok::<_, ModelError>(config.to_adjacent_pairs(get(&p(s), &[rows, d])?, rows, d));
-            let qkv = [rotated("attn_q", qd)?, rotated("attn_k", kd)?, get(&p("attn_v"), &[kd, d])?];
-            let gate_up = [get(&p("ffn_gate"), &[f, d])?, get(&p("ffn_up"), &[f, d])?];
+            // Fused tensors (phi3) are split into the separate ones' rows.
+            let [q, k, v] = match gguf.tensors.contains_key(&p("attn_qkv")) {
+                true => {
+                    let qkv = get(&p("attn_qkv"), &[qd + 2 * kd, d])?;
+                    let (q, kv) = qkv.split_at(qd * d);
+                    let (k, v) = kv.split_at(kd * d);
+                    [q.to_vec(), k.to_vec(), v.to_vec()]
+                }
+                false => [get(&p("attn_q"), &[qd, d])?, get(&p("attn_k"), &[kd, d])?, get(&p("attn_v"), &[kd, d])?],
+            };
+            let qkv = [config.to_adjacent_pairs(q, qd, d), config.to_adjacent_pairs(k, kd, d), v];
+            let gate_up = match gguf.tensors.contains_key(&p("ffn_gate")) {
+                true => [get(&p("ffn_gate"), &[f, d])?, get(&p("ffn_up"), &[f, d])?],
+                false => {
+                    let both = get(&p("ffn_up"), &[2 * f, d])?;
+                    let (gate, up) = both.split_at(f * d);
+                    [gate.to_vec(), up.to_vec()]
+                }
+            };
             layers.push(LayerData {
                 attn_norm: get(&p("attn_norm"), &[d])?,
                 wqkv: stack_transposed(&qkv, d),

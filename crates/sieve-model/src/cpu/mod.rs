@@ -120,20 +120,32 @@ impl CpuForward {
         for i in 0..config.layers {
             let p = |s: &str| format!("blk.{i}.{s}.weight");
             let m = |s: &str, rows: usize, cols: usize| Matrix::from_gguf(gguf, &p(s), rows, cols);
-            let rotated = |s: &str, rows: usize| {
-                let m = m(s, rows, d)?;
-                Ok::<_, ModelError>(match config.adjacent_pair_rows(rows) {
-                    Some(order) => m.reorder_rows(&order),
-                    None => m,
-                })
+            let rotated = |m: Matrix| match config.adjacent_pair_rows(m.rows()) {
+                Some(order) => m.reorder_rows(&order),
+                None => m,
+            };
+            // Fused tensors (phi3) are split into the separate ones' rows.
+            let [q, k, v] = match gguf.tensors.contains_key(&p("attn_qkv")) {
+                true => {
+                    let qkv = m("attn_qkv", qd + 2 * kd, d)?;
+                    [qkv.rows_range(0..qd), qkv.rows_range(qd..qd + kd), qkv.rows_range(qd + kd..qd + 2 * kd)]
+                }
+                false => [m("attn_q", qd, d)?, m("attn_k", kd, d)?, m("attn_v", kd, d)?],
+            };
+            let gate_up = match gguf.tensors.contains_key(&p("ffn_gate")) {
+                true => [m("ffn_gate", f, d)?, m("ffn_up", f, d)?],
+                false => {
+                    let both = m("ffn_up", 2 * f, d)?;
+                    [both.rows_range(0..f), both.rows_range(f..2 * f)]
+                }
             };
             layers.push(Layer {
                 attn_norm: gguf.tensor_f32(&p("attn_norm"), &[d])?,
-                qkv: [rotated("attn_q", qd)?, rotated("attn_k", kd)?, m("attn_v", kd, d)?],
+                qkv: [rotated(q), rotated(k), v],
                 extras: AttentionExtras::from_gguf(gguf, &config, i)?,
                 wo: m("attn_output", d, qd)?,
                 ffn_norm: gguf.tensor_f32(&p("ffn_norm"), &[d])?,
-                gate_up: [m("ffn_gate", f, d)?, m("ffn_up", f, d)?],
+                gate_up,
                 down: m("ffn_down", d, f)?,
             });
             on_progress((i + 1) as f64 / (config.layers + 1) as f64);

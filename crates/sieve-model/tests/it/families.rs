@@ -33,7 +33,7 @@ fn fixtures() -> Vec<(serde_json::Value, Vec<u8>)> {
     for arch in Architecture::ALL {
         assert!(fixtures.iter().any(|(r, _)| r["architecture"] == arch.name()), "no {} model in {}", arch.name(), dir.display());
     }
-    assert!(fixtures.len() >= 11, "{} fixtures in {}", fixtures.len(), dir.display());
+    assert!(fixtures.len() >= 13, "{} fixtures in {}", fixtures.len(), dir.display());
     fixtures
 }
 

@@ -88,7 +88,7 @@ async fn wider_model_with_a_long_context_matches_the_reference() {
     use Pass::*;
     // A width that leaves a partial workgroup (160 / 4 = 40 of 64 invocations), a head of 32,
     // five query heads per key/value head, and 1030 positions.
-    let config = LlamaConfig { head_dim: 32, vocab: 1000, hidden: 160, layers: 2, heads: 5, kv_heads: 1, ffn: 200, rms_eps: 1e-5, rope_theta: 1e4, max_seq: 1100, ..LlamaConfig::tiny(1000) };
+    let config = LlamaConfig { head_dim: 32, vocab: 1000, hidden: 160, layers: 2, heads: 5, kv_heads: 1, ffn: 200, rms_eps: 1e-5, max_seq: 1100, ..LlamaConfig::tiny(1000) };
     compare(config, &[Run(1020), Run(1), Run(9), Truncate(1025), Run(1)]).await;
 }
 
