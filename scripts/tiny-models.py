@@ -21,8 +21,8 @@ import numpy as np
 import torch
 import gguf
 from gguf import GGMLQuantizationType as Q
-from transformers import (LlamaConfig, LlamaForCausalLM, Phi3Config, Phi3ForCausalLM, Qwen2Config, Qwen2ForCausalLM,
-                          Qwen3Config, Qwen3ForCausalLM)
+from transformers import (Gemma3ForCausalLM, Gemma3TextConfig, LlamaConfig, LlamaForCausalLM, Phi3Config, Phi3ForCausalLM,
+                          Qwen2Config, Qwen2ForCausalLM, Qwen3Config, Qwen3ForCausalLM)
 
 VOCAB = 512
 CONTEXT = 256
@@ -53,7 +53,15 @@ MODELS = {
     "phi3": ("phi3", Phi3Config, Phi3ForCausalLM, dict(tie_word_embeddings=False, pad_token_id=0, bos_token_id=1, eos_token_id=2, original_max_position_embeddings=64, rope_parameters={
         "rope_type": "longrope", "rope_theta": 1e4, "short_factor": [1 + 0.05 * i for i in range(HALF_HEAD)],
         "long_factor": [2 + 0.1 * i for i in range(HALF_HEAD)]}), 6),
+    # Six layers: five with a sliding window of 4 positions and RoPE base 1e4, then one that sees
+    # everything with base 1e6.
+    "gemma3": ("gemma3", Gemma3TextConfig, Gemma3ForCausalLM, dict(num_hidden_layers=6, head_dim=64, query_pre_attn_scalar=64,
+        sliding_window=4, pad_token_id=0, bos_token_id=1, eos_token_id=2, rope_parameters={
+            "sliding_attention": {"rope_type": "default", "rope_theta": 1e4},
+            "full_attention": {"rope_type": "default", "rope_theta": 1e6}}), 7),
 }
+# Gemma's RMSNorm multiplies by `1 + weight`; llama.cpp's converter writes `1 + weight`.
+NORM_SHIFT = {"gemma3": 1.0}
 
 # The llama model's weight-type variants: (file suffix, matrix type).
 WEIGHT_TYPES = [("f16", Q.F16), ("bf16", Q.BF16), ("q8_0", Q.Q8_0), ("q4_0", Q.Q4_0), ("q4_1", Q.Q4_1),
@@ -61,17 +69,17 @@ WEIGHT_TYPES = [("f16", Q.F16), ("bf16", Q.BF16), ("q8_0", Q.Q8_0), ("q4_0", Q.Q
 
 
 def build(name):
-    _, config_cls, model_cls, extra, seed = MODELS[name]
+    arch, config_cls, model_cls, extra, seed = MODELS[name]
     torch.manual_seed(seed)
-    model = model_cls(config_cls(**COMMON, **extra)).float().eval()
+    model = model_cls(config_cls(**{**COMMON, **extra})).float().eval()
     with torch.no_grad():
         for name, p in model.named_parameters():
             if name.endswith("norm.weight"):
-                p.copy_(1 + 0.2 * (2 * torch.rand_like(p) - 1))
+                p.copy_(1 - NORM_SHIFT.get(arch, 0.0) + 0.2 * (2 * torch.rand_like(p) - 1))
             elif name.endswith("bias"):
                 p.normal_(0, 0.5)
-            elif "embed_tokens" in name:
-                p.normal_(0, 0.3)
+            elif "embed_tokens" in name:  # gemma3 reads its embedding scaled by sqrt(D)
+                p.normal_(0, 0.1 if arch == "gemma3" else 0.3)
             else:
                 p.normal_(0, p.shape[1] ** -0.5)
     return model
@@ -102,15 +110,22 @@ def gguf_tensors(model, arch):
                 out.append((f"blk.{i}.attn_{part}.weight", f"{hf}self_attn.{part}_proj.weight", heads.get(part)))
                 if arch == "qwen2":
                     out.append((f"blk.{i}.attn_{part}.bias", f"{hf}self_attn.{part}_proj.bias", None))
-        if arch == "qwen3":
+        if arch in ("qwen3", "gemma3"):
             out.append((f"blk.{i}.attn_q_norm.weight", f"{hf}self_attn.q_norm.weight", None))
             out.append((f"blk.{i}.attn_k_norm.weight", f"{hf}self_attn.k_norm.weight", None))
         out += [
             (f"blk.{i}.attn_output.weight", f"{hf}self_attn.o_proj.weight", None),
             (f"blk.{i}.attn_norm.weight", f"{hf}input_layernorm.weight", None),
-            (f"blk.{i}.ffn_norm.weight", f"{hf}post_attention_layernorm.weight", None),
             (f"blk.{i}.ffn_down.weight", f"{hf}mlp.down_proj.weight", None),
         ]
+        if arch == "gemma3":
+            out += [
+                (f"blk.{i}.post_attention_norm.weight", f"{hf}post_attention_layernorm.weight", None),
+                (f"blk.{i}.ffn_norm.weight", f"{hf}pre_feedforward_layernorm.weight", None),
+                (f"blk.{i}.post_ffw_norm.weight", f"{hf}post_feedforward_layernorm.weight", None),
+            ]
+        else:
+            out.append((f"blk.{i}.ffn_norm.weight", f"{hf}post_attention_layernorm.weight", None))
         if arch == "phi3":  # gate rows, then up rows
             out.append((f"blk.{i}.ffn_up.weight", f"{hf}mlp.gate_up_proj.weight", None))
         else:
@@ -193,6 +208,10 @@ def write(path, arch, model, qtype=None, seed=0):
     w.add_head_count_kv(cfg.num_key_value_heads)
     w.add_layer_norm_rms_eps(cfg.rms_norm_eps)
     rope = cfg.rope_parameters
+    if "full_attention" in rope:  # gemma3: the global layers' base; the local one is fixed
+        rope = rope["full_attention"]
+    if getattr(cfg, "sliding_window", None):
+        w.add_sliding_window(cfg.sliding_window)
     w.add_rope_freq_base(rope["rope_theta"])
     head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
     if arch in ("llama", "phi3"):
@@ -218,6 +237,8 @@ def write(path, arch, model, qtype=None, seed=0):
             value = params[hf].detach().numpy().astype(np.float32)
             if heads:
                 value = permute(value, heads)
+            if name.endswith("norm.weight"):
+                value = value + np.float32(NORM_SHIFT.get(arch, 0.0))
             if qtype is not None and value.ndim == 2:
                 data, decoded = encode(rng, value, qtype)
                 w.add_tensor(name, data, raw_dtype=qtype if qtype != Q.F16 else None)

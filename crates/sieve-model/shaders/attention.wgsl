@@ -3,7 +3,10 @@
 // q:       [n, H hd / 4] vec4, rotated queries (row r sits at position start + r).
 // k_cache, v_cache: [Hkv, max_seq, hd / 4] vec4; positions 0 ..= start + r are valid for row r.
 // out:     [n, H hd / 4] vec4.
-// params:  [n, H, Hkv, hd, start, max_seq, bits of the score scale].
+// params:  [n, H, Hkv, hd, start, max_seq, bits of the score scale, window (0: none)].
+//
+// Row r attends to positions first ..= start + r, first = 0 or, with a sliding window, the
+// window's first position.
 //
 // One workgroup per (row, head) walks the keys a chunk of WG positions at a time, one position
 // per invocation: each scores its key, the chunk's maximum rescales the running sum (online
@@ -27,6 +30,7 @@ var<workgroup> chunk: array<f32, {{ workgroup_size }}>;
 // Positions this workgroup's row attends to, shared so that the chunk loop (with its barriers)
 // is uniform.
 var<workgroup> positions: u32;
+var<workgroup> first_position: u32;
 
 @compute @workgroup_size({{ workgroup_size }}, 1, 1)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lane: u32) {
@@ -39,10 +43,15 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let scale = bitcast<f32>(params[6]);
     let h = wid.x;
     let row = wid.y;
+    let window = params[7];
     if (lane == 0u) {
-        positions = select(0u, start + row + 1u, row < n && h < heads);
+        let seen = start + row + 1u;
+        let first = select(0u, seen - min(seen, window), window > 0u);
+        positions = select(0u, seen - first, row < n && h < heads);
+        first_position = first;
     }
     let len = workgroupUniformLoad(&positions);
+    let first = workgroupUniformLoad(&first_position);
     if (len == 0u) { return; }
     let item = row * heads + h;
     let kv_base = h / (heads / kv_heads) * max_seq * quads;
@@ -58,7 +67,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         let count = min(WG, len - c);
         var s = 0.0;
         if (lane < count) {
-            let k = kv_base + t * quads;
+            let k = kv_base + (first + t) * quads;
             for (var d = 0u; d < quads; d++) { s += dot(query[d], k_cache[k + d]); }
         }
         chunk[lane] = s;
@@ -77,7 +86,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         for (var j = 0u; j < count; j++) {
             let p = chunk[j];
             sum += p;
-            if (lane < quads) { add += p * v_cache[kv_base + (c + j) * quads + lane]; }
+            if (lane < quads) { add += p * v_cache[kv_base + (first + c + j) * quads + lane]; }
         }
         acc = acc * correction + add;
         l = l * correction + sum;

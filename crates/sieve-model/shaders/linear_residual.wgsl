@@ -1,9 +1,10 @@
-// A projection added to the residual stream: x += input · w, for n rows.
+// A projection added to the residual stream, x += input · w, or stored, x = input · w (where
+// norm_add.wgsl normalises it before adding), for n rows.
 //
 // input:  [n, K] f32.
 // w:      [K, N / 4] vec4.
 // x:      [n, N / 4] vec4, updated in place.
-// params: [K, N, n].
+// params: [K, N, n, add (1) or store (0)].
 //
 // Column groups and slices as projection.wgsl says, reading the input directly.
 // Dispatch ceil(N / 4 / (WG / SLICES)) x ceil(n / ROWS) workgroups.
@@ -33,6 +34,9 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) group:
     acc = gather(lid, 0u, acc);
     if (slice != 0u || col >= quads) { return; }
     for (var r = 0u; r < ROWS; r++) {
-        if (r0 + r < n) { x[(r0 + r) * quads + col] += acc[r]; }
+        if (r0 + r < n) {
+            let i = (r0 + r) * quads + col;
+            x[i] = select(acc[r], x[i] + acc[r], params[3] != 0u);
+        }
     }
 }

@@ -1,11 +1,11 @@
 // The gated MLP's first half for n rows: RMSNorm, the fused gate/up projection, then
-// silu(gate) * up.
+// silu(gate) * up, or gelu_tanh(gate) * up (gemma3).
 //
 // x:      [n, D] f32, the residual stream.
 // norm_w: [D] f32.
 // w:      [D, 2F / 4] vec4: gate columns 0..F, then up columns F..2F.
 // act:    [n, F / 4] vec4 out.
-// params: [D, F, n, bits of eps].
+// params: [D, F, n, bits of eps, gelu (1 or 0)].
 //
 // Column groups (four gate columns and the same up columns) and slices as projection.wgsl
 // says, reading the residual stream directly; the norms as norms.wgsl computes them.
@@ -23,6 +23,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) group:
     let quads = params[1] / 4u;
     let n = params[2];
     let eps = bitcast<f32>(params[3]);
+    let gelu = params[4] != 0u;
     let r0 = group.y * ROWS;
     let rows = min(ROWS, n - r0);
     let slice = lid / COLS;
@@ -49,6 +50,12 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) group:
     if (slice != 0u || col >= quads) { return; }
     for (var r = 0u; r < rows; r++) {
         let g = gate[r] * inv_rms[r];
-        act[(r0 + r) * quads + col] = g / (vec4<f32>(1.0) + exp(-g)) * up[r] * inv_rms[r];
+        var a = g / (vec4<f32>(1.0) + exp(-g));
+        if (gelu) {
+            // tanh(z) = 1 - 2 / (exp(2z) + 1), finite for any z (WGSL's tanh may not be).
+            let z = 0.7978846 * (g + 0.044715 * g * g * g);
+            a = 0.5 * g * (vec4<f32>(2.0) - vec4<f32>(2.0) / (exp(2.0 * z) + vec4<f32>(1.0)));
+        }
+        act[(r0 + r) * quads + col] = a * up[r] * inv_rms[r];
     }
 }

@@ -4,7 +4,7 @@
 
 use burn::tensor::{Device, Int, Tensor, TensorData, activation};
 
-use crate::config::{AttentionExtras, LlamaConfig, rope_tables};
+use crate::config::{LayerExtras, LlamaConfig, rope_tables};
 
 pub(crate) struct Layer {
     pub(crate) attn_norm: Tensor<1>,
@@ -14,6 +14,8 @@ pub(crate) struct Layer {
     pub(crate) qkv_bias: Option<Tensor<1>>,
     /// `[hd]` each: the queries' and keys' per-head norms.
     pub(crate) qk_norm: Option<[Tensor<1>; 2]>,
+    /// `[D]` each: the norms on the attention's and the feed-forward's outputs.
+    pub(crate) post_norms: Option<[Tensor<1>; 2]>,
     /// `[H hd, D]`
     pub(crate) wo: Tensor<2>,
     pub(crate) ffn_norm: Tensor<1>,
@@ -32,9 +34,8 @@ pub(crate) struct BurnWeights {
     pub(crate) head: Option<Tensor<2>>,
     pub(crate) layers: Vec<Layer>,
     pub(crate) norm: Tensor<1>,
-    /// `[max_seq, hd/2]` cosines and sines of the rotary angles.
-    pub(crate) cos: Tensor<2>,
-    pub(crate) sin: Tensor<2>,
+    /// `[max_seq, hd/2]` cosines and sines of the rotary angles of each of the config's ropes.
+    pub(crate) ropes: Vec<(Tensor<2>, Tensor<2>)>,
 }
 
 impl BurnWeights {
@@ -54,6 +55,7 @@ impl BurnWeights {
                 wqkv: t2(l.wqkv, d, qkv_width),
                 qkv_bias: l.extras.qkv_bias.map(t1),
                 qk_norm: l.extras.qk_norm.map(|norms| norms.map(t1)),
+                post_norms: l.extras.post_norms.map(|norms| norms.map(t1)),
                 wo: t2(l.wo, config.heads * hd, d),
                 ffn_norm: t1(l.ffn_norm),
                 w_gate_up: t2(l.w_gate_up, d, 2 * f),
@@ -61,14 +63,20 @@ impl BurnWeights {
             })
             .collect();
         let half = hd / 2;
-        let (cos, sin) = rope_tables(config);
+        let ropes = config
+            .ropes()
+            .into_iter()
+            .map(|rope| {
+                let (cos, sin) = rope_tables(config, rope);
+                (t2(cos, config.max_seq, half), t2(sin, config.max_seq, half))
+            })
+            .collect();
         Self {
             embed: t2(embed, config.vocab, d),
             head: head.map(|h| t2(h, config.vocab, d)),
             layers,
             norm: t1(norm),
-            cos: t2(cos, config.max_seq, half),
-            sin: t2(sin, config.max_seq, half),
+            ropes,
             device: device.clone(),
         }
     }
@@ -76,7 +84,7 @@ impl BurnWeights {
     /// f32 values the weights hold.
     pub(crate) fn values(&self, config: &LlamaConfig) -> usize {
         let count = |t: &Tensor<2>| t.dims().iter().product::<usize>();
-        let extras = |l: &Layer| l.qkv_bias.iter().chain(l.qk_norm.iter().flatten()).map(|t| t.dims()[0]).sum::<usize>();
+        let extras = |l: &Layer| l.qkv_bias.iter().chain(l.qk_norm.iter().flatten()).chain(l.post_norms.iter().flatten()).map(|t| t.dims()[0]).sum::<usize>();
         let layer = |l: &Layer| count(&l.wqkv) + count(&l.wo) + count(&l.w_gate_up) + count(&l.w_down) + 2 * config.hidden + extras(l);
         count(&self.embed) + self.head.as_ref().map_or(0, count) + config.hidden + self.layers.iter().map(layer).sum::<usize>()
     }
@@ -89,21 +97,29 @@ impl BurnWeights {
         let total = start + n;
         let ids: Vec<i32> = tokens.iter().map(|&t| t as i32).collect();
         let ids = Tensor::<1, Int>::from_data(TensorData::new(ids, [n]), &self.device);
-        let mut x = self.embed.clone().select(0, ids);
-        let cos = self.cos.clone().narrow(0, start, n).reshape([1, n, hd / 2, 1]);
-        let sin = self.sin.clone().narrow(0, start, n).reshape([1, n, hd / 2, 1]);
-        // Additive causal mask over `[group * n, total]` rows (query i sees keys <= start + i).
-        let mask = (n > 1).then(|| {
+        let mut x = self.embed.clone().select(0, ids).mul_scalar(c.arch.embedding_scale(c.hidden));
+        let ropes: Vec<_> = self
+            .ropes
+            .iter()
+            .map(|(cos, sin)| (cos.clone().narrow(0, start, n).reshape([1, n, hd / 2, 1]), sin.clone().narrow(0, start, n).reshape([1, n, hd / 2, 1])))
+            .collect();
+        // Additive mask over `[group * n, total]` rows: query i sees keys j <= start + i, and
+        // with a window only the last `window` of them.
+        let mask = |window: Option<usize>| {
             let mut m = Vec::with_capacity(group * n * total);
             for _ in 0..group {
                 for i in 0..n {
-                    m.extend((0..total).map(|j| if j <= start + i { 0.0f32 } else { f32::NEG_INFINITY }));
+                    let pos = start + i;
+                    let from = window.map_or(0, |w| (pos + 1).saturating_sub(w));
+                    m.extend((0..total).map(|j| if (from..=pos).contains(&j) { 0.0f32 } else { f32::NEG_INFINITY }));
                 }
             }
             Tensor::<3>::from_data(TensorData::new(m, [1, group * n, total]), &self.device)
-        });
+        };
         let scale = 1.0 / (hd as f32).sqrt();
-        for (layer, entry) in self.layers.iter().zip(layers) {
+        for (i, (layer, entry)) in self.layers.iter().zip(layers).enumerate() {
+            let (cos, sin) = &ropes[c.rope_index(i)];
+            let window = c.window(i);
             let mut qkv = rms_norm(x.clone(), &layer.attn_norm, c.rms_eps).matmul(layer.wqkv.clone());
             if let Some(bias) = &layer.qkv_bias {
                 qkv = qkv + bias.clone().unsqueeze::<2>();
@@ -115,8 +131,8 @@ impl BurnWeights {
             if let Some([q_norm, k_norm]) = &layer.qk_norm {
                 (q, k) = (rms_norm(q, q_norm, c.rms_eps), rms_norm(k, k_norm, c.rms_eps));
             }
-            let q = rope(q, &cos, &sin);
-            let k = rope(k, &cos, &sin);
+            let q = rope(q, cos, sin);
+            let k = rope(k, cos, sin);
             let v = heads(h + hkv, hkv);
             let (k, v) = match entry.take() {
                 Some((pk, pv)) => (Tensor::cat(vec![pk, k], 1), Tensor::cat(vec![pv, v], 1)),
@@ -126,15 +142,21 @@ impl BurnWeights {
             // Query heads sharing a key/value head are stacked as rows: [Hkv, group * n, hd].
             let q = q.reshape([hkv, group * n, hd]);
             let mut scores = q.matmul(k.swap_dims(1, 2)).mul_scalar(scale);
-            if let Some(mask) = &mask {
-                scores = scores + mask.clone();
+            if n > 1 || window.is_some_and(|w| w < total) {
+                scores = scores + mask(window);
             }
             let att = activation::softmax(scores, 2).matmul(v);
             let att = att.reshape([h, n, hd]).swap_dims(0, 1).reshape([n, h * hd]);
-            x = x + att.matmul(layer.wo.clone());
+            let post = |out: Tensor<2>, which: usize| match &layer.post_norms {
+                Some(norms) => rms_norm(out, &norms[which], c.rms_eps),
+                None => out,
+            };
+            x = x + post(att.matmul(layer.wo.clone()), 0);
             let gu = rms_norm(x.clone(), &layer.ffn_norm, c.rms_eps).matmul(layer.w_gate_up.clone());
-            let act = activation::silu(gu.clone().narrow(1, 0, c.ffn)) * gu.narrow(1, c.ffn, c.ffn);
-            x = x + act.matmul(layer.w_down.clone());
+            let gate = gu.clone().narrow(1, 0, c.ffn);
+            let gate = if c.arch.gelu() { gelu_tanh(gate) } else { activation::silu(gate) };
+            let act = gate * gu.narrow(1, c.ffn, c.ffn);
+            x = x + post(act.matmul(layer.w_down.clone()), 1);
         }
         let last = rms_norm(x.narrow(0, n - 1, 1), &self.norm, c.rms_eps);
         let head = self.head.as_ref().unwrap_or(&self.embed);
@@ -146,7 +168,7 @@ impl BurnWeights {
 pub(crate) struct LayerData {
     pub(crate) attn_norm: Vec<f32>,
     pub(crate) wqkv: Vec<f32>,
-    pub(crate) extras: AttentionExtras,
+    pub(crate) extras: LayerExtras,
     pub(crate) wo: Vec<f32>,
     pub(crate) ffn_norm: Vec<f32>,
     pub(crate) w_gate_up: Vec<f32>,
@@ -157,6 +179,12 @@ pub(crate) struct LayerData {
 fn rms_norm<const R: usize>(x: Tensor<R>, w: &Tensor<1>, eps: f32) -> Tensor<R> {
     let inv = x.clone().powi_scalar(2).mean_dim(R - 1).add_scalar(eps).sqrt().recip();
     x * inv * w.clone().unsqueeze::<R>()
+}
+
+/// GELU with tanh's approximation.
+fn gelu_tanh(x: Tensor<2>) -> Tensor<2> {
+    let inner = (x.clone() + x.clone().powi_scalar(3).mul_scalar(0.044715)).mul_scalar((2.0 / std::f32::consts::PI).sqrt());
+    x.mul_scalar(0.5) * inner.tanh().add_scalar(1.0)
 }
 
 /// Rotates adjacent pairs `(2i, 2i+1)` of each head of `[heads, n, hd]` by the position angles

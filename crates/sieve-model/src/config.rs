@@ -16,13 +16,19 @@ pub enum Architecture {
     /// need not be the residual width over the heads.
     Qwen3,
     /// `phi3`: Q, K and V in one tensor (`attn_qkv`), gate and up in one (`ffn_up`, gate rows
-    /// first); LongRoPE.
+    /// first); LongRoPE; a sliding window on every layer where the file sets one.
     Phi3,
+    /// `gemma3`: the embedding scaled by `sqrt(D)`; per-head query/key norms; norms after the
+    /// attention and the feed-forward too (`post_attention_norm`, `post_ffw_norm`), before the
+    /// residual sums; a GELU (tanh) gate; five layers of six attend through a sliding window
+    /// with RoPE base 10,000, the sixth sees everything with the file's base and scaling. Its
+    /// norms' weights hold the `1 +` of Gemma's RMSNorm (llama.cpp's converter adds it).
+    Gemma3,
 }
 
 impl Architecture {
     /// Every supported architecture.
-    pub const ALL: [Self; 4] = [Self::Llama, Self::Qwen2, Self::Qwen3, Self::Phi3];
+    pub const ALL: [Self; 5] = [Self::Llama, Self::Qwen2, Self::Qwen3, Self::Phi3, Self::Gemma3];
 
     /// The name GGUF metadata gives it, which also prefixes its keys.
     pub fn name(self) -> &'static str {
@@ -31,6 +37,7 @@ impl Architecture {
             Self::Qwen2 => "qwen2",
             Self::Qwen3 => "qwen3",
             Self::Phi3 => "phi3",
+            Self::Gemma3 => "gemma3",
         }
     }
 
@@ -42,7 +49,27 @@ impl Architecture {
     /// Whether each head of the queries and keys is RMS-normalized before RoPE
     /// (`blk.{i}.attn_{q,k}_norm.weight`, `[hd]`).
     pub fn qk_norm(self) -> bool {
-        self == Self::Qwen3
+        matches!(self, Self::Qwen3 | Self::Gemma3)
+    }
+
+    /// Whether the attention's and the feed-forward's outputs are RMS-normalized before they are
+    /// added to the residual stream (`blk.{i}.post_attention_norm.weight`,
+    /// `blk.{i}.post_ffw_norm.weight`).
+    pub fn post_norms(self) -> bool {
+        self == Self::Gemma3
+    }
+
+    /// The feed-forward's gate: `gelu_tanh(gate) * up` where true, `silu(gate) * up` elsewhere.
+    pub fn gelu(self) -> bool {
+        self == Self::Gemma3
+    }
+
+    /// The factor on the token embedding as the first layer reads it.
+    pub fn embedding_scale(self, hidden: usize) -> f32 {
+        match self {
+            Self::Gemma3 => (hidden as f32).sqrt(),
+            _ => 1.0,
+        }
     }
 
     /// Whether the GGUF's Q and K rows rotate the halves of a head as RoPE pairs `(i, i + hd/2)`
@@ -72,6 +99,12 @@ pub struct LlamaConfig {
     pub ffn: usize,
     pub rms_eps: f32,
     pub rope: Rope,
+    /// The rotary embedding of the layers with a sliding window, where it differs from `rope`
+    /// (gemma3).
+    pub rope_local: Option<Rope>,
+    /// How many positions (the token's own included) a layer with a sliding window attends to
+    /// ([`LlamaConfig::window`]); `None`: every layer sees the whole context.
+    pub sliding_window: Option<usize>,
     /// Longest sequence the KV cache and RoPE tables accept.
     pub max_seq: usize,
 }
@@ -90,6 +123,8 @@ impl LlamaConfig {
             ffn: 1536,
             rms_eps: 1e-5,
             rope: Rope::new(1e5),
+            rope_local: None,
+            sliding_window: None,
             max_seq,
         }
     }
@@ -107,6 +142,8 @@ impl LlamaConfig {
             ffn: 48,
             rms_eps: 1e-5,
             rope: Rope::new(1e4),
+            rope_local: None,
+            sliding_window: None,
             max_seq: 256,
         }
     }
@@ -117,7 +154,7 @@ impl LlamaConfig {
         let name = gguf.get_str("general.architecture")?;
         let arch = Architecture::ALL.into_iter().find(|a| a.name() == name).ok_or_else(|| ModelError::Metadata {
             key: "general.architecture".into(),
-            message: format!("`{name}` is not supported (supported: llama, qwen2, qwen3, phi3)"),
+            message: format!("`{name}` is not supported (supported: llama, qwen2, qwen3, phi3, gemma3)"),
         })?;
         let key = |k: &str| format!("{name}.{k}");
         let int = |k: &str| -> Result<usize, ModelError> {
@@ -162,8 +199,19 @@ impl LlamaConfig {
             ffn: int("feed_forward_length")?,
             rms_eps: gguf.get_f64(&key("attention.layer_norm_rms_epsilon"))? as f32,
             rope: Rope::new(gguf.get_f64(&key("rope.freq_base")).unwrap_or(1e4) as f32),
+            // llama.cpp's base for gemma3's local layers (the files do not carry it).
+            rope_local: (arch == Architecture::Gemma3).then(|| Rope::new(1e4)),
+            sliding_window: match gguf.get_u64(&key("attention.sliding_window")) {
+                Ok(_) => Some(int("attention.sliding_window")?),
+                Err(_) => None,
+            },
             max_seq: max_seq.min(int("context_length")?),
         };
+        for unsupported in ["final_logit_softcapping", "attn_logit_softcapping"] {
+            if gguf.get(&key(unsupported)).is_ok() {
+                return Err(ModelError::Metadata { key: key(unsupported), message: "logit soft-capping is not supported".into() });
+            }
+        }
         let config = Self { rope: Rope::from_gguf(gguf, name, head_dim, config.max_seq)?, ..config };
         config.validate()?;
         if let Ok(dim) = gguf.get_u64(&key("rope.dimension_count"))
@@ -177,6 +225,24 @@ impl LlamaConfig {
         Ok(config)
     }
 
+    /// How many positions layer `layer` attends to, the token's own included, when it attends
+    /// through a sliding window: every layer where the file sets a window, but gemma3's every
+    /// sixth layer (llama.cpp's pattern for it) sees the whole context.
+    pub fn window(&self, layer: usize) -> Option<usize> {
+        let global = self.arch == Architecture::Gemma3 && (layer + 1).is_multiple_of(6);
+        self.sliding_window.filter(|_| !global)
+    }
+
+    /// The model's distinct rotary embeddings: `rope`, then `rope_local` where there is one.
+    pub fn ropes(&self) -> Vec<&Rope> {
+        std::iter::once(&self.rope).chain(&self.rope_local).collect()
+    }
+
+    /// Which of [`LlamaConfig::ropes`] layer `layer` applies.
+    pub fn rope_index(&self, layer: usize) -> usize {
+        usize::from(self.rope_local.is_some() && self.window(layer).is_some())
+    }
+
     pub(crate) fn validate(&self) -> Result<(), ModelError> {
         let ok = self.heads > 0
             && self.kv_heads > 0
@@ -184,6 +250,7 @@ impl LlamaConfig {
             && self.head_dim > 0
             && self.head_dim.is_multiple_of(2)
             && self.max_seq > 0
+            && self.sliding_window != Some(0)
             && self.vocab > 0
             && self.vocab <= i32::MAX as usize;
         if ok {
@@ -194,16 +261,19 @@ impl LlamaConfig {
     }
 }
 
-/// A layer's attention tensors beyond Llama's, as f32 values with Q and K rows in adjacent-pair
-/// order (see [`Architecture::rope_halves`]).
-pub(crate) struct AttentionExtras {
+/// A layer's tensors beyond Llama's, as f32 values with Q and K rows in adjacent-pair order (see
+/// [`Architecture::rope_halves`]).
+#[derive(Default)]
+pub(crate) struct LayerExtras {
     /// `[(H + 2 Hkv) hd]`: the biases of Q, K and V, concatenated.
     pub(crate) qkv_bias: Option<Vec<f32>>,
     /// `[hd]` each: the weights of the queries' and the keys' per-head RMSNorm.
     pub(crate) qk_norm: Option<[Vec<f32>; 2]>,
+    /// `[D]` each: the weights of the norms on the attention's and the feed-forward's outputs.
+    pub(crate) post_norms: Option<[Vec<f32>; 2]>,
 }
 
-impl AttentionExtras {
+impl LayerExtras {
     /// Layer `i`'s extra tensors, as `config.arch` has them.
     pub(crate) fn from_gguf(gguf: &Gguf<'_>, config: &LlamaConfig, i: usize) -> Result<Self, ModelError> {
         let (hd, qd, kd) = (config.head_dim, config.heads * config.head_dim, config.kv_heads * config.head_dim);
@@ -224,7 +294,14 @@ impl AttentionExtras {
             }
             false => None,
         };
-        Ok(Self { qkv_bias, qk_norm })
+        let post_norms = match config.arch.post_norms() {
+            true => {
+                let norm = |name: &str| gguf.tensor_f32(&format!("blk.{i}.{name}.weight"), &[config.hidden]);
+                Some([norm("post_attention_norm")?, norm("post_ffw_norm")?])
+            }
+            false => None,
+        };
+        Ok(Self { qkv_bias, qk_norm, post_norms })
     }
 }
 
@@ -307,11 +384,10 @@ impl Rope {
     }
 }
 
-/// Cosines and sines of the rotary angles, `[max_seq, hd / 2]` each (see [`Rope`]).
-pub(crate) fn rope_tables(config: &LlamaConfig) -> (Vec<f32>, Vec<f32>) {
+/// Cosines and sines of the rotary angles of `rope`, `[max_seq, hd / 2]` each.
+pub(crate) fn rope_tables(config: &LlamaConfig, rope: &Rope) -> (Vec<f32>, Vec<f32>) {
     let hd = config.head_dim;
     let half = hd / 2;
-    let rope = &config.rope;
     let freqs: Vec<f64> = (0..half)
         .map(|i| {
             let divisor = rope.divisors.as_ref().map_or(1.0, |d| f64::from(d[i]));

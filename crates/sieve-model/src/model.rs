@@ -42,7 +42,7 @@
 use burn::tensor::{Device, Tensor};
 
 use crate::burn_forward::{BurnWeights, LayerData};
-use crate::config::AttentionExtras;
+use crate::config::LayerExtras;
 pub use crate::config::LlamaConfig;
 use crate::cpu::parts::{Helpers, Shard};
 use crate::cpu::{CpuCache, CpuForward, LayerRows};
@@ -265,7 +265,7 @@ impl Llama {
             layers.push(LayerData {
                 attn_norm: get(&p("attn_norm"), &[d])?,
                 wqkv: stack_transposed(&qkv, d),
-                extras: AttentionExtras::from_gguf(gguf, &config, i)?,
+                extras: LayerExtras::from_gguf(gguf, &config, i)?,
                 wo: transpose(&get(&p("attn_output"), &[d, qd])?, d, qd),
                 ffn_norm: get(&p("ffn_norm"), &[d])?,
                 w_gate_up: stack_transposed(&gate_up, d),
@@ -297,7 +297,7 @@ impl Llama {
             .map(|_| LayerData {
                 attn_norm: random_weights(&mut s, d, 0.2).iter().map(|x| 1.0 + x).collect(),
                 wqkv: random_weights(&mut s, d * qkv_width, w),
-                extras: AttentionExtras { qkv_bias: None, qk_norm: None },
+                extras: LayerExtras::default(),
                 wo: random_weights(&mut s, config.heads * hd * d, w),
                 ffn_norm: random_weights(&mut s, d, 0.2).iter().map(|x| 1.0 + x).collect(),
                 w_gate_up: random_weights(&mut s, d * 2 * f, w),

@@ -8,14 +8,17 @@
 //!
 //! 1. `qkv_rope`: RMSNorm, the fused Q/K/V projection (and its bias) and RoPE; keys and values
 //!    go straight into a preallocated cache, so truncating the cache only moves its length.
-//!    Where the architecture normalises each head of the queries and keys (qwen3),
+//!    Where the architecture normalises each head of the queries and keys (qwen3, gemma3),
 //!    `qk_norm_rope` does that and RoPE as a sixth launch.
 //! 2. `attention`: causal grouped-query attention with an online softmax, a workgroup per row
-//!    and head, its invocations splitting the positions.
+//!    and head, its invocations splitting the positions (the window's, on layers with a
+//!    sliding window).
 //! 3. `linear_residual`: the output projection added to the residual stream.
 //! 4. `swiglu`: RMSNorm, the fused gate/up projection and `silu(gate) * up`.
 //! 5. `linear_residual`: the down projection added to the residual stream.
 //!
+//! Where the architecture normalises the attention's and the feed-forward's outputs (gemma3),
+//! 3 and 5 store their projections and `norm_add` adds them normalised, two more launches.
 //! plus one embedding lookup and one final norm with the output head per pass. In a prefill an
 //! invocation of a projection computes four output columns for eight rows; in a decode step,
 //! whose one row alone would leave a GPU nearly idle, sixteen invocations share each group of
@@ -69,6 +72,7 @@ fn linear_residual(rows: u32, slices: u32) -> Wgsl {
 
 const ATTENTION: Wgsl = Wgsl { name: "attention.wgsl", source: include_str!("../shaders/attention.wgsl"), workgroup_size: WG, rows: 1, slices: 1 };
 const EMBED: Wgsl = Wgsl { name: "embed.wgsl", source: include_str!("../shaders/embed.wgsl"), workgroup_size: WG, rows: 1, slices: 1 };
+const NORM_ADD: Wgsl = Wgsl { name: "norm_add.wgsl", source: include_str!("../shaders/norm_add.wgsl"), workgroup_size: WG, rows: 1, slices: 1 };
 const QK_NORM_ROPE: Wgsl = Wgsl { name: "qk_norm_rope.wgsl", source: include_str!("../shaders/qk_norm_rope.wgsl"), workgroup_size: WG, rows: 1, slices: 1 };
 const LM_HEAD: Wgsl = Wgsl { name: "lm_head.wgsl", source: include_str!("../shaders/lm_head.wgsl"), workgroup_size: WG, rows: 1, slices: 1 };
 
@@ -80,6 +84,9 @@ struct LayerBuffers {
     qkv_bias: Handle,
     /// The queries' and keys' per-head norm weights, where the architecture has them.
     qk_norm: Option<[Handle; 2]>,
+    /// The weights of the norms on the attention's and the feed-forward's outputs, where the
+    /// architecture has them.
+    post_norms: Option<[Handle; 2]>,
     wo: Handle,
     ffn_norm: Handle,
     w_gate_up: Handle,
@@ -94,8 +101,8 @@ pub(crate) struct WgslForward {
     embed: Handle,
     head: Handle,
     norm: Handle,
-    cos: Handle,
-    sin: Handle,
+    /// Cosines and sines of each of the config's ropes.
+    ropes: Vec<(Handle, Handle)>,
     layers: Vec<LayerBuffers>,
     /// Launches of the last pass.
     launches: AtomicUsize,
@@ -161,6 +168,10 @@ impl WgslForward {
                         Some([q, k]) => Some([buffer(q)?.0, buffer(k)?.0]),
                         None => None,
                     },
+                    post_norms: match &layer.post_norms {
+                        Some([attn, ffn]) => Some([buffer(attn)?.0, buffer(ffn)?.0]),
+                        None => None,
+                    },
                     wo: buffer(&layer.wo)?.0,
                     ffn_norm: buffer(&layer.ffn_norm)?.0,
                     w_gate_up: buffer(&layer.w_gate_up)?.0,
@@ -170,8 +181,7 @@ impl WgslForward {
             .collect::<Option<Vec<_>>>()?;
         Some(Self {
             norm: buffer(&model.norm)?.0,
-            cos: buffer(&model.cos)?.0,
-            sin: buffer(&model.sin)?.0,
+            ropes: model.ropes.iter().map(|(cos, sin)| Some((buffer(cos)?.0, buffer(sin)?.0))).collect::<Option<_>>()?,
             embed,
             head,
             layers,
@@ -212,6 +222,9 @@ impl WgslForward {
         let q = f32s(n * h * hd);
         let att = f32s(n * h * hd);
         let act = f32s(n * f);
+        let post_norms = self.layers.iter().any(|l| l.post_norms.is_some());
+        // Projections that norm_add adds normalised.
+        let projected = f32s(if post_norms { n * d } else { 1 });
         let logits = f32s(vocab);
         let rotate_in_projection = self.layers.iter().all(|l| l.qk_norm.is_none());
         let qkv_params = params(&[d, n, h, hkv, hd, start, c.max_seq as u32, eps, rotate_in_projection as u32]);
@@ -221,17 +234,22 @@ impl WgslForward {
             kernel.launch(client, groups, buffers);
             launches += 1;
         };
-        let attention_params = params(&[n, h, hkv, hd, start, c.max_seq as u32, scale]);
-        let wo_params = params(&[h * hd, d, n]);
-        let swiglu_params = params(&[d, f, n, eps]);
-        let down_params = params(&[f, d, n]);
+        // Per layer kind: without a window, with the sliding window.
+        let attention_params = [0, c.sliding_window.unwrap_or(0) as u32].map(|window| params(&[n, h, hkv, hd, start, c.max_seq as u32, scale, window]));
+        let add = u32::from(!post_norms);
+        let wo_params = params(&[h * hd, d, n, add]);
+        let swiglu_params = params(&[d, f, n, eps, u32::from(c.arch.gelu())]);
+        let down_params = params(&[f, d, n, add]);
+        let norm_add_params = params(&[d, n, eps]);
+        let residual = if post_norms { &projected } else { &x };
 
         launch(
             EMBED,
             CubeCount::Static(d.div_ceil(WG), n, 1),
-            vec![self.embed.clone().binding(), ids.binding(), x.clone().binding(), params(&[d, n]).binding()],
+            vec![self.embed.clone().binding(), ids.binding(), x.clone().binding(), params(&[d, n, c.arch.embedding_scale(c.hidden).to_bits()]).binding()],
         );
-        for (layer, (k_cache, v_cache)) in self.layers.iter().zip(&cache.layers) {
+        for (i, (layer, (k_cache, v_cache))) in self.layers.iter().zip(&cache.layers).enumerate() {
+            let (cos, sin) = &self.ropes[c.rope_index(i)];
             launch(
                 qkv_rope(rows, slices),
                 groups(qkv_width),
@@ -239,8 +257,8 @@ impl WgslForward {
                     x.clone().binding(),
                     layer.attn_norm.clone().binding(),
                     layer.wqkv.clone().binding(),
-                    self.cos.clone().binding(),
-                    self.sin.clone().binding(),
+                    cos.clone().binding(),
+                    sin.clone().binding(),
                     q.clone().binding(),
                     k_cache.clone().binding(),
                     v_cache.clone().binding(),
@@ -257,8 +275,8 @@ impl WgslForward {
                         k_cache.clone().binding(),
                         q_norm.clone().binding(),
                         k_norm.clone().binding(),
-                        self.cos.clone().binding(),
-                        self.sin.clone().binding(),
+                        cos.clone().binding(),
+                        sin.clone().binding(),
                         qk_norm_params.clone().binding(),
                     ],
                 );
@@ -271,14 +289,21 @@ impl WgslForward {
                     k_cache.clone().binding(),
                     v_cache.clone().binding(),
                     att.clone().binding(),
-                    attention_params.clone().binding(),
+                    attention_params[usize::from(c.window(i).is_some())].clone().binding(),
                 ],
             );
             launch(
                 linear_residual(rows, slices),
                 groups(d),
-                vec![att.clone().binding(), layer.wo.clone().binding(), x.clone().binding(), wo_params.clone().binding()],
+                vec![att.clone().binding(), layer.wo.clone().binding(), residual.clone().binding(), wo_params.clone().binding()],
             );
+            if let Some([attn_post, _]) = &layer.post_norms {
+                launch(
+                    NORM_ADD,
+                    CubeCount::Static(n, 1, 1),
+                    vec![projected.clone().binding(), attn_post.clone().binding(), x.clone().binding(), norm_add_params.clone().binding()],
+                );
+            }
             launch(
                 swiglu(rows, slices),
                 groups(f),
@@ -293,8 +318,15 @@ impl WgslForward {
             launch(
                 linear_residual(rows, slices),
                 groups(d),
-                vec![act.clone().binding(), layer.w_down.clone().binding(), x.clone().binding(), down_params.clone().binding()],
+                vec![act.clone().binding(), layer.w_down.clone().binding(), residual.clone().binding(), down_params.clone().binding()],
             );
+            if let Some([_, ffn_post]) = &layer.post_norms {
+                launch(
+                    NORM_ADD,
+                    CubeCount::Static(n, 1, 1),
+                    vec![projected.clone().binding(), ffn_post.clone().binding(), x.clone().binding(), norm_add_params.clone().binding()],
+                );
+            }
         }
         launch(
             LM_HEAD,
@@ -321,7 +353,7 @@ impl WgslForward {
 
 impl WgslForward {
     /// Kernels the last pass launched (0 before the first): one embedding lookup, five per
-    /// layer (six with per-head norms), one output head.
+    /// layer (one more with per-head norms, two more with output norms), one output head.
     pub(crate) fn launches(&self) -> usize {
         self.launches.load(Ordering::Relaxed)
     }

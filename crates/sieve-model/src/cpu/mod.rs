@@ -9,10 +9,12 @@
 //! 1. RMSNorm, the Q/K/V projections (their biases and the per-head norms of queries and keys
 //!    where the architecture has them) and RoPE (adjacent pairs: the loader puts Q and K rows in
 //!    that order); keys and values appended to the cache;
-//! 2. causal grouped-query attention, per token and head;
-//! 3. the output projection added to the residual stream;
-//! 4. RMSNorm, the gate and up projections, `silu(gate) * up`, and the down projection added
-//!    to the residual stream.
+//! 2. causal grouped-query attention, per token and head (over the last positions only on
+//!    layers with a sliding window);
+//! 3. the output projection added to the residual stream (normalised first where the
+//!    architecture says so);
+//! 4. RMSNorm, the gate and up projections, `silu(gate) * up` (GELU for gemma3), and the down
+//!    projection added to the residual stream (normalised first likewise).
 //!
 //! Only the last token of a pass goes through the final norm and the output head. Tests hold
 //! this path to burn's ops (the reference) and to the WGSL kernels.
@@ -28,7 +30,7 @@ use std::slice::from_ref;
 
 use crate::error::ModelError;
 use crate::gguf::Gguf;
-use crate::config::{AttentionExtras, LlamaConfig, rope_tables};
+use crate::config::{LayerExtras, LlamaConfig, rope_tables};
 use matrix::{Activation, Matrix, Simd, dot};
 use parts::{Helpers, Shard, StackPart, part_rows};
 use threads::Threads;
@@ -38,7 +40,7 @@ struct Layer {
     attn_norm: Vec<f32>,
     /// Q, K and V, stacked on their rows (Q and K in adjacent-pair order).
     qkv: [Matrix; 3],
-    extras: AttentionExtras,
+    extras: LayerExtras,
     wo: Matrix,
     ffn_norm: Vec<f32>,
     /// Gate and up, stacked on their rows.
@@ -57,9 +59,8 @@ pub(crate) struct CpuForward {
     head: Option<Matrix>,
     norm: Vec<f32>,
     layers: Vec<Layer>,
-    /// `[max_seq, hd / 2]` cosines and sines of the rotary angles.
-    cos: Vec<f32>,
-    sin: Vec<f32>,
+    /// `[max_seq, hd / 2]` cosines and sines of the rotary angles of each of the config's ropes.
+    ropes: Vec<(Vec<f32>, Vec<f32>)>,
     /// Workers holding the other parts of every product's rows, when there are any.
     helpers: Option<Box<dyn Helpers>>,
 }
@@ -142,7 +143,7 @@ impl CpuForward {
             layers.push(Layer {
                 attn_norm: gguf.tensor_f32(&p("attn_norm"), &[d])?,
                 qkv: [rotated(q), rotated(k), v],
-                extras: AttentionExtras::from_gguf(gguf, &config, i)?,
+                extras: LayerExtras::from_gguf(gguf, &config, i)?,
                 wo: m("attn_output", d, qd)?,
                 ffn_norm: gguf.tensor_f32(&p("ffn_norm"), &[d])?,
                 gate_up,
@@ -174,7 +175,7 @@ impl CpuForward {
             .map(|l| Layer {
                 attn_norm: l.attn_norm,
                 qkv: [Matrix::from_f32(qd, d, l.q), Matrix::from_f32(kd, d, l.k), Matrix::from_f32(kd, d, l.v)],
-                extras: AttentionExtras { qkv_bias: None, qk_norm: None },
+                extras: LayerExtras::default(),
                 wo: Matrix::from_f32(d, qd, l.wo),
                 ffn_norm: l.ffn_norm,
                 gate_up: [Matrix::from_f32(f, d, l.gate), Matrix::from_f32(f, d, l.up)],
@@ -193,9 +194,9 @@ impl CpuForward {
         layers: Vec<Layer>,
         norm: Vec<f32>,
     ) -> Result<Self, ModelError> {
-        let (cos, sin) = rope_tables(&config);
+        let ropes = config.ropes().into_iter().map(|rope| rope_tables(&config, rope)).collect();
         let threads = Threads::new(threads)?;
-        Ok(Self { simd: Simd::detect(), threads, config, embed, head, norm, layers, cos, sin, helpers: None })
+        Ok(Self { simd: Simd::detect(), threads, config, embed, head, norm, layers, ropes, helpers: None })
     }
 
     /// Threads of this worker, times the parts the rows are split into.
@@ -288,12 +289,17 @@ impl CpuForward {
         let (n, d, hd) = (tokens.len(), c.hidden, c.head_dim);
         let (qd, kvw) = (c.heads * hd, self.kv_width());
         let mut x = vec![0.0; n * d];
+        let scale = c.arch.embedding_scale(d);
         for (&t, row) in tokens.iter().zip(x.chunks_exact_mut(d)) {
             self.embed.row_into(t as usize, row);
+            if scale != 1.0 {
+                row.iter_mut().for_each(|v| *v *= scale);
+            }
         }
         let mut normed = vec![0.0; n * d];
         for (i, (layer, (keys, values))) in self.layers.iter().zip(&mut cache.layers).enumerate() {
             let id = PER_LAYER * i;
+            let (cos, sin) = &self.ropes[c.rope_index(i)];
             rms_norm(&x, &layer.attn_norm, c.rms_eps, &mut normed);
             let mut qkv = self.product(id + QKV, &normed, d)?;
             let width = qd + 2 * kvw;
@@ -307,8 +313,8 @@ impl CpuForward {
                     rms_norm_in_place(q, q_norm, c.rms_eps);
                     rms_norm_in_place(&mut kv[..kvw], k_norm, c.rms_eps);
                 }
-                self.rope(q, pos);
-                self.rope(&mut kv[..kvw], pos);
+                self.rope(q, pos, cos, sin);
+                self.rope(&mut kv[..kvw], pos, cos, sin);
                 keys.extend_from_slice(&kv[..kvw]);
                 values.extend_from_slice(&kv[kvw..]);
             }
@@ -322,18 +328,28 @@ impl CpuForward {
                 }
                 false => (&qkv[..], 0),
             };
-            let attended = self.attention(qkv, width, start + first, n - first, keys, values);
-            add(&mut x, &self.product(id + OUTPUT, &attended, qd)?);
+            let attended = self.attention(qkv, width, start + first, n - first, c.window(i), keys, values);
+            let post = layer.extras.post_norms.as_ref();
+            let mut out = self.product(id + OUTPUT, &attended, qd)?;
+            if let Some([attn_post, _]) = post {
+                rms_norm_in_place(&mut out, attn_post, c.rms_eps);
+            }
+            add(&mut x, &out);
             rms_norm(&x, &layer.ffn_norm, c.rms_eps, &mut normed);
             let gate_up = self.product(id + GATE_UP, &normed, d)?;
+            let gate = if c.arch.gelu() { gelu_tanh } else { silu };
             let act: Vec<f32> = gate_up
                 .chunks_exact(2 * c.ffn)
                 .flat_map(|row| {
-                    let (gate, up) = row.split_at(c.ffn);
-                    gate.iter().zip(up).map(|(&g, &u)| g / (1.0 + (-g).exp()) * u)
+                    let (g, up) = row.split_at(c.ffn);
+                    g.iter().zip(up).map(|(&g, &u)| gate(g) * u)
                 })
                 .collect();
-            add(&mut x, &self.product(id + DOWN, &act, c.ffn)?);
+            let mut out = self.product(id + DOWN, &act, c.ffn)?;
+            if let Some([_, ffn_post]) = post {
+                rms_norm_in_place(&mut out, ffn_post, c.rms_eps);
+            }
+            add(&mut x, &out);
         }
         let mut last = vec![0.0; d];
         rms_norm(&x[x.len() - d..], &self.norm, c.rms_eps, &mut last);
@@ -382,10 +398,11 @@ impl CpuForward {
         Ok(out)
     }
 
-    /// Rotates adjacent pairs `(2i, 2i+1)` of each head in `x` by position `pos`'s angles.
-    fn rope(&self, x: &mut [f32], pos: usize) {
+    /// Rotates adjacent pairs `(2i, 2i+1)` of each head in `x` by position `pos`'s angles in the
+    /// tables `cos` and `sin`.
+    fn rope(&self, x: &mut [f32], pos: usize, cos: &[f32], sin: &[f32]) {
         let half = self.config.head_dim / 2;
-        let (cos, sin) = (&self.cos[pos * half..(pos + 1) * half], &self.sin[pos * half..(pos + 1) * half]);
+        let (cos, sin) = (&cos[pos * half..(pos + 1) * half], &sin[pos * half..(pos + 1) * half]);
         for head in x.chunks_exact_mut(2 * half) {
             for (i, pair) in head.chunks_exact_mut(2).enumerate() {
                 let (x0, x1) = (pair[0], pair[1]);
@@ -396,8 +413,9 @@ impl CpuForward {
     }
 
     /// Causal attention of the `n` new tokens' queries (in `qkv`, rows of `width`) over the
-    /// cached positions: `[n, H * hd]`.
-    fn attention(&self, qkv: &[f32], width: usize, start: usize, n: usize, keys: &[f32], values: &[f32]) -> Vec<f32> {
+    /// cached positions (the last `window` of them, where given): `[n, H * hd]`.
+    #[allow(clippy::too_many_arguments)]
+    fn attention(&self, qkv: &[f32], width: usize, start: usize, n: usize, window: Option<usize>, keys: &[f32], values: &[f32]) -> Vec<f32> {
         let (c, simd) = (&self.config, self.simd);
         let (hd, kvw) = (c.head_dim, self.kv_width());
         let group = c.heads / c.kv_heads;
@@ -410,15 +428,16 @@ impl CpuForward {
                 let q = &qkv[t * width + h * hd..][..hd];
                 let kv_off = (h / group) * hd;
                 let seen = start + t + 1;
+                let from = window.map_or(0, |w| seen.saturating_sub(w));
                 scores.clear();
-                scores.extend((0..seen).map(|j| dot(simd, q, &keys[j * kvw + kv_off..][..hd]) * scale));
+                scores.extend((from..seen).map(|j| dot(simd, q, &keys[j * kvw + kv_off..][..hd]) * scale));
                 let max = scores.iter().copied().fold(f32::NEG_INFINITY, f32::max);
                 let mut sum = 0.0;
                 for s in &mut scores {
                     *s = (*s - max).exp();
                     sum += *s;
                 }
-                for (j, &p) in scores.iter().enumerate() {
+                for (j, &p) in (from..).zip(&scores) {
                     let v = &values[j * kvw + kv_off..][..hd];
                     for (o, &v) in o.iter_mut().zip(v) {
                         *o += p * v;
@@ -472,6 +491,16 @@ fn rms_norm_in_place(x: &mut [f32], w: &[f32], eps: f32) {
             *v *= inv * w;
         }
     }
+}
+
+fn silu(x: f32) -> f32 {
+    x / (1.0 + (-x).exp())
+}
+
+/// GELU with tanh's approximation (PyTorch's `gelu(approximate="tanh")`).
+fn gelu_tanh(x: f32) -> f32 {
+    const SQRT_2_OVER_PI: f32 = 0.797_884_6;
+    0.5 * x * (1.0 + (SQRT_2_OVER_PI * (x + 0.044715 * x * x * x)).tanh())
 }
 
 /// `1 / sqrt(mean(x^2) + eps)`.

@@ -33,7 +33,7 @@ fn fixtures() -> Vec<(serde_json::Value, Vec<u8>)> {
     for arch in Architecture::ALL {
         assert!(fixtures.iter().any(|(r, _)| r["architecture"] == arch.name()), "no {} model in {}", arch.name(), dir.display());
     }
-    assert!(fixtures.len() >= 13, "{} fixtures in {}", fixtures.len(), dir.display());
+    assert!(fixtures.len() >= 14, "{} fixtures in {}", fixtures.len(), dir.display());
     fixtures
 }
 
@@ -59,7 +59,7 @@ fn check(placement: impl Fn() -> Placement, backend: impl Fn(Architecture) -> Ba
             input = vec![*want];
         }
         if model.backend() == Backend::Gpu {
-            let per_layer = if config.arch.qk_norm() { 6 } else { 5 };
+            let per_layer = 5 + usize::from(config.arch.qk_norm()) + 2 * usize::from(config.arch.post_norms());
             assert_eq!(model.launches_per_pass(), Some(2 + per_layer * config.layers), "{name}");
         }
     }

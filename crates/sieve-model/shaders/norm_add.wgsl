@@ -1,0 +1,41 @@
+// A normalised projection added to the residual stream: x += RMSNorm(y) * w, for n rows (the
+// norms after gemma3's attention and feed-forward, whose projections linear_residual stores in y
+// instead of adding).
+//
+// y:      [n, D] f32.
+// w:      [D] f32, the norm's weights.
+// x:      [n, D] f32, updated in place.
+// params: [D, n, bits of eps].
+//
+// A workgroup per row adds up its squares, then scales and adds it. Dispatch n workgroups.
+
+const WG: u32 = {{ workgroup_size }}u;
+
+@group(0) @binding(0) var<storage, read_write> y: array<f32>;
+@group(0) @binding(1) var<storage, read_write> w: array<f32>;
+@group(0) @binding(2) var<storage, read_write> x: array<f32>;
+@group(0) @binding(3) var<storage, read_write> params: array<u32>;
+
+var<workgroup> squares: array<f32, WG>;
+
+@compute @workgroup_size({{ workgroup_size }}, 1, 1)
+fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) group: vec3<u32>) {
+    let d = params[0];
+    let eps = bitcast<f32>(params[2]);
+    let base = group.x * d;
+    var sum = 0.0;
+    for (var i = lid; i < d; i += WG) {
+        let v = y[base + i];
+        sum += v * v;
+    }
+    squares[lid] = sum;
+    workgroupBarrier();
+    for (var s = WG / 2u; s > 0u; s >>= 1u) {
+        if (lid < s) { squares[lid] += squares[lid + s]; }
+        workgroupBarrier();
+    }
+    let inv = inverseSqrt(squares[0] / f32(d) + eps);
+    for (var i = lid; i < d; i += WG) {
+        x[base + i] += y[base + i] * inv * w[i];
+    }
+}
