@@ -6,9 +6,11 @@
 #[cfg(target_family = "wasm")]
 wasm_bindgen_test::wasm_bindgen_test_configure!(run_in_browser);
 
-// The GPU kernels, the tiny model's constrained generation, the WGSL and CPU forward passes
-// and the CPU kernels, in the browser and natively.
+// The GPU kernels, the tiny model's constrained generation, the WGSL and CPU forward passes,
+// the CPU kernels and every architecture and weight type against transformers, in the browser
+// and natively.
 mod cpu_kernels;
+mod families;
 mod forward;
 mod gpu_kernels;
 mod rng;
@@ -18,8 +20,6 @@ mod tiny_gpu;
 mod chat;
 #[cfg(not(target_family = "wasm"))]
 mod common;
-#[cfg(not(target_family = "wasm"))]
-mod families;
 #[cfg(not(target_family = "wasm"))]
 mod gguf;
 #[cfg(not(target_family = "wasm"))]
