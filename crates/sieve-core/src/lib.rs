@@ -118,5 +118,5 @@ pub use json::ANY_JSON_GBNF;
 pub use limits::Limits;
 pub use matcher::{JumpForward, Matcher, fill_bitmask_rows, fill_next_token_bitmasks};
 pub use structural::{StructuralTag, Tag, TagContent};
-pub use vocab::Vocabulary;
+pub use vocab::{TokenEncoding, Vocabulary};
 pub use warm::warm_up;

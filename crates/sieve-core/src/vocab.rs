@@ -28,9 +28,9 @@ pub struct Vocabulary {
     string_slice: Slice,
 }
 
-/// How vocabulary strings encode bytes.
+/// How the vocabulary strings of a tokenizer.json encode bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Encoding {
+pub enum TokenEncoding {
     /// GPT-2 style: each byte is one printable char (`Ġ` for space).
     ByteLevel,
     /// SentencePiece: `▁` for space, `<0xNN>` byte fallback, else UTF-8.
@@ -55,7 +55,7 @@ impl Vocabulary {
         if kind != "BPE" {
             return Err(VocabError::Unsupported { model: kind.to_string() });
         }
-        let encoding = detect_encoding(&file);
+        let encoding = TokenEncoding::of(file.decoder.as_ref(), file.pre_tokenizer.as_ref());
         let n = file
             .model
             .vocab
@@ -75,11 +75,9 @@ impl Vocabulary {
             if std::mem::replace(&mut seen[id as usize], true) {
                 return Err(VocabError::BadId { id, reason: "used twice" });
             }
-            let bytes = match encoding {
-                Encoding::ByteLevel => decode_byte_level(tok),
-                Encoding::SentencePiece => Some(decode_sentencepiece(tok)),
-            }
-            .ok_or_else(|| VocabError::BadToken { id, token: tok.to_string(), reason: "not a byte-level string" })?;
+            let bytes = encoding
+                .decode(tok)
+                .ok_or_else(|| VocabError::BadToken { id, token: tok.to_string(), reason: "not a byte-level string" })?;
             tokens[id as usize] = Some(bytes.into_boxed_slice());
         }
         let mut eos = Vec::new();
@@ -226,12 +224,25 @@ struct AddedToken<'a> {
     special: bool,
 }
 
-fn detect_encoding(file: &TokenizerFile<'_>) -> Encoding {
-    let text = |v: &Option<serde_json::Value>| v.as_ref().map(|v| v.to_string()).unwrap_or_default();
-    if text(&file.decoder).contains("ByteLevel") || text(&file.pre_tokenizer).contains("ByteLevel") {
-        Encoding::ByteLevel
-    } else {
-        Encoding::SentencePiece
+impl TokenEncoding {
+    /// The encoding a tokenizer.json's decoder and pre-tokenizer imply: byte-level where either
+    /// is (or holds) `ByteLevel`, SentencePiece's otherwise.
+    pub fn of(decoder: Option<&serde_json::Value>, pre_tokenizer: Option<&serde_json::Value>) -> Self {
+        let text = |v: Option<&serde_json::Value>| v.map(|v| v.to_string()).unwrap_or_default();
+        if text(decoder).contains("ByteLevel") || text(pre_tokenizer).contains("ByteLevel") {
+            Self::ByteLevel
+        } else {
+            Self::SentencePiece
+        }
+    }
+
+    /// The bytes a vocabulary string stands for; `None` for a string that is not byte-level
+    /// in a byte-level vocabulary.
+    pub fn decode(self, token: &str) -> Option<Vec<u8>> {
+        match self {
+            Self::ByteLevel => decode_byte_level(token),
+            Self::SentencePiece => Some(decode_sentencepiece(token)),
+        }
     }
 }
 

@@ -11,71 +11,139 @@ use crate::chat::ChatTemplate;
 use crate::error::ModelError;
 use crate::gguf::{Gguf, Value};
 
-/// GGUF token kinds (`tokenizer.ggml.token_type`) that are added tokens, matched whole in text.
+/// GGUF token kinds (`tokenizer.ggml.token_type`): control, unknown and user-defined tokens are
+/// added tokens, matched whole in text.
+const NORMAL: u64 = 1;
+const UNKNOWN: u64 = 2;
 const CONTROL: u64 = 3;
 const USER_DEFINED: u64 = 4;
 
-/// Builds a `tokenizer.json` text for a byte-level BPE (`tokenizer.ggml.model = "gpt2"`) GGUF.
+/// Builds a `tokenizer.json` text for a GGUF's tokenizer: byte-level BPE
+/// (`tokenizer.ggml.model = "gpt2"`) or SentencePiece's BPE (`"llama"`, Llama 2 and Gemma).
 ///
-/// Control and user-defined tokens become added tokens, matched whole (control tokens special).
-/// The normalizer, pre-tokenizer and merge rule follow `tokenizer.ggml.pre` as llama.cpp reads
-/// it ([`pre_tokenizer`]); an unknown name is an error, since a different split would tokenize
-/// differently from the model's training.
+/// Control and unknown tokens become special added tokens, user-defined ones added tokens that
+/// are not special; all are matched whole. For byte-level BPE the normalizer, pre-tokenizer and
+/// merge rule follow `tokenizer.ggml.pre` as llama.cpp reads it ([`pre_tokenizer`]); an unknown
+/// name is an error, since a different split would tokenize differently from the model's
+/// training. SentencePiece's files carry scores instead of merges ([`sentencepiece_merges`]).
 pub fn tokenizer_json(gguf: &Gguf<'_>) -> Result<String, ModelError> {
     let model = gguf.get_str("tokenizer.ggml.model")?;
-    if model != "gpt2" {
-        return Err(ModelError::Tokenizer(format!("tokenizer model `{model}` is not supported (byte-level BPE `gpt2` is)")));
-    }
     let tokens = gguf.get_array("tokenizer.ggml.tokens")?;
     let types = gguf.get_array("tokenizer.ggml.token_type")?;
-    let merges = gguf.get_array("tokenizer.ggml.merges")?;
     if types.len() != tokens.len() {
         return Err(ModelError::Tokenizer(format!("{} token types for {} tokens", types.len(), tokens.len())));
     }
+    let tokens = tokens
+        .iter()
+        .enumerate()
+        .map(|(id, token)| match token {
+            Value::String(token) => Ok(token.as_str()),
+            _ => Err(ModelError::Tokenizer(format!("token {id} is not a string"))),
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let types: Vec<u64> = types.iter().map(|t| t.as_u64().unwrap_or(NORMAL)).collect();
     let mut vocab = serde_json::Map::with_capacity(tokens.len());
     let mut added = Vec::new();
-    for (id, (token, ty)) in tokens.iter().zip(types).enumerate() {
-        let Value::String(token) = token else {
-            return Err(ModelError::Tokenizer(format!("token {id} is not a string")));
-        };
-        if vocab.insert(token.clone(), json!(id)).is_some() {
+    for (id, (&token, &ty)) in tokens.iter().zip(&types).enumerate() {
+        if vocab.insert(token.to_string(), json!(id)).is_some() {
             return Err(ModelError::Tokenizer(format!("token {id} `{token}` appears twice")));
         }
-        if matches!(ty.as_u64(), Some(CONTROL | USER_DEFINED)) {
+        if matches!(ty, CONTROL | USER_DEFINED | UNKNOWN) {
             added.push(json!({
                 "id": id, "content": token, "single_word": false, "lstrip": false,
-                "rstrip": false, "normalized": false, "special": ty.as_u64() == Some(CONTROL),
+                "rstrip": false, "normalized": false, "special": ty != USER_DEFINED,
             }));
         }
     }
-    let merges = merges
-        .iter()
-        .enumerate()
-        .map(|(i, m)| match m {
-            Value::String(s) => match s.split_once(' ') {
-                Some((a, b)) if !b.contains(' ') => Ok(json!([a, b])),
-                _ => Err(ModelError::Tokenizer(format!("merge {i} `{s}` is not two tokens"))),
-            },
-            _ => Err(ModelError::Tokenizer(format!("merge {i} is not a string"))),
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    let Split { normalizer, pre_tokenizer, ignore_merges } = pre_tokenizer(gguf.get_str("tokenizer.ggml.pre").unwrap_or("default"))?;
-    let doc = json!({
-        "version": "1.0",
-        "truncation": null,
-        "padding": null,
-        "added_tokens": added,
-        "normalizer": normalizer,
-        "pre_tokenizer": pre_tokenizer,
-        "post_processor": {"type": "ByteLevel", "add_prefix_space": true, "trim_offsets": false, "use_regex": true},
-        "decoder": {"type": "ByteLevel", "add_prefix_space": true, "trim_offsets": true, "use_regex": true},
-        "model": {
-            "type": "BPE", "dropout": null, "unk_token": null, "continuing_subword_prefix": null,
-            "end_of_word_suffix": null, "fuse_unk": false, "byte_fallback": false,
-            "ignore_merges": ignore_merges, "vocab": Json::Object(vocab), "merges": merges,
-        },
-    });
-    Ok(doc.to_string())
+    let doc = match model {
+        "gpt2" => {
+            let merges = gguf
+                .get_array("tokenizer.ggml.merges")?
+                .iter()
+                .enumerate()
+                .map(|(i, m)| match m {
+                    Value::String(s) => match s.split_once(' ') {
+                        Some((a, b)) if !b.contains(' ') => Ok(json!([a, b])),
+                        _ => Err(ModelError::Tokenizer(format!("merge {i} `{s}` is not two tokens"))),
+                    },
+                    _ => Err(ModelError::Tokenizer(format!("merge {i} is not a string"))),
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            let Split { normalizer, pre_tokenizer, ignore_merges } = pre_tokenizer(gguf.get_str("tokenizer.ggml.pre").unwrap_or("default"))?;
+            json!({
+                "normalizer": normalizer,
+                "pre_tokenizer": pre_tokenizer,
+                "decoder": {"type": "ByteLevel", "add_prefix_space": true, "trim_offsets": true, "use_regex": true},
+                "model": {
+                    "type": "BPE", "dropout": null, "unk_token": null, "continuing_subword_prefix": null,
+                    "end_of_word_suffix": null, "fuse_unk": false, "byte_fallback": false,
+                    "ignore_merges": ignore_merges, "vocab": Json::Object(vocab), "merges": merges,
+                },
+            })
+        }
+        "llama" => {
+            let scores = gguf.get_array("tokenizer.ggml.scores")?;
+            if scores.len() != tokens.len() {
+                return Err(ModelError::Tokenizer(format!("{} scores for {} tokens", scores.len(), tokens.len())));
+            }
+            let scores: Vec<f32> = scores.iter().map(|s| s.as_f64().map_or(0.0, |s| s as f32)).collect();
+            // Gemma's files say no; Llama 2's omit the key, and llama.cpp's default is yes.
+            let prefix = !matches!(gguf.get("tokenizer.ggml.add_space_prefix"), Ok(Value::Bool(false)));
+            let space = json!({"type": "Replace", "pattern": {"String": " "}, "content": "\u{2581}"});
+            let normalizer = match prefix {
+                true => json!({"type": "Sequence", "normalizers": [{"type": "Prepend", "prepend": "\u{2581}"}, space]}),
+                false => space,
+            };
+            let mut decoders = vec![
+                json!({"type": "Replace", "pattern": {"String": "\u{2581}"}, "content": " "}),
+                json!({"type": "ByteFallback"}),
+                json!({"type": "Fuse"}),
+            ];
+            if prefix {
+                decoders.push(json!({"type": "Strip", "content": " ", "start": 1, "stop": 0}));
+            }
+            let unk = types.iter().position(|&t| t == UNKNOWN).map(|id| tokens[id]);
+            json!({
+                "normalizer": normalizer,
+                "pre_tokenizer": null,
+                "decoder": {"type": "Sequence", "decoders": decoders},
+                "model": {
+                    "type": "BPE", "dropout": null, "unk_token": unk, "continuing_subword_prefix": null,
+                    "end_of_word_suffix": null, "fuse_unk": true, "byte_fallback": true,
+                    "ignore_merges": false, "vocab": Json::Object(vocab),
+                    "merges": sentencepiece_merges(&tokens, &types, &scores),
+                },
+            })
+        }
+        other => return Err(ModelError::Tokenizer(format!("tokenizer model `{other}` is not supported (`gpt2` and `llama` are)"))),
+    };
+    let Json::Object(mut doc) = doc else { unreachable!("a JSON object") };
+    doc.insert("version".into(), json!("1.0"));
+    doc.insert("truncation".into(), Json::Null);
+    doc.insert("padding".into(), Json::Null);
+    doc.insert("added_tokens".into(), Json::Array(added));
+    doc.insert("post_processor".into(), Json::Null);
+    Ok(Json::Object(doc).to_string())
+}
+
+/// The merges a SentencePiece BPE model's scores imply, in the order llama.cpp applies them
+/// (the pair whose joined piece scores highest first): every split of every normal piece into
+/// two pieces of the vocabulary, ordered by the joined piece's score, then its id, then the
+/// halves' ids (as Hugging Face's converter orders them).
+fn sentencepiece_merges(tokens: &[&str], types: &[u64], scores: &[f32]) -> Vec<Json> {
+    let ids: std::collections::HashMap<&str, usize> =
+        tokens.iter().enumerate().filter(|&(id, _)| matches!(types[id], NORMAL | USER_DEFINED)).map(|(id, &t)| (t, id)).collect();
+    let mut merges = Vec::new();
+    for (id, &token) in tokens.iter().enumerate().filter(|&(id, _)| types[id] == NORMAL) {
+        for (at, _) in token.char_indices().skip(1) {
+            let (left, right) = token.split_at(at);
+            if let (Some(&l), Some(&r)) = (ids.get(left), ids.get(right)) {
+                merges.push((scores[id], id, l, r));
+            }
+        }
+    }
+    merges.sort_by(|a, b| b.0.total_cmp(&a.0).then((a.1, a.2, a.3).cmp(&(b.1, b.2, b.3))));
+    merges.into_iter().map(|(_, _, l, r)| json!([tokens[l], tokens[r]])).collect()
 }
 
 /// How a byte-level BPE family splits text before its merges.
@@ -124,20 +192,6 @@ pub struct Tokenizer {
 
 /// The inverse of GPT-2's byte-to-character table used by byte-level BPE vocabularies: printable
 /// bytes stand for themselves, the other 68 are shifted to U+0100 and up, in byte order.
-fn byte_level_decoder() -> std::collections::HashMap<char, u8> {
-    let printable = |b: u8| matches!(b, 33..=126 | 161..=172 | 174..=255);
-    let mut shifted = 0u32;
-    (0..=255u8)
-        .map(|b| {
-            if printable(b) {
-                (char::from(b), b)
-            } else {
-                shifted += 1;
-                (char::from_u32(255 + shifted).unwrap_or('\0'), b)
-            }
-        })
-        .collect()
-}
 
 impl std::fmt::Debug for Tokenizer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -171,7 +225,8 @@ impl Tokenizer {
             .ok()
             .filter(|&e| (e as usize) < size)
             .ok_or_else(|| ModelError::Tokenizer(format!("end-of-sequence id {eos} is past the vocabulary")))?;
-        let decoder = byte_level_decoder();
+        let doc: Json = serde_json::from_str(&json).map_err(|e| ModelError::Tokenizer(format!("tokenizer.json rejected: {e}")))?;
+        let encoding = sieve_core::TokenEncoding::of(doc.get("decoder"), doc.get("pre_tokenizer"));
         let added = inner.get_added_tokens_decoder();
         let mut bytes = vec![Vec::new(); size];
         let mut special = vec![false; size];
@@ -184,11 +239,7 @@ impl Tokenizer {
                 bytes[slot] = token.into_bytes();
                 special[slot] = true;
             } else {
-                bytes[slot] = token
-                    .chars()
-                    .map(|c| decoder.get(&c).copied())
-                    .collect::<Option<Vec<u8>>>()
-                    .ok_or_else(|| ModelError::Tokenizer(format!("token {id} `{token}` is not byte-level")))?;
+                bytes[slot] = encoding.decode(&token).ok_or_else(|| ModelError::Tokenizer(format!("token {id} `{token}` is not byte-level")))?;
             }
         }
         Ok(Self { inner, json, eos, bytes, special, chat: ChatTemplate::chatml() })

@@ -1,6 +1,7 @@
-//! Tokenizers rebuilt from GGUF metadata against the families' own: the Llama 3 and Qwen 3
-//! `tokenizer.json`s written into GGUF metadata as llama.cpp's converter writes them (tokens by
-//! id, added tokens as control or user-defined, merges, the pre-tokenizer's name), read back by
+//! Tokenizers rebuilt from GGUF metadata against the families' own: the Llama 3, Qwen 3 and
+//! Llama 2 `tokenizer.json`s written into GGUF metadata as llama.cpp's converter writes them
+//! (tokens by id, added tokens as control or user-defined, byte-level BPE's merges and
+//! pre-tokenizer name, SentencePiece's scores and byte tokens), read back by
 //! [`Tokenizer::from_gguf`] and held to Hugging Face `tokenizers` on the original file, on
 //! hand-picked texts and on random mixes of scripts, digits, whitespace and special tokens.
 
@@ -12,8 +13,10 @@ use crate::common;
 use crate::gguf::{Writer, string};
 
 const NORMAL: i32 = 1;
+const UNKNOWN: i32 = 2;
 const CONTROL: i32 = 3;
 const USER_DEFINED: i32 = 4;
+const BYTE: i32 = 6;
 
 fn array(ty: u32, items: impl ExactSizeIterator<Item = Vec<u8>>) -> Vec<u8> {
     let mut out = ty.to_le_bytes().to_vec();
@@ -22,8 +25,10 @@ fn array(ty: u32, items: impl ExactSizeIterator<Item = Vec<u8>>) -> Vec<u8> {
     out
 }
 
-/// The GGUF metadata llama.cpp's converter writes for a byte-level BPE `tokenizer.json`.
-fn gguf_from_tokenizer_json(json: &Json, pre: &str, eos: u32) -> Vec<u8> {
+/// The GGUF metadata llama.cpp's converter writes for a `tokenizer.json`: byte-level BPE with
+/// pre-tokenizer `pre`, or SentencePiece (`pre` = `None`), whose scores here rank each piece
+/// by the first merge that makes it (as a SentencePiece BPE model ranks its pieces).
+fn gguf_from_tokenizer_json(json: &Json, pre: Option<&str>, eos: u32) -> Vec<u8> {
     let model = &json["model"];
     let mut tokens: Vec<(String, i32)> = Vec::new();
     let mut put = |id: usize, token: &str, ty: i32| {
@@ -35,8 +40,13 @@ fn gguf_from_tokenizer_json(json: &Json, pre: &str, eos: u32) -> Vec<u8> {
     for (token, id) in model["vocab"].as_object().unwrap() {
         put(id.as_u64().unwrap() as usize, token, NORMAL);
     }
+    let unk = json["model"]["unk_token"].as_str();
     for added in json["added_tokens"].as_array().unwrap() {
-        let ty = if added["special"].as_bool().unwrap() { CONTROL } else { USER_DEFINED };
+        let ty = match added["special"].as_bool().unwrap() {
+            true if added["content"].as_str() == unk => UNKNOWN,
+            true => CONTROL,
+            false => USER_DEFINED,
+        };
         put(added["id"].as_u64().unwrap() as usize, added["content"].as_str().unwrap(), ty);
     }
     let merges: Vec<String> = model["merges"]
@@ -48,19 +58,32 @@ fn gguf_from_tokenizer_json(json: &Json, pre: &str, eos: u32) -> Vec<u8> {
             pair => format!("{} {}", pair[0].as_str().unwrap(), pair[1].as_str().unwrap()),
         })
         .collect();
-    Writer {
-        meta: vec![
-            ("general.architecture".into(), 8, string("llama")),
-            ("tokenizer.ggml.model".into(), 8, string("gpt2")),
-            ("tokenizer.ggml.pre".into(), 8, string(pre)),
-            ("tokenizer.ggml.tokens".into(), 9, array(8, tokens.iter().map(|(t, _)| string(t)))),
-            ("tokenizer.ggml.token_type".into(), 9, array(5, tokens.iter().map(|(_, ty)| ty.to_le_bytes().to_vec()))),
-            ("tokenizer.ggml.merges".into(), 9, array(8, merges.iter().map(|m| string(m)))),
-            ("tokenizer.ggml.eos_token_id".into(), 4, eos.to_le_bytes().to_vec()),
-        ],
-        tensors: vec![],
+    let mut meta = vec![("general.architecture".into(), 8, string("llama"))];
+    match pre {
+        Some(pre) => {
+            meta.push(("tokenizer.ggml.model".into(), 8, string("gpt2")));
+            meta.push(("tokenizer.ggml.pre".into(), 8, string(pre)));
+            meta.push(("tokenizer.ggml.merges".into(), 9, array(8, merges.iter().map(|m| string(m)))));
+        }
+        None => {
+            let mut score = vec![0.0f32; tokens.len()];
+            let ids: std::collections::HashMap<&str, usize> = tokens.iter().enumerate().map(|(i, (t, _))| (t.as_str(), i)).collect();
+            for (rank, merge) in merges.iter().enumerate().rev() {
+                score[ids[merge.replace(' ', "").as_str()]] = -(rank as f32);
+            }
+            for (token, ty) in &mut tokens {
+                if *ty == NORMAL && token.len() == 6 && token.starts_with("<0x") {
+                    *ty = BYTE;
+                }
+            }
+            meta.push(("tokenizer.ggml.model".into(), 8, string("llama")));
+            meta.push(("tokenizer.ggml.scores".into(), 9, array(6, score.iter().map(|s| s.to_le_bytes().to_vec()))));
+        }
     }
-    .bytes()
+    meta.push(("tokenizer.ggml.tokens".into(), 9, array(8, tokens.iter().map(|(t, _)| string(t)))));
+    meta.push(("tokenizer.ggml.token_type".into(), 9, array(5, tokens.iter().map(|(_, ty)| ty.to_le_bytes().to_vec()))));
+    meta.push(("tokenizer.ggml.eos_token_id".into(), 4, eos.to_le_bytes().to_vec()));
+    Writer { meta, tensors: vec![] }.bytes()
 }
 
 const TEXTS: &[&str] = &[
@@ -85,7 +108,7 @@ fn random_text(rng: &mut Rng) -> String {
     (0..len).map(|_| POOL[rng.below(POOL.len())]).collect()
 }
 
-fn check(file: &str, pre: &str, eos: u32) {
+fn check(file: &str, pre: Option<&str>, eos: u32) {
     let path = common::package_dir().join("../../assets/tokenizers").join(file);
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}\nrun `bash scripts/fetch-assets.sh`", path.display()));
     let json: Json = serde_json::from_str(&text).unwrap();
@@ -93,6 +116,14 @@ fn check(file: &str, pre: &str, eos: u32) {
     let bytes = gguf_from_tokenizer_json(&json, pre, eos);
     let ours = Tokenizer::from_gguf(&Gguf::parse(&bytes).unwrap()).unwrap();
     assert_eq!(ours.eos(), eos);
+    // SentencePiece's merges come back from the scores as the original lists them.
+    let rebuilt: Json = serde_json::from_str(ours.json()).unwrap();
+    let pair = |m: &Json| match m {
+        Json::String(s) => s.clone(),
+        pair => format!("{} {}", pair[0].as_str().unwrap(), pair[1].as_str().unwrap()),
+    };
+    let merges = |doc: &Json| doc["model"]["merges"].as_array().unwrap().iter().map(pair).collect::<Vec<_>>();
+    assert_eq!(merges(&rebuilt), merges(&json), "{file}: merges");
     let mut rng = Rng(0x70c);
     let random: Vec<String> = (0..400).map(|_| random_text(&mut rng)).collect();
     for text in TEXTS.iter().copied().chain(random.iter().map(String::as_str)) {
@@ -105,18 +136,23 @@ fn check(file: &str, pre: &str, eos: u32) {
 
 #[test]
 fn llama3_tokenizer_from_gguf_matches_its_tokenizer_json() {
-    check("llama3.json", "llama-bpe", 128009);
+    check("llama3.json", Some("llama-bpe"), 128009);
 }
 
 #[test]
 fn qwen3_tokenizer_from_gguf_matches_its_tokenizer_json() {
-    check("qwen3.json", "qwen2", 151645);
+    check("qwen3.json", Some("qwen2"), 151645);
+}
+
+#[test]
+fn llama2_sentencepiece_tokenizer_from_gguf_matches_its_tokenizer_json() {
+    check("llama2.json", None, 2);
 }
 
 #[test]
 fn an_unknown_pre_tokenizer_is_an_error() {
     let json: Json = serde_json::from_str(r#"{"model": {"vocab": {"a": 0}, "merges": []}, "added_tokens": []}"#).unwrap();
-    let bytes = gguf_from_tokenizer_json(&json, "tekken", 0);
+    let bytes = gguf_from_tokenizer_json(&json, Some("tekken"), 0);
     let err = Tokenizer::from_gguf(&Gguf::parse(&bytes).unwrap()).unwrap_err();
     assert!(err.to_string().contains("`tekken` is not supported"), "{err}");
 }
