@@ -81,8 +81,8 @@ pub fn run(args: &DecodeBenchArgs) -> Result<i32, CliError> {
     let Loaded { model, tokenizer, picker } = &loaded;
     let picker = *picker;
     let prompt = match args.raw {
-        true => tokenizer.encode(&args.prompt)?,
-        false => tokenizer.encode(&tokenizer.chat_prompt(&[serde_json::json!({"role": "user", "content": args.prompt})], &Default::default())?)?,
+        true => tokenizer.encode_prompt(&args.prompt)?,
+        false => tokenizer.encode_prompt(&tokenizer.chat_prompt(&[serde_json::json!({"role": "user", "content": args.prompt})], &Default::default())?)?,
     };
 
     let origin = Instant::now();

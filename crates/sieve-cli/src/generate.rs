@@ -179,7 +179,7 @@ impl Loaded {
 
     /// The tokenizer's vocabulary for sieve-core, ending at the model's end-of-sequence token.
     pub(crate) fn vocabulary(&self) -> Result<Arc<Vocabulary>, CliError> {
-        let vocab = Vocabulary::from_tokenizer_json(self.tokenizer.json())?.with_eos_ids(&[self.tokenizer.eos()])?;
+        let vocab = Vocabulary::from_tokenizer_json(self.tokenizer.json())?.with_eos_ids(self.tokenizer.end_ids())?;
         Ok(Arc::new(vocab))
     }
 }
@@ -200,7 +200,7 @@ pub fn run(args: &GenerateArgs) -> Result<i32, CliError> {
         (None, true) => tokenizer.chat_prompt(&messages, &Default::default())?,
         (None, false) => args.prompt.clone(),
     };
-    let prompt = tokenizer.encode(&prompt)?;
+    let prompt = tokenizer.encode_prompt(&prompt)?;
     let mut matcher: Box<dyn TokenConstraint> = match &constraint {
         Some(c) => Box::new(Matcher::new(c, &loaded.vocabulary()?)),
         None => Box::new(Unconstrained::new(model.config().vocab)),

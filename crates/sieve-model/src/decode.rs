@@ -369,7 +369,7 @@ pub async fn generate_streaming(
         jumped = false;
         constraint.accept_token(token)?;
         tokens.push(token);
-        if token == tokenizer.eos() {
+        if tokenizer.is_end(token) {
             break StopReason::EndOfSequence;
         }
         if !stream.emit(tokenizer, &tokens[prompt.len()..], false, on_delta) {
@@ -381,7 +381,7 @@ pub async fn generate_streaming(
     }
     let completion = tokens.split_off(prompt.len());
     stats.completion_tokens = completion.len();
-    let text_ids: Vec<u32> = completion.iter().copied().filter(|&t| t != tokenizer.eos()).collect();
+    let text_ids: Vec<u32> = completion.iter().copied().filter(|&t| !tokenizer.is_end(t)).collect();
     let text = tokenizer.decode(&text_ids)?;
     stats.elapsed_ms = clock() - start;
     Ok(Generation { tokens: completion, text, stop, stats })
@@ -423,7 +423,7 @@ impl TextStream {
     ) -> bool {
         let bytes: Vec<u8> = completion
             .iter()
-            .filter(|&&t| t != tokenizer.eos())
+            .filter(|&&t| !tokenizer.is_end(t))
             .flat_map(|&t| tokenizer.token_bytes(t).iter().copied())
             .collect();
         let new = bytes.get(self.sent..).unwrap_or_default();

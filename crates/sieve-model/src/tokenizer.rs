@@ -182,6 +182,11 @@ pub struct Tokenizer {
     inner: tokenizers::Tokenizer,
     json: String,
     eos: u32,
+    /// Every id that ends a generation: `eos`, and the end-of-turn and end-of-message tokens
+    /// where the file names them (Gemma's `<end_of_turn>`, Llama 3's `<|eot_id|>`).
+    ends: Vec<u32>,
+    /// The beginning-of-sequence id a prompt starts with, where the file asks for one.
+    bos: Option<u32>,
     /// The bytes each token id stands for (added tokens: their text).
     bytes: Vec<Vec<u8>>,
     /// Whether each id is an added (special) token.
@@ -205,6 +210,16 @@ impl Tokenizer {
     pub fn from_gguf(gguf: &Gguf<'_>) -> Result<Self, ModelError> {
         let eos = gguf.get_u64("tokenizer.ggml.eos_token_id")?;
         let mut tokenizer = Self::from_json(tokenizer_json(gguf)?, eos)?;
+        let size = tokenizer.vocab_size();
+        let id = |key: &str| gguf.get_u64(key).ok().and_then(|id| u32::try_from(id).ok()).filter(|&id| (id as usize) < size);
+        for key in ["tokenizer.ggml.eot_token_id", "tokenizer.ggml.eom_token_id"] {
+            if let Some(end) = id(key).filter(|end| !tokenizer.ends.contains(end)) {
+                tokenizer.ends.push(end);
+            }
+        }
+        if matches!(gguf.get("tokenizer.ggml.add_bos_token"), Ok(Value::Bool(true))) {
+            tokenizer.bos = id("tokenizer.ggml.bos_token_id");
+        }
         if let Ok(source) = gguf.get_str("tokenizer.chat_template") {
             let text = |id: Option<u64>| {
                 let id = id.and_then(|id| u32::try_from(id).ok());
@@ -242,7 +257,7 @@ impl Tokenizer {
                 bytes[slot] = encoding.decode(&token).ok_or_else(|| ModelError::Tokenizer(format!("token {id} `{token}` is not byte-level")))?;
             }
         }
-        Ok(Self { inner, json, eos, bytes, special, chat: ChatTemplate::chatml() })
+        Ok(Self { inner, json, eos, ends: vec![eos], bos: None, bytes, special, chat: ChatTemplate::chatml() })
     }
 
     /// The `tokenizer.json` text (for sieve-core's `Vocabulary::from_tokenizer_json`).
@@ -253,6 +268,29 @@ impl Tokenizer {
     /// The end-of-sequence token id.
     pub fn eos(&self) -> u32 {
         self.eos
+    }
+
+    /// Every id that ends a generation: the end of sequence, and the end of a turn or message
+    /// where the model has such tokens.
+    pub fn end_ids(&self) -> &[u32] {
+        &self.ends
+    }
+
+    /// Whether `id` ends a generation (see [`Tokenizer::end_ids`]).
+    pub fn is_end(&self, id: u32) -> bool {
+        self.ends.contains(&id)
+    }
+
+    /// Token ids of a prompt: [`Tokenizer::encode`], after the beginning-of-sequence token where
+    /// the model asks for one and the text (a chat template's, say) does not start with it.
+    pub fn encode_prompt(&self, text: &str) -> Result<Vec<u32>, ModelError> {
+        let mut ids = self.encode(text)?;
+        if let Some(bos) = self.bos
+            && ids.first() != Some(&bos)
+        {
+            ids.insert(0, bos);
+        }
+        Ok(ids)
     }
 
     /// Number of token ids, added tokens included.

@@ -68,7 +68,7 @@ impl Model {
             model.set_helpers(Box::new(PoolHelpers(pool))).map_err(js_error)?;
         }
         let vocab = sieve_core::Vocabulary::from_tokenizer_json(tokenizer.json())
-            .and_then(|v| v.with_eos_ids(&[tokenizer.eos()]))
+            .and_then(|v| v.with_eos_ids(tokenizer.end_ids()))
             .and_then(|v| v.with_width(model.config().vocab))
             .map_err(js_error)?;
         let vocab = Arc::new(vocab);
@@ -131,7 +131,7 @@ async fn run(loaded: &Loaded, request: &Request, on_delta: Option<&js_sys::Funct
     let planned = request.plan(&loaded.constraints, toolbox.as_ref()).map_err(request_error)?;
     let compile_ms = &Cell::new(now_ms() - start);
     let prompt = request.prompt_text(template, toolbox.as_ref()).map_err(request_error)?;
-    let prompt = loaded.tokenizer.encode(&prompt).map_err(js_error)?;
+    let prompt = loaded.tokenizer.encode_prompt(&prompt).map_err(js_error)?;
     let room = loaded.model.config().max_seq.saturating_sub(prompt.len());
     if room == 0 {
         return Err(JsError::new(&format!("the prompt has {} tokens; the context holds {MAX_CONTEXT}", prompt.len())).into());

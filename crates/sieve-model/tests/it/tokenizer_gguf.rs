@@ -28,7 +28,7 @@ fn array(ty: u32, items: impl ExactSizeIterator<Item = Vec<u8>>) -> Vec<u8> {
 /// The GGUF metadata llama.cpp's converter writes for a `tokenizer.json`: byte-level BPE with
 /// pre-tokenizer `pre`, or SentencePiece (`pre` = `None`), whose scores here rank each piece
 /// by the first merge that makes it (as a SentencePiece BPE model ranks its pieces).
-fn gguf_from_tokenizer_json(json: &Json, pre: Option<&str>, eos: u32) -> Vec<u8> {
+fn gguf_from_tokenizer_json(json: &Json, pre: Option<&str>, eos: u32) -> Writer {
     let model = &json["model"];
     let mut tokens: Vec<(String, i32)> = Vec::new();
     let mut put = |id: usize, token: &str, ty: i32| {
@@ -83,7 +83,7 @@ fn gguf_from_tokenizer_json(json: &Json, pre: Option<&str>, eos: u32) -> Vec<u8>
     meta.push(("tokenizer.ggml.tokens".into(), 9, array(8, tokens.iter().map(|(t, _)| string(t)))));
     meta.push(("tokenizer.ggml.token_type".into(), 9, array(5, tokens.iter().map(|(_, ty)| ty.to_le_bytes().to_vec()))));
     meta.push(("tokenizer.ggml.eos_token_id".into(), 4, eos.to_le_bytes().to_vec()));
-    Writer { meta, tensors: vec![] }.bytes()
+    Writer { meta, tensors: vec![] }
 }
 
 const TEXTS: &[&str] = &[
@@ -113,7 +113,7 @@ fn check(file: &str, pre: Option<&str>, eos: u32) {
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}\nrun `bash scripts/fetch-assets.sh`", path.display()));
     let json: Json = serde_json::from_str(&text).unwrap();
     let reference: tokenizers::Tokenizer = text.parse().unwrap();
-    let bytes = gguf_from_tokenizer_json(&json, pre, eos);
+    let bytes = gguf_from_tokenizer_json(&json, pre, eos).bytes();
     let ours = Tokenizer::from_gguf(&Gguf::parse(&bytes).unwrap()).unwrap();
     assert_eq!(ours.eos(), eos);
     // SentencePiece's merges come back from the scores as the original lists them.
@@ -152,7 +152,30 @@ fn llama2_sentencepiece_tokenizer_from_gguf_matches_its_tokenizer_json() {
 #[test]
 fn an_unknown_pre_tokenizer_is_an_error() {
     let json: Json = serde_json::from_str(r#"{"model": {"vocab": {"a": 0}, "merges": []}, "added_tokens": []}"#).unwrap();
-    let bytes = gguf_from_tokenizer_json(&json, Some("tekken"), 0);
+    let bytes = gguf_from_tokenizer_json(&json, Some("tekken"), 0).bytes();
     let err = Tokenizer::from_gguf(&Gguf::parse(&bytes).unwrap()).unwrap_err();
     assert!(err.to_string().contains("`tekken` is not supported"), "{err}");
+}
+
+/// Llama 3's file asks for a beginning-of-sequence token and ends turns with `<|eot_id|>`.
+#[test]
+fn prompts_start_with_bos_where_asked_and_turns_end_at_eot() {
+    let path = common::package_dir().join("../../assets/tokenizers/llama3.json");
+    let json: Json = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let mut writer = gguf_from_tokenizer_json(&json, Some("llama-bpe"), 128001);
+    writer.meta.push(("tokenizer.ggml.add_bos_token".into(), 7, vec![1]));
+    writer.meta.push(("tokenizer.ggml.bos_token_id".into(), 4, 128000u32.to_le_bytes().to_vec()));
+    writer.meta.push(("tokenizer.ggml.eot_token_id".into(), 4, 128009u32.to_le_bytes().to_vec()));
+    let tokenizer = Tokenizer::from_gguf(&Gguf::parse(&writer.bytes()).unwrap()).unwrap();
+    assert_eq!(tokenizer.end_ids(), &[128001, 128009]);
+    assert!(tokenizer.is_end(128009) && !tokenizer.is_end(128000));
+    let plain = tokenizer.encode("Hello").unwrap();
+    assert_eq!(tokenizer.encode_prompt("Hello").unwrap(), [&[128000], &plain[..]].concat());
+    // A chat template's text that starts with the token keeps one.
+    let templated = tokenizer.encode_prompt("<|begin_of_text|>Hello").unwrap();
+    assert_eq!(templated, [&[128000], &plain[..]].concat());
+    // Without the key, nothing is added.
+    let without = Tokenizer::from_gguf(&Gguf::parse(&gguf_from_tokenizer_json(&json, Some("llama-bpe"), 128001).bytes()).unwrap()).unwrap();
+    assert_eq!(without.encode_prompt("Hello").unwrap(), plain);
+    assert_eq!(without.end_ids(), &[128001]);
 }
