@@ -11,6 +11,11 @@ pairs, qwen's not). Each weight type is a variant of the llama model: its matric
 and loaded back into the `transformers` model, whose outputs are then the reference. Next to
 every `NAME.gguf`, `NAME.json` holds the prompt, the greedy continuation and each step's top
 logits, from a full forward pass per step.
+
+`qwen3-chat.gguf` is a small random-weight Qwen3 with the real Qwen3 tokenizer and chat template
+(assets/tokenizers, from scripts/fetch-assets.sh), written as the converter writes them: a
+second family for the end-to-end tests of the CLI and the demo page, whose outputs the
+constraint alone makes valid.
 """
 
 import json
@@ -251,6 +256,62 @@ def write(path, arch, model, qtype=None, seed=0):
     w.close()
 
 
+def write_chat_model(path, tokenizers):
+    """A two-layer Qwen3 of width 64 with Qwen3's tokenizer and chat template, matrices in Q8_0."""
+    tok = json.loads((tokenizers / "qwen3.json").read_text())
+    template = json.loads((tokenizers / "qwen3.config.json").read_text())["chat_template"]
+    # The converter's vocabulary: ids in order, added tokens control or user-defined, padding
+    # names for ids past the tokenizer's.
+    size = 151680
+    tokens = [f"[PAD{i}]" for i in range(size)]
+    types = [gguf.TokenType.USER_DEFINED] * size
+    for token, i in tok["model"]["vocab"].items():
+        tokens[i], types[i] = token, gguf.TokenType.NORMAL
+    for added in tok["added_tokens"]:
+        tokens[added["id"]] = added["content"]
+        types[added["id"]] = gguf.TokenType.CONTROL if added["special"] else gguf.TokenType.USER_DEFINED
+    merges = [m if isinstance(m, str) else " ".join(m) for m in tok["model"]["merges"]]
+    torch.manual_seed(11)
+    config = Qwen3Config(vocab_size=size, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+                         num_key_value_heads=2, head_dim=16, max_position_embeddings=4096, rms_norm_eps=1e-6,
+                         tie_word_embeddings=True, rope_parameters={"rope_type": "default", "rope_theta": 1e6})
+    model = Qwen3ForCausalLM(config).float().eval()
+    w = gguf.GGUFWriter(str(path), "qwen3")
+    w.add_name("tiny Qwen3 (random weights)")
+    w.add_context_length(config.max_position_embeddings)
+    w.add_embedding_length(config.hidden_size)
+    w.add_block_count(config.num_hidden_layers)
+    w.add_feed_forward_length(config.intermediate_size)
+    w.add_head_count(config.num_attention_heads)
+    w.add_head_count_kv(config.num_key_value_heads)
+    w.add_key_length(config.head_dim)
+    w.add_value_length(config.head_dim)
+    w.add_layer_norm_rms_eps(config.rms_norm_eps)
+    w.add_rope_freq_base(1e6)
+    w.add_file_type(int(Q.Q8_0))
+    w.add_tokenizer_model("gpt2")
+    w.add_tokenizer_pre("qwen2")
+    w.add_token_list(tokens)
+    w.add_token_types(types)
+    w.add_token_merges(merges)
+    w.add_eos_token_id(151645)
+    w.add_bos_token_id(151643)
+    w.add_pad_token_id(151643)
+    w.add_add_bos_token(False)
+    w.add_chat_template(template)
+    params = dict(model.named_parameters())
+    for name, hf, _ in gguf_tensors(model, "qwen3"):
+        value = params[hf].detach().numpy().astype(np.float32)
+        if value.ndim == 2:
+            w.add_tensor(name, gguf.quants.quantize(value, Q.Q8_0), raw_dtype=Q.Q8_0)
+        else:
+            w.add_tensor(name, value)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
 def main():
     out = Path(sys.argv[1])
     out.mkdir(parents=True, exist_ok=True)
@@ -264,6 +325,8 @@ def main():
         reference = {"file": f"{name}.gguf", "architecture": arch, "weights": qtype.name if qtype else "F32", **run(model, prompt)}
         (out / f"{name}.json").write_text(json.dumps(reference))
         print(f"{name}: greedy {reference['greedy']}")
+    write_chat_model(out / "qwen3-chat.gguf", Path(__file__).resolve().parent.parent / "assets" / "tokenizers")
+    print("qwen3-chat.gguf")
 
 
 if __name__ == "__main__":

@@ -302,3 +302,38 @@ fn check_follows_a_structural_tag() {
     assert_eq!(code, 2);
     assert!(out[0]["error"].as_str().unwrap().contains("structures[0]"), "{out:?}");
 }
+
+/// A second family: a small random-weight Qwen3 with the real Qwen3 tokenizer and chat template
+/// (built by scripts/tiny-models.py). Its chat prompt is Qwen's, the JSON it generates under a
+/// schema is valid whatever the weights, and the CPU and GPU paths pick the same tokens.
+#[test]
+fn generates_schema_valid_json_with_a_qwen3_model() {
+    let model = package_dir().join("../../assets/tiny-models/qwen3-chat.gguf");
+    assert!(model.exists(), "{}: run `bash scripts/setup.sh` to build the test models", model.display());
+    let schema = temp(
+        "qwen3.schema.json",
+        r#"{"type": "object", "properties": {"name": {"type": "string", "maxLength": 12}, "admin": {"type": "boolean"},
+            "tags": {"type": "array", "items": {"enum": ["a", "b"]}, "maxItems": 3}},
+            "required": ["name", "admin", "tags"], "additionalProperties": false}"#,
+    );
+    let run = |device: &str| {
+        let args = ["generate", "--model", model.to_str().unwrap(), "--json-schema", &schema, "--chat", "--prompt", "Describe a person as JSON."];
+        let (code, out) = sieve(&[&args[..], &["--max-tokens", "200", "--device", device, "--json"]].concat());
+        assert_eq!(code, 0, "--device {device}: {out:?}");
+        out[0].clone()
+    };
+    let cpu = run("cpu");
+    assert_eq!(cpu["finish_reason"], "stop", "{cpu}");
+    let value: Value = serde_json::from_str(cpu["text"].as_str().unwrap()).expect("JSON");
+    let object = value.as_object().unwrap();
+    assert_eq!(object.len(), 3, "{value}");
+    assert!(object["name"].as_str().unwrap().chars().count() <= 12, "{value}");
+    assert!(object["admin"].is_boolean(), "{value}");
+    let tags = object["tags"].as_array().unwrap();
+    assert!(tags.len() <= 3 && tags.iter().all(|t| t == "a" || t == "b"), "{value}");
+    // Qwen's chat format: the prompt is longer than the question alone.
+    assert!(cpu["stats"]["prompt_tokens"].as_u64().unwrap() > 10, "{cpu}");
+    let gpu = run("gpu");
+    assert_eq!(gpu["tokens"], cpu["tokens"], "greedy tokens on the CPU and on the GPU");
+    assert_eq!(gpu["stats"]["launches_per_pass"], 2 + 6 * 2);
+}
