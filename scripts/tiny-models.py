@@ -69,7 +69,7 @@ MODELS = {
 NORM_SHIFT = {"gemma3": 1.0}
 
 # The llama model's weight-type variants: (file suffix, matrix type).
-WEIGHT_TYPES = [("f16", Q.F16), ("bf16", Q.BF16), ("q8_0", Q.Q8_0), ("q4_0", Q.Q4_0), ("q4_1", Q.Q4_1),
+WEIGHT_TYPES = [("f16", Q.F16), ("bf16", Q.BF16), ("q8_0", Q.Q8_0), ("q4_0", Q.Q4_0), ("q4_1", Q.Q4_1), ("q5_0", Q.Q5_0), ("q5_1", Q.Q5_1),
                 ("q4_k", Q.Q4_K), ("q5_k", Q.Q5_K), ("q6_k", Q.Q6_K)]
 
 

@@ -1,12 +1,25 @@
-// The demo page: loads SmolLM2 through sieve's engine (in a Web Worker) on the chosen device,
-// then runs the chosen constraint on a prompt, streaming forced and sampled text in different
-// colours.
+// The demo page: loads the chosen model (SmolLM2 served with the page, a preset from Hugging
+// Face, or any GGUF URL; `?model=URL` picks one at start) through sieve's engine (in a Web
+// Worker) on the chosen device, then runs the chosen constraint on a prompt, streaming forced
+// and sampled text in different colours.
 import { createEngine } from "./pkg/index.js";
 import { PRESETS, sourceText } from "./presets.js";
 
-const MODEL_URL = new URL("../assets/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf", import.meta.url);
+const HF = "https://huggingface.co";
+/** The model picker's presets: GGUF URLs (the browser caches what it downloads). */
+const MODELS = {
+  smollm2: new URL("../assets/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf", import.meta.url).href,
+  "qwen3-0.6b": `${HF}/Qwen/Qwen3-0.6B-GGUF/resolve/main/Qwen3-0.6B-Q8_0.gguf`,
+  "qwen2.5-0.5b": `${HF}/Qwen/Qwen2.5-0.5B-Instruct-GGUF/resolve/main/qwen2.5-0.5b-instruct-q4_k_m.gguf`,
+  "llama3.2-1b": `${HF}/bartowski/Llama-3.2-1B-Instruct-GGUF/resolve/main/Llama-3.2-1B-Instruct-Q4_K_M.gguf`,
+  "gemma3-270m": `${HF}/ggml-org/gemma-3-270m-it-GGUF/resolve/main/gemma-3-270m-it-Q8_0.gguf`,
+};
 const $ = (id) => document.getElementById(id);
 const ui = {
+  model: $("model"),
+  modelUrl: $("model-url"),
+  modelUrlLabel: $("model-url-label"),
+  load: $("load"),
   device: $("device"),
   loadStatus: $("load-status"),
   loadProgress: $("load-progress"),
@@ -189,8 +202,19 @@ function finish(reason, options, calls) {
   setStatus(ui.verdict, "ok", verdict);
 }
 
-/** Loads the model on the device chosen in the picker (`?device=` sets it at start). */
+/** The URL of the model the picker names: a preset's, or the one typed in. */
+function modelUrl() {
+  return ui.model.value === "url" ? ui.modelUrl.value.trim() : MODELS[ui.model.value];
+}
+
+/** Loads the model chosen in the pickers on the device chosen (`?model=` and `?device=` set
+ * them at start). */
 async function loadModel() {
+  const url = modelUrl();
+  if (!url) {
+    setStatus(ui.loadStatus, "error", "Type the URL of a GGUF file.");
+    return;
+  }
   engine?.unload();
   engine = null;
   ui.run.disabled = true;
@@ -200,7 +224,7 @@ async function loadModel() {
   const where = (device) => (device === "cpu" ? "the CPU" : "the GPU");
   try {
     engine = await createEngine({
-      model: MODEL_URL.href,
+      model: url,
       device: ui.device.value,
       onProgress: ({ stage, fraction, loaded, total, device }) => {
         ui.loadProgress.value = fraction ?? 0;
@@ -220,7 +244,8 @@ async function loadModel() {
         ? `on the CPU (${info.threads} thread${info.threads === 1 ? "" : "s"}${info.adapter ? `; the WebGPU adapter, ${info.adapter}, is a software one` : ""})`
         : `on WebGPU (${info.adapter || "adapter"})`;
     const mb = (info.weightBytes / 1e6).toFixed(0);
-    setStatus(ui.loadStatus, "ready", `SmolLM2-135M-Instruct ready ${on}: ${info.layers} layers, ${info.vocab} tokens, ${mb} MB of weights.`);
+    const memory = info.device === "cpu" ? "in memory" : "of GPU memory";
+    setStatus(ui.loadStatus, "ready", `${info.name} (${info.architecture}) ready ${on}: ${info.layers} layers, ${info.vocab} tokens, ${mb} MB of weights ${memory}.`);
     ui.loadStatus.dataset.device = info.device;
     ui.loadProgress.value = 1;
     document.body.dataset.engine = "ready";
@@ -238,8 +263,24 @@ function start() {
   ui.run.addEventListener("click", run);
   ui.stop.addEventListener("click", () => controller?.abort());
   ui.constraint.addEventListener("input", () => showConstraintError(null));
-  const asked = new URLSearchParams(location.search).get("device");
+  const params = new URLSearchParams(location.search);
+  const asked = params.get("device");
   if ([...ui.device.options].some((o) => o.value === asked)) ui.device.value = asked;
+  const model = params.get("model");
+  if (model) {
+    ui.model.value = "url";
+    ui.modelUrl.value = new URL(model, location.href).href;
+  }
+  const showUrl = () => {
+    ui.modelUrlLabel.hidden = ui.load.hidden = ui.model.value !== "url";
+  };
+  showUrl();
+  ui.model.addEventListener("change", () => {
+    showUrl();
+    if (ui.model.value !== "url") loadModel();
+  });
+  ui.load.addEventListener("click", loadModel);
+  ui.modelUrl.addEventListener("keydown", (e) => e.key === "Enter" && loadModel());
   ui.device.addEventListener("change", loadModel);
   loadModel();
 }

@@ -2,7 +2,9 @@
 // `auto` puts the model on the CPU, since Chromium's only WebGPU adapter here is SwiftShader (a
 // software one), on a thread per core (the page is cross-origin isolated); a JSON-schema preset streams output that parses and validates against the
 // schema (checked here with Ajv, independently of sieve); a bad schema shows an error next to
-// the editor and the next run works; the tools preset shows a call whose arguments Ajv accepts.
+// the editor and the next run works; the tools preset shows a call whose arguments Ajv accepts;
+// a second family (a random-weight Qwen3 with the real Qwen3 tokenizer) loads by URL and its
+// output validates.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { mkdir } from "node:fs/promises";
@@ -93,5 +95,36 @@ test("the demo page generates schema-valid JSON with the real model, and recover
   assert.ok(ajv.validate(tool.function.parameters, JSON.parse(args)), `${args}: ${ajv.errorsText()}`);
   assert.match(await page.textContent("#verdict"), new RegExp(`Called ${name}`));
   await screenshot(page, "demo-tools");
+  assert.deepEqual(errors, []);
+});
+
+test("the demo page loads a second family by URL and generates schema-valid JSON with it", { timeout: 2 * RUN_TIMEOUT }, async () => {
+  // A small random-weight Qwen3 with the real Qwen3 tokenizer and chat template
+  // (scripts/tiny-models.py), picked by `?model=`: whatever the weights say, the constraint
+  // keeps the output valid.
+  const { page, url, errors } = ctx;
+  await page.goto(`${url}?model=/assets/tiny-models/qwen3-chat.gguf`);
+  await page.waitForFunction(() => document.body.dataset.engine !== "loading", null, { timeout: RUN_TIMEOUT });
+  const status = await page.textContent("#load-status");
+  assert.equal(await page.getAttribute("body", "data-engine"), "ready", `the model did not load: ${status}`);
+  assert.match(status, /^tiny Qwen3 \(random weights\) \(qwen3\) ready on the CPU/);
+  assert.equal(await page.inputValue("#model"), "url");
+  assert.match(await page.inputValue("#model-url"), /\/assets\/tiny-models\/qwen3-chat\.gguf$/);
+
+  const schema = {
+    type: "object",
+    properties: { name: { type: "string", maxLength: 12 }, admin: { type: "boolean" }, tags: { type: "array", items: { enum: ["a", "b"] }, maxItems: 3 } },
+    required: ["name", "admin", "tags"],
+    additionalProperties: false,
+  };
+  await page.selectOption("#kind", "json_schema");
+  await page.fill("#constraint", JSON.stringify(schema));
+  await page.fill("#prompt", "Describe a person as JSON.");
+  await page.fill("#max-tokens", "200");
+  const out = await generate(page);
+  assert.equal(out.state, "done", `the run failed: ${out.error}`);
+  const ajv = new Ajv2020({ strict: false });
+  assert.ok(ajv.validate(schema, JSON.parse(out.text)), `${out.text} does not match the schema: ${ajv.errorsText()}`);
+  await screenshot(page, "demo-qwen3");
   assert.deepEqual(errors, []);
 });

@@ -75,6 +75,11 @@ pub enum TensorType {
     Q4_0,
     /// (id 3) blocks of 32: f16 scale `d`, f16 minimum `m`, 16 bytes of 4-bit `q`; `x = d * q + m`.
     Q4_1,
+    /// (id 6) blocks of 32: f16 scale `d`, 32 fifth bits, 16 bytes of low nibbles;
+    /// `x = d * (q - 16)` (llama.cpp's fallback for rows that are not whole K-quant blocks).
+    Q5_0,
+    /// (id 7) as Q5_0 with an f16 minimum `m` after `d`; `x = d * q + m`.
+    Q5_1,
     /// (id 8) blocks of 32: f16 scale `d`, 32 signed bytes `q`; `x = d * q`.
     Q8_0,
     /// (id 12) super-blocks of 256: f16 `d` and `dmin`, eight 6-bit scales and minima packed in
@@ -91,8 +96,19 @@ pub enum TensorType {
 
 impl TensorType {
     /// Every type this reader dequantizes.
-    pub const ALL: [Self; 9] =
-        [Self::F32, Self::F16, Self::BF16, Self::Q4_0, Self::Q4_1, Self::Q8_0, Self::Q4_K, Self::Q5_K, Self::Q6_K];
+    pub const ALL: [Self; 11] = [
+        Self::F32,
+        Self::F16,
+        Self::BF16,
+        Self::Q4_0,
+        Self::Q4_1,
+        Self::Q5_0,
+        Self::Q5_1,
+        Self::Q8_0,
+        Self::Q4_K,
+        Self::Q5_K,
+        Self::Q6_K,
+    ];
 
     fn from_id(id: u32) -> Option<Self> {
         match id {
@@ -100,6 +116,8 @@ impl TensorType {
             1 => Some(Self::F16),
             2 => Some(Self::Q4_0),
             3 => Some(Self::Q4_1),
+            6 => Some(Self::Q5_0),
+            7 => Some(Self::Q5_1),
             8 => Some(Self::Q8_0),
             12 => Some(Self::Q4_K),
             13 => Some(Self::Q5_K),
@@ -122,6 +140,8 @@ impl TensorType {
             Self::F16 => (1, 2),
             Self::Q4_0 => (32, 18),
             Self::Q4_1 => (32, 20),
+            Self::Q5_0 => (32, 22),
+            Self::Q5_1 => (32, 24),
             Self::Q8_0 => (32, 34),
             Self::Q4_K => (256, 144),
             Self::Q5_K => (256, 176),
@@ -289,7 +309,7 @@ impl<'a> Gguf<'a> {
         for (name, dims, ty_id, offset, pos) in raw {
             let terr = |message: String| ModelError::Tensor { name: name.clone(), message };
             let ty = TensorType::from_id(ty_id)
-                .ok_or_else(|| terr(format!("GGML type {ty_id} is not supported (F32, F16, BF16, Q4_0, Q4_1, Q8_0, Q4_K, Q5_K, Q6_K are)")))?;
+                .ok_or_else(|| terr(format!("GGML type {ty_id} is not supported (F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K are)")))?;
             let n = dims
                 .iter()
                 .try_fold(1u64, |acc, &d| acc.checked_mul(d))
@@ -452,6 +472,26 @@ pub fn dequantize_into(ty: TensorType, data: &[u8], out: &mut [f32]) {
                 for (i, &q) in block[2..18].iter().enumerate() {
                     o[i] = d * (f32::from(q & 0x0f) - 8.0);
                     o[i + 16] = d * (f32::from(q >> 4) - 8.0);
+                }
+            }
+        }
+        TensorType::Q5_0 | TensorType::Q5_1 => {
+            let (_, size) = ty.block();
+            let with_min = ty == TensorType::Q5_1;
+            for (o, block) in out.chunks_exact_mut(32).zip(data.chunks_exact(size)) {
+                let d = f16_at(block, 0);
+                // Q5_1 adds its minimum; Q5_0 centres q on 16 (as integers, as ggml does).
+                let (min, offset, rest) = match with_min {
+                    true => (f16_at(block, 2), 0.0, &block[4..]),
+                    false => (0.0, 16.0, &block[2..]),
+                };
+                let high = u32::from_le_bytes([rest[0], rest[1], rest[2], rest[3]]);
+                // Element j's fifth bit is bit j of `high`; low nibbles hold 0..16, high 16..32.
+                for (j, &q) in rest[4..20].iter().enumerate() {
+                    let lo = u32::from(q & 0x0f) | ((high >> j) & 1) << 4;
+                    let hi = u32::from(q >> 4) | ((high >> (j + 16)) & 1) << 4;
+                    o[j] = (lo as f32 - offset) * d + min;
+                    o[j + 16] = (hi as f32 - offset) * d + min;
                 }
             }
         }

@@ -330,6 +330,10 @@ export interface Completion {
 
 /** The loaded model and where it runs. */
 export interface EngineInfo {
+  /** The model file's name (`general.name`), or its architecture's. */
+  name: string;
+  /** The GGUF architecture: "llama", "qwen2", "qwen3", "phi3" or "gemma3". */
+  architecture: string;
   vocab: number;
   layers: number;
   hidden: number;

@@ -32,6 +32,8 @@ pub struct Model {
 }
 
 struct Loaded {
+    /// The file's `general.name` (its architecture's where it has none).
+    name: String,
     model: Llama,
     tokenizer: Tokenizer,
     vocab: Arc<sieve_core::Vocabulary>,
@@ -40,7 +42,8 @@ struct Loaded {
 
 #[wasm_bindgen]
 impl Model {
-    /// Loads a llama-architecture GGUF (SmolLM2-135M-Instruct) from its bytes onto `device`:
+    /// Loads a GGUF of a supported architecture (llama, qwen2, qwen3, phi3, gemma3) from its
+    /// bytes onto `device`:
     /// `"webgpu"` (the WGSL kernels) or `"cpu"` (the CPU kernels, on this thread, and on the
     /// `helpers` workers when given: see [`crate::parts`]). `onProgress(fraction)` is called as
     /// the weights are loaded.
@@ -58,6 +61,7 @@ impl Model {
         let gguf = Gguf::parse(&bytes).map_err(js_error)?;
         let tokenizer = Tokenizer::from_gguf(&gguf).map_err(js_error)?;
         let config = LlamaConfig::from_gguf(&gguf, MAX_CONTEXT).map_err(js_error)?;
+        let name = gguf.get_str("general.name").unwrap_or(config.arch.name()).to_string();
         let mut report = |fraction: f64| {
             if let Some(f) = &on_progress {
                 let _ = f.call1(&JsValue::NULL, &JsValue::from_f64(fraction));
@@ -75,7 +79,7 @@ impl Model {
         // The mask code is optimised by the browser before the first request.
         sieve_core::warm_up(&vocab);
         let constraints = ConstraintCache::new(Limits::default(), CONSTRAINT_CACHE);
-        Ok(Model { inner: Rc::new(Loaded { model, tokenizer, vocab, constraints }) })
+        Ok(Model { inner: Rc::new(Loaded { name, model, tokenizer, vocab, constraints }) })
     }
 
     /// The model's vocabulary, for the low-level API.
@@ -84,7 +88,8 @@ impl Model {
         Vocabulary::new(self.inner.vocab.clone())
     }
 
-    /// `{vocab, layers, hidden, maxContext, device, threads, weightBytes}`: `device` is
+    /// `{name, architecture, vocab, layers, hidden, maxContext, device, threads, weightBytes}`:
+    /// `name` is the file's, `architecture` its GGUF architecture, `device` is
     /// `"webgpu"` or `"cpu"`, `threads` the CPU threads (null on WebGPU), `weightBytes` the
     /// memory the weights take where they run.
     #[wasm_bindgen(getter)]
@@ -96,6 +101,8 @@ impl Model {
             Backend::Gpu | Backend::Reference => ("webgpu", None),
         };
         to_js(&json!({
+            "name": self.inner.name,
+            "architecture": c.arch.name(),
             "vocab": c.vocab,
             "layers": c.layers,
             "hidden": c.hidden,

@@ -34,7 +34,8 @@ fn random_rows(ty: TensorType, rows: usize, cols: usize, rng: &mut Rng) -> Vec<u
                 &[]
             }
             TensorType::Q4_0 => &[(0, 0.1)],
-            TensorType::Q4_1 => &[(0, 0.1), (2, 1.0)],
+            TensorType::Q4_1 | TensorType::Q5_1 => &[(0, 0.1), (2, 1.0)],
+            TensorType::Q5_0 => &[(0, 0.1)],
             TensorType::Q8_0 => &[(0, 0.02)],
             TensorType::Q4_K | TensorType::Q5_K => &[(0, 0.01), (2, 0.01)],
             TensorType::Q6_K => &[(208, 0.001)],

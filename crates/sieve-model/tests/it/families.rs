@@ -11,9 +11,9 @@ use sieve_model::{Architecture, Backend, Device, Gguf, KvCache, Llama, LlamaConf
 use wasm_bindgen_test::wasm_bindgen_test;
 
 /// The files `scripts/tiny-models.py` writes, by name (`NAME.json` and `NAME.gguf`).
-const FIXTURES: [&str; 14] = [
+const FIXTURES: [&str; 16] = [
     "llama", "llama3-rope", "qwen2", "qwen3", "phi3", "gemma3", "llama-f16", "llama-bf16", "llama-q8_0", "llama-q4_0", "llama-q4_1",
-    "llama-q4_k", "llama-q5_k", "llama-q6_k",
+    "llama-q5_0", "llama-q5_1", "llama-q4_k", "llama-q5_k", "llama-q6_k",
 ];
 
 /// Each fixture's reference run and GGUF bytes, read from `assets/tiny-models`; panics with the
@@ -40,7 +40,7 @@ fn fixtures() -> Vec<(serde_json::Value, Vec<u8>)> {
             )),*]
         };
     }
-    let fixtures = embedded!["llama", "llama3-rope", "qwen2", "qwen3", "phi3", "gemma3", "llama-f16", "llama-bf16", "llama-q8_0", "llama-q4_0", "llama-q4_1", "llama-q4_k", "llama-q5_k", "llama-q6_k"];
+    let fixtures = embedded!["llama", "llama3-rope", "qwen2", "qwen3", "phi3", "gemma3", "llama-f16", "llama-bf16", "llama-q8_0", "llama-q4_0", "llama-q4_1", "llama-q5_0", "llama-q5_1", "llama-q4_k", "llama-q5_k", "llama-q6_k"];
     assert_eq!(fixtures.len(), FIXTURES.len());
     fixtures
 }
