@@ -466,67 +466,101 @@ pub fn dequantize_into(ty: TensorType, data: &[u8], out: &mut [f32]) {
                 *o = f32::from_bits(u32::from(u16::from_le_bytes([c[0], c[1]])) << 16);
             }
         }
-        TensorType::Q4_0 => {
-            for (o, block) in out.chunks_exact_mut(32).zip(data.chunks_exact(18)) {
-                let d = f16_at(block, 0);
-                for (i, &q) in block[2..18].iter().enumerate() {
-                    o[i] = d * (f32::from(q & 0x0f) - 8.0);
-                    o[i + 16] = d * (f32::from(q >> 4) - 8.0);
+        _ => {
+            let mut at = 0;
+            int8_blocks(ty, data, |scale, min, q| {
+                for (o, &q) in out[at..at + 16].iter_mut().zip(q) {
+                    *o = scale * f32::from(q) + min;
                 }
+                at += 16;
+            });
+        }
+    }
+}
+
+/// Whole blocks of a quantized type as runs of 16 values `scale * q + min` with `q` an `i8`,
+/// in order; `emit` is called with each run's scale, minimum and values. This is every block
+/// type's formula with the arithmetic of ggml's (Q4_0's `d * (q - 8)`: `q - 8` is the `i8`;
+/// Q4_K's `d * sc * q - dmin * m`: the scale `d * sc` and the minimum `-(dmin * m)`). Float
+/// types emit nothing and return false.
+pub fn int8_blocks(ty: TensorType, data: &[u8], mut emit: impl FnMut(f32, f32, &[i8; 16])) -> bool {
+    let f16_at = |b: &[u8], i: usize| f16_to_f32(u16::from_le_bytes([b[i], b[i + 1]]));
+    let (_, size) = ty.block();
+    let mut q = [0i8; 32];
+    // A block of 32 with one scale and minimum: its two runs.
+    let mut emit32 = |scale: f32, min: f32, q: &[i8; 32]| {
+        let (first, second) = q.split_at(16);
+        emit(scale, min, first.try_into().unwrap());
+        emit(scale, min, second.try_into().unwrap());
+    };
+    match ty {
+        TensorType::F32 | TensorType::F16 | TensorType::BF16 => return false,
+        TensorType::Q8_0 => {
+            for block in data.chunks_exact(size) {
+                q.iter_mut().zip(&block[2..34]).for_each(|(q, &b)| *q = b as i8);
+                emit32(f16_at(block, 0), 0.0, &q);
+            }
+        }
+        TensorType::Q4_0 | TensorType::Q4_1 => {
+            // Q4_0 centres its nibbles on 8; Q4_1 adds a minimum instead.
+            let centred = ty == TensorType::Q4_0;
+            for block in data.chunks_exact(size) {
+                let (min, qs) = if centred { (0.0, &block[2..18]) } else { (f16_at(block, 2), &block[4..20]) };
+                let offset = if centred { 8 } else { 0 };
+                // Low nibbles hold elements 0..16, high nibbles 16..32.
+                for (j, &b) in qs.iter().enumerate() {
+                    q[j] = (b & 0x0f) as i8 - offset;
+                    q[j + 16] = (b >> 4) as i8 - offset;
+                }
+                emit32(f16_at(block, 0), min, &q);
             }
         }
         TensorType::Q5_0 | TensorType::Q5_1 => {
-            let (_, size) = ty.block();
-            let with_min = ty == TensorType::Q5_1;
-            for (o, block) in out.chunks_exact_mut(32).zip(data.chunks_exact(size)) {
-                let d = f16_at(block, 0);
-                // Q5_1 adds its minimum; Q5_0 centres q on 16 (as integers, as ggml does).
-                let (min, offset, rest) = match with_min {
-                    true => (f16_at(block, 2), 0.0, &block[4..]),
-                    false => (0.0, 16.0, &block[2..]),
-                };
+            let centred = ty == TensorType::Q5_0;
+            for block in data.chunks_exact(size) {
+                let (min, rest) = if centred { (0.0, &block[2..]) } else { (f16_at(block, 2), &block[4..]) };
+                let offset = if centred { 16 } else { 0 };
                 let high = u32::from_le_bytes([rest[0], rest[1], rest[2], rest[3]]);
-                // Element j's fifth bit is bit j of `high`; low nibbles hold 0..16, high 16..32.
-                for (j, &q) in rest[4..20].iter().enumerate() {
-                    let lo = u32::from(q & 0x0f) | ((high >> j) & 1) << 4;
-                    let hi = u32::from(q >> 4) | ((high >> (j + 16)) & 1) << 4;
-                    o[j] = (lo as f32 - offset) * d + min;
-                    o[j + 16] = (hi as f32 - offset) * d + min;
+                // Element j's fifth bit is bit j of `high`.
+                for (j, &b) in rest[4..20].iter().enumerate() {
+                    let lo = (b & 0x0f) | (((high >> j) & 1) << 4) as u8;
+                    let hi = (b >> 4) | (((high >> (j + 16)) & 1) << 4) as u8;
+                    q[j] = lo as i8 - offset;
+                    q[j + 16] = hi as i8 - offset;
                 }
+                emit32(f16_at(block, 0), min, &q);
             }
         }
         TensorType::Q4_K | TensorType::Q5_K => {
             let five = ty == TensorType::Q5_K;
-            let (_, size) = ty.block();
-            for (o, block) in out.chunks_exact_mut(256).zip(data.chunks_exact(size)) {
+            for block in data.chunks_exact(size) {
                 let (d, dmin) = (f16_at(block, 0), f16_at(block, 2));
                 let scales = &block[4..16];
-                let (high, qs) = match five {
-                    true => (&block[16..48], &block[48..176]),
-                    false => (&block[..0], &block[16..144]),
-                };
+                let (high, qs) = if five { (&block[16..48], &block[48..176]) } else { (&block[..0], &block[16..144]) };
                 // Each 32 bytes of `qs` hold two sub-blocks: low nibbles, then high nibbles.
-                for (pair, (o, q)) in o.chunks_exact_mut(64).zip(qs.chunks_exact(32)).enumerate() {
+                for (pair, qs) in qs.chunks_exact(32).enumerate() {
                     for half in 0..2 {
                         let (sc, m) = k_scale_min(scales, 2 * pair + half);
-                        let (scale, min) = (d * f32::from(sc), dmin * f32::from(m));
                         let bit = 1u8 << (2 * pair + half);
-                        for (l, &q) in q.iter().enumerate() {
-                            let low = if half == 0 { q & 0x0f } else { q >> 4 };
+                        for (l, &b) in qs.iter().enumerate() {
+                            let low = if half == 0 { b & 0x0f } else { b >> 4 };
                             let top = if five && high[l] & bit != 0 { 16 } else { 0 };
-                            o[32 * half + l] = scale * f32::from(low + top) - min;
+                            q[l] = (low + top) as i8;
                         }
+                        emit32(d * f32::from(sc), -(dmin * f32::from(m)), &q);
                     }
                 }
             }
         }
         TensorType::Q6_K => {
-            for (o, block) in out.chunks_exact_mut(256).zip(data.chunks_exact(210)) {
+            for block in data.chunks_exact(size) {
                 let (ql, qh, scales) = (&block[..128], &block[128..192], &block[192..208]);
                 let d = f16_at(block, 208);
-                // Each half of 128 values: 64 bytes of low nibbles, 32 of high bit pairs, 8 scales.
-                for (h, o) in o.chunks_exact_mut(128).enumerate() {
+                // Each half of 128 values: 64 bytes of low nibbles, 32 of high bit pairs, 8 scales
+                // (one per 16 values).
+                for h in 0..2 {
                     let (ql, qh, sc) = (&ql[64 * h..][..64], &qh[32 * h..][..32], &scales[8 * h..][..8]);
+                    let mut values = [0i8; 128];
                     for l in 0..32 {
                         let q = [
                             (ql[l] & 0x0f) | ((qh[l] & 3) << 4),
@@ -535,14 +569,17 @@ pub fn dequantize_into(ty: TensorType, data: &[u8], out: &mut [f32]) {
                             (ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4),
                         ];
                         for (k, q) in q.into_iter().enumerate() {
-                            let scale = d * f32::from(sc[l / 16 + 2 * k] as i8);
-                            o[32 * k + l] = scale * f32::from(i16::from(q) - 32);
+                            values[32 * k + l] = q as i8 - 32;
                         }
+                    }
+                    for (run, q) in values.chunks_exact(16).enumerate() {
+                        emit(d * f32::from(sc[run] as i8), 0.0, q.try_into().unwrap());
                     }
                 }
             }
         }
     }
+    true
 }
 
 /// Sub-block `j`'s 6-bit scale and minimum in a Q4_K or Q5_K super-block's 12 packed bytes:

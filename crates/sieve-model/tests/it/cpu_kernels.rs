@@ -139,3 +139,23 @@ fn encoded_rows_of_the_wrong_size_are_errors() {
     assert!(Matrix::from_bytes(TensorType::Q4_1, 2, 48, vec![0; 60]).is_err(), "48 columns are not whole blocks");
     assert!(Matrix::from_bytes(TensorType::F32, usize::MAX, 4, vec![0; 16]).is_err());
 }
+
+/// The runs of 16 `scale * q + min` the GPU's weights are packed from give every block type's
+/// dequantized values exactly; float types have none.
+#[wasm_bindgen_test(unsupported = test)]
+fn int8_blocks_reproduce_the_dequantized_values() {
+    let mut rng = Rng(0x1b8);
+    for ty in TensorType::ALL {
+        let data = random_rows(ty, 3, 512, &mut rng);
+        let mut values = Vec::new();
+        let blocked = sieve_model::gguf::int8_blocks(ty, &data, |scale, min, q| values.extend(q.iter().map(|&q| scale * f32::from(q) + min)));
+        assert_eq!(blocked, !matches!(ty, TensorType::F32 | TensorType::F16 | TensorType::BF16), "{ty:?}");
+        if blocked {
+            let expected = dequantize(ty, &data);
+            assert_eq!(values.len(), expected.len(), "{ty:?}");
+            for (i, (a, b)) in values.iter().zip(&expected).enumerate() {
+                assert!(a.to_bits() == b.to_bits() || (*a == 0.0 && *b == 0.0), "{ty:?} value {i}: {a} vs {b}");
+            }
+        }
+    }
+}
