@@ -245,6 +245,7 @@ pub fn run(args: &GenerateArgs) -> Result<i32, CliError> {
             "device": loaded.device().0,
             "threads": loaded.device().1,
             "launches_per_pass": model.launches_per_pass(),
+            "weight_bytes": model.weight_bytes(),
             "tokens_per_s": s.tokens_per_s(),
             "mask_us_p50": s.mask_us_quantile(0.5),
             "mask_us_p99": s.mask_us_quantile(0.99),

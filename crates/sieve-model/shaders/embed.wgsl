@@ -1,14 +1,14 @@
 // Token embedding lookup: row `ids[r]` of the table, times a scale (1 but for gemma3), for each
-// of n rows.
+// of n rows (the table is the output head's weights, so its rows are columns here).
 //
-// table:  [V, D] f32.
+// w:      [V, D] weights (weights.wgsl).
 // ids:    [n] u32 (checked against V by the caller).
 // x:      [n, D] f32 out.
-// params: [D, n, bits of the scale].
+// params: [D, n, bits of the scale, V].
 //
 // One invocation per output value; dispatch ceil(D / WG) x n workgroups.
 
-@group(0) @binding(0) var<storage, read_write> table: array<f32>;
+@group(0) @binding(0) var<storage, read_write> w: array<vec4<u32>>;
 @group(0) @binding(1) var<storage, read_write> ids: array<u32>;
 @group(0) @binding(2) var<storage, read_write> x: array<f32>;
 @group(0) @binding(3) var<storage, read_write> params: array<u32>;
@@ -18,5 +18,6 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     let d = params[0];
     let row = gid.y;
     if (gid.x >= d || row >= params[1]) { return; }
-    x[row * d + gid.x] = table[ids[row] * d + gid.x] * bitcast<f32>(params[2]);
+    let token = ids[row];
+    x[row * d + gid.x] = weight(gid.x, token / 4u, params[3] / 4u, d)[token % 4u] * bitcast<f32>(params[2]);
 }

@@ -2,7 +2,7 @@
 // norm_add.wgsl normalises it before adding), for n rows.
 //
 // input:  [n, K] f32.
-// w:      [K, N / 4] vec4.
+// w:      [N, K] weights (weights.wgsl).
 // x:      [n, N / 4] vec4, updated in place.
 // params: [K, N, n, add (1) or store (0)].
 //
@@ -10,7 +10,7 @@
 // Dispatch ceil(N / 4 / (WG / SLICES)) x ceil(n / ROWS) workgroups.
 
 @group(0) @binding(0) var<storage, read_write> input: array<f32>;
-@group(0) @binding(1) var<storage, read_write> w: array<vec4<f32>>;
+@group(0) @binding(1) var<storage, read_write> w: array<vec4<u32>>;
 @group(0) @binding(2) var<storage, read_write> x: array<vec4<f32>>;
 @group(0) @binding(3) var<storage, read_write> params: array<u32>;
 
@@ -27,7 +27,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) group:
     var acc: array<vec4<f32>, ROWS>;
     if (col < quads) {
         for (var i = slice; i < k_len; i += SLICES) {
-            let wv = w[i * quads + col];
+            let wv = weight(i, col, quads, k_len);
             for (var r = 0u; r < rows; r++) { acc[r] += input[(r0 + r) * k_len + i] * wv; }
         }
     }

@@ -4,7 +4,7 @@
 //
 // x:      [n, D] f32, the residual stream.
 // norm_w: [D] f32.
-// w:      [D, C / 4] vec4 with C = (H + 2 Hkv) hd: columns are Q heads, then K heads, then V heads.
+// w:      [C, D] weights (weights.wgsl), C = (H + 2 Hkv) hd: Q heads, then K heads, then V heads.
 // cos, sin: [max_seq, hd / 2] f32, the rotary angles per position and pair.
 // q:      [n, H hd / 4] vec4 out, rotated queries.
 // k_cache, v_cache: [Hkv, max_seq, hd / 4] vec4; row `start + r` of every head is written.
@@ -17,7 +17,7 @@
 
 @group(0) @binding(0) var<storage, read_write> x: array<f32>;
 @group(0) @binding(1) var<storage, read_write> norm_w: array<f32>;
-@group(0) @binding(2) var<storage, read_write> w: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read_write> w: array<vec4<u32>>;
 @group(0) @binding(3) var<storage, read_write> cos_table: array<f32>;
 @group(0) @binding(4) var<storage, read_write> sin_table: array<f32>;
 @group(0) @binding(5) var<storage, read_write> q: array<vec4<f32>>;
@@ -48,7 +48,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) group:
     var acc: array<vec4<f32>, ROWS>;
     if (col < quads) {
         for (var i = slice; i < d; i += SLICES) {
-            let wv = w[i * quads + col] * norm_w[i];
+            let wv = weight(i, col, quads, d) * norm_w[i];
             for (var r = 0u; r < rows; r++) { acc[r] += x[(r0 + r) * d + i] * wv; }
         }
     }

@@ -3,7 +3,7 @@
 //
 // x:      [n, D] f32, the residual stream.
 // norm_w: [D] f32.
-// w:      [D, 2F / 4] vec4: gate columns 0..F, then up columns F..2F.
+// w:      [2F, D] weights (weights.wgsl): gate outputs 0..F, then up outputs F..2F.
 // act:    [n, F / 4] vec4 out.
 // params: [D, F, n, bits of eps, gelu (1 or 0)].
 //
@@ -13,7 +13,7 @@
 
 @group(0) @binding(0) var<storage, read_write> x: array<f32>;
 @group(0) @binding(1) var<storage, read_write> norm_w: array<f32>;
-@group(0) @binding(2) var<storage, read_write> w: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read_write> w: array<vec4<u32>>;
 @group(0) @binding(3) var<storage, read_write> act: array<vec4<f32>>;
 @group(0) @binding(4) var<storage, read_write> params: array<u32>;
 
@@ -35,9 +35,8 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) group:
     var up: array<vec4<f32>, ROWS>;
     if (col < quads) {
         for (var i = slice; i < d; i += SLICES) {
-            let row = i * 2u * quads;
-            let g = w[row + col] * norm_w[i];
-            let u = w[row + quads + col] * norm_w[i];
+            let g = weight(i, col, 2u * quads, d) * norm_w[i];
+            let u = weight(i, quads + col, 2u * quads, d) * norm_w[i];
             for (var r = 0u; r < rows; r++) {
                 let t = x[(r0 + r) * d + i];
                 gate[r] += t * g;

@@ -61,8 +61,8 @@ fn to_u32(what: &'static str, value: usize) -> Result<u32, KernelError> {
     u32::try_from(value).map_err(|_| KernelError::TooLarge { what, value })
 }
 
-/// A WGSL shader from `shaders/`, launched with its `{{ workgroup_size }}`, `{{ rows }}` and
-/// `{{ slices }}` filled in.
+/// A WGSL shader from `shaders/`, launched with its `{{ workgroup_size }}`, `{{ rows }}`,
+/// `{{ slices }}` and `{{ blocked }}` filled in.
 #[derive(Clone, Copy)]
 pub(crate) struct Wgsl {
     /// The shader's file name; with the constants it keys burn's pipeline cache.
@@ -73,6 +73,8 @@ pub(crate) struct Wgsl {
     pub rows: u32,
     /// Invocations that split the sum of each output column, for the projections (1 elsewhere).
     pub slices: u32,
+    /// Whether the weight matrix it reads is in the blocked form (shaders/weights.wgsl).
+    pub blocked: bool,
 }
 
 impl KernelSource for Wgsl {
@@ -81,10 +83,11 @@ impl KernelSource for Wgsl {
             .register("workgroup_size", self.workgroup_size.to_string())
             .register("rows", self.rows.to_string())
             .register("slices", self.slices.to_string())
+            .register("blocked", self.blocked.to_string())
     }
 
     fn id(&self) -> KernelId {
-        KernelId::new::<Self>().info((self.name, self.workgroup_size, self.rows, self.slices))
+        KernelId::new::<Self>().info((self.name, self.workgroup_size, self.rows, self.slices, self.blocked))
     }
 
     fn lang(&self) -> &'static str {
@@ -109,6 +112,7 @@ const APPLY_BITMASK: Wgsl = Wgsl {
     workgroup_size: WORKGROUP_SIZE,
     rows: 1,
     slices: 1,
+    blocked: false,
 };
 
 const MASKED_ARGMAX: Wgsl = Wgsl {
@@ -117,6 +121,7 @@ const MASKED_ARGMAX: Wgsl = Wgsl {
     workgroup_size: PICK_WORKGROUP as u32,
     rows: 1,
     slices: 1,
+    blocked: false,
 };
 
 const MASKED_SAMPLE: Wgsl = Wgsl {
@@ -125,6 +130,7 @@ const MASKED_SAMPLE: Wgsl = Wgsl {
     workgroup_size: PICK_WORKGROUP as u32,
     rows: 1,
     slices: 1,
+    blocked: false,
 };
 
 /// Sets every logit whose token the bitmask forbids to `-inf`, on the GPU.

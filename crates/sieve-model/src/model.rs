@@ -42,10 +42,10 @@
 use burn::tensor::{Device, Tensor};
 
 use crate::burn_forward::{BurnWeights, LayerData};
-use crate::config::LayerExtras;
 pub use crate::config::LlamaConfig;
 use crate::cpu::parts::{Helpers, Shard};
-use crate::cpu::{CpuCache, CpuForward, LayerRows};
+use crate::cpu::matrix::Matrix;
+use crate::cpu::{CpuCache, CpuForward, Layer, LayerRows};
 use crate::error::ModelError;
 use crate::gguf::Gguf;
 use crate::wgsl_forward::{GpuCache, WgslForward};
@@ -92,8 +92,10 @@ pub enum Backend {
 }
 
 enum Weights {
-    /// Tensors on a burn device, and the WGSL pass over them on wgpu devices.
-    Burn(BurnWeights, Option<WgslForward>),
+    /// Tensors on a burn device that the WGSL kernels do not cover: burn's ops.
+    Burn(BurnWeights),
+    /// The WGSL kernels' buffers on a wgpu device.
+    Wgsl(WgslForward),
     Cpu(CpuForward),
 }
 
@@ -143,8 +145,8 @@ impl KvCache {
     /// An empty cache for `model`.
     pub fn new(model: &Llama) -> Self {
         let store = match &model.weights {
-            Weights::Burn(_, Some(wgsl)) => CacheStore::Gpu(wgsl.new_cache()),
-            Weights::Burn(..) => CacheStore::Tensors((0..model.config.layers).map(|_| None).collect()),
+            Weights::Wgsl(wgsl) => CacheStore::Gpu(wgsl.new_cache()),
+            Weights::Burn(_) => CacheStore::Tensors((0..model.config.layers).map(|_| None).collect()),
             Weights::Cpu(cpu) => CacheStore::Cpu(cpu.new_cache()),
         };
         Self { store, len: 0 }
@@ -213,9 +215,65 @@ fn random_weights(state: &mut u64, n: usize, scale: f32) -> Vec<f32> {
         .collect()
 }
 
+/// Puts a model's weights where `placement` says: the CPU kernels, the WGSL kernels on a wgpu
+/// device they cover, burn's ops elsewhere. `layer(i)` gives layer `i` (read from a file, a
+/// layer at a time, so that a device's copy of the weights is the only whole one).
+fn place(
+    config: &LlamaConfig,
+    placement: Placement,
+    embed: Matrix,
+    head: Option<Matrix>,
+    norm: Vec<f32>,
+    layer: &mut dyn FnMut(usize) -> Result<Layer, ModelError>,
+    on_progress: &mut dyn FnMut(f64),
+) -> Result<Weights, ModelError> {
+    let device = match placement {
+        Placement::Cpu { threads } => {
+            let mut kept = Vec::with_capacity(config.layers);
+            for i in 0..config.layers {
+                kept.push(layer(i)?);
+                on_progress((i + 1) as f64 / (config.layers + 1) as f64);
+            }
+            return Ok(Weights::Cpu(CpuForward::new(config.clone(), threads, embed, head, kept, norm)?));
+        }
+        Placement::Device(device) => device,
+    };
+    if let Some(wgsl) = WgslForward::load(config, &device, &embed, head.as_ref(), &norm, layer, on_progress) {
+        return Ok(Weights::Wgsl(wgsl?));
+    }
+    let (d, f) = (config.hidden, config.ffn);
+    let mut layers = Vec::with_capacity(config.layers);
+    for i in 0..config.layers {
+        let l = layer(i)?;
+        let [q, k, v] = &l.qkv;
+        let [gate, up] = &l.gate_up;
+        layers.push(LayerData {
+            wqkv: stack_transposed(&[dense(q), dense(k), dense(v)], d),
+            wo: transpose(&dense(&l.wo), d, l.wo.cols()),
+            w_gate_up: stack_transposed(&[dense(gate), dense(up)], d),
+            w_down: transpose(&dense(&l.down), d, f),
+            attn_norm: l.attn_norm,
+            extras: l.extras,
+            ffn_norm: l.ffn_norm,
+        });
+        on_progress((i + 1) as f64 / (config.layers + 1) as f64);
+    }
+    Ok(Weights::Burn(BurnWeights::new(config, dense(&embed), head.as_ref().map(dense), layers, norm, &device)))
+}
+
+/// A matrix's values as f32, row-major.
+fn dense(m: &Matrix) -> Vec<f32> {
+    let mut out = vec![0.0; m.rows() * m.cols()];
+    for (r, row) in out.chunks_exact_mut(m.cols()).enumerate() {
+        m.row_into(r, row);
+    }
+    out
+}
+
 impl Llama {
-    /// Loads the weights of a llama GGUF where `placement` says: kept in their encoding for the
-    /// CPU path, dequantized to f32 burn tensors on a device.
+    /// Loads the weights of a GGUF where `placement` says: kept in their encoding for the CPU
+    /// path, uploaded for the WGSL kernels on a wgpu device (quantized matrices as runs of
+    /// int8, see shaders/weights.wgsl), dequantized to f32 burn tensors on another device.
     pub fn from_gguf(gguf: &Gguf<'_>, config: LlamaConfig, placement: impl Into<Placement>) -> Result<Self, ModelError> {
         Self::from_gguf_with_progress(gguf, config, placement, &mut |_| {})
     }
@@ -229,60 +287,16 @@ impl Llama {
         on_progress: &mut dyn FnMut(f64),
     ) -> Result<Self, ModelError> {
         config.validate()?;
-        let device = match placement.into() {
-            Placement::Cpu { threads } => {
-                let cpu = CpuForward::from_gguf(gguf, config.clone(), threads, on_progress)?;
-                on_progress(1.0);
-                return Ok(Self { config, weights: Weights::Cpu(cpu) });
-            }
-            Placement::Device(device) => device,
-        };
-        let (d, hd, f) = (config.hidden, config.head_dim, config.ffn);
-        let (qd, kd) = (config.heads * hd, config.kv_heads * hd);
-        let get = |name: &str, shape: &[usize]| gguf.tensor_f32(name, shape);
-        let mut layers = Vec::with_capacity(config.layers);
-        for i in 0..config.layers {
-            let p = |s: &str| format!("blk.{i}.{s}.weight");
-            // Fused tensors (phi3) are split into the separate ones' rows.
-            let [q, k, v] = match gguf.tensors.contains_key(&p("attn_qkv")) {
-                true => {
-                    let qkv = get(&p("attn_qkv"), &[qd + 2 * kd, d])?;
-                    let (q, kv) = qkv.split_at(qd * d);
-                    let (k, v) = kv.split_at(kd * d);
-                    [q.to_vec(), k.to_vec(), v.to_vec()]
-                }
-                false => [get(&p("attn_q"), &[qd, d])?, get(&p("attn_k"), &[kd, d])?, get(&p("attn_v"), &[kd, d])?],
-            };
-            let qkv = [config.to_adjacent_pairs(q, qd, d), config.to_adjacent_pairs(k, kd, d), v];
-            let gate_up = match gguf.tensors.contains_key(&p("ffn_gate")) {
-                true => [get(&p("ffn_gate"), &[f, d])?, get(&p("ffn_up"), &[f, d])?],
-                false => {
-                    let both = get(&p("ffn_up"), &[2 * f, d])?;
-                    let (gate, up) = both.split_at(f * d);
-                    [gate.to_vec(), up.to_vec()]
-                }
-            };
-            layers.push(LayerData {
-                attn_norm: get(&p("attn_norm"), &[d])?,
-                wqkv: stack_transposed(&qkv, d),
-                extras: LayerExtras::from_gguf(gguf, &config, i)?,
-                wo: transpose(&get(&p("attn_output"), &[d, qd])?, d, qd),
-                ffn_norm: get(&p("ffn_norm"), &[d])?,
-                w_gate_up: stack_transposed(&gate_up, d),
-                w_down: transpose(&get(&p("ffn_down"), &[d, f])?, d, f),
-            });
-            on_progress((i + 1) as f64 / (config.layers + 1) as f64);
-        }
-        let embed = get("token_embd.weight", &[config.vocab, d])?;
+        let d = config.hidden;
+        let embed = Matrix::from_gguf(gguf, "token_embd.weight", config.vocab, d)?;
         let head = match gguf.tensors.contains_key("output.weight") {
-            true => Some(get("output.weight", &[config.vocab, d])?),
+            true => Some(Matrix::from_gguf(gguf, "output.weight", config.vocab, d)?),
             false => None,
         };
-        let norm = get("output_norm.weight", &[d])?;
-        let weights = BurnWeights::new(&config, embed, head, layers, norm, &device);
-        let model = Self::on_device(config, weights);
+        let norm = gguf.tensor_f32("output_norm.weight", &[d])?;
+        let weights = place(&config, placement.into(), embed, head, norm, &mut |i| Layer::from_gguf(gguf, &config, i), on_progress)?;
         on_progress(1.0);
-        Ok(model)
+        Ok(Self { config, weights })
     }
 
     /// A model with deterministic random weights drawn from `seed`, for tests: the same weights
@@ -290,57 +304,38 @@ impl Llama {
     pub fn random(config: LlamaConfig, seed: u64, placement: impl Into<Placement>) -> Result<Self, ModelError> {
         config.validate()?;
         let (d, hd, f) = (config.hidden, config.head_dim, config.ffn);
-        let qkv_width = (config.heads + 2 * config.kv_heads) * hd;
+        let (qd, kd) = (config.heads * hd, config.kv_heads * hd);
         let mut s = seed;
         let w = 1.0 / (d as f32).sqrt();
-        let layers: Vec<LayerData> = (0..config.layers)
-            .map(|_| LayerData {
-                attn_norm: random_weights(&mut s, d, 0.2).iter().map(|x| 1.0 + x).collect(),
-                wqkv: random_weights(&mut s, d * qkv_width, w),
-                extras: LayerExtras::default(),
-                wo: random_weights(&mut s, config.heads * hd * d, w),
-                ffn_norm: random_weights(&mut s, d, 0.2).iter().map(|x| 1.0 + x).collect(),
-                w_gate_up: random_weights(&mut s, d * 2 * f, w),
-                w_down: random_weights(&mut s, f * d, 1.0 / (f as f32).sqrt()),
+        let qkv_width = qd + 2 * kd;
+        // Drawn input-major (`[in, out]`), the layout of burn's tensors, then turned into rows.
+        let mut layers: Vec<LayerRows> = (0..config.layers)
+            .map(|_| {
+                let attn_norm = random_weights(&mut s, d, 0.2).iter().map(|x| 1.0 + x).collect();
+                let qkv = transpose(&random_weights(&mut s, d * qkv_width, w), d, qkv_width);
+                let wo = transpose(&random_weights(&mut s, qd * d, w), qd, d);
+                let ffn_norm = random_weights(&mut s, d, 0.2).iter().map(|x| 1.0 + x).collect();
+                let gate_up = transpose(&random_weights(&mut s, d * 2 * f, w), d, 2 * f);
+                let down = transpose(&random_weights(&mut s, f * d, 1.0 / (f as f32).sqrt()), f, d);
+                LayerRows {
+                    attn_norm,
+                    q: qkv[..qd * d].to_vec(),
+                    k: qkv[qd * d..(qd + kd) * d].to_vec(),
+                    v: qkv[(qd + kd) * d..].to_vec(),
+                    wo,
+                    ffn_norm,
+                    gate: gate_up[..f * d].to_vec(),
+                    up: gate_up[f * d..].to_vec(),
+                    down,
+                }
             })
             .collect();
-        let embed = random_weights(&mut s, config.vocab * d, 0.1);
+        let embed = Matrix::from_f32(config.vocab, d, random_weights(&mut s, config.vocab * d, 0.1));
         let norm = vec![1.0; d];
-        match placement.into() {
-            Placement::Device(device) => {
-                let weights = BurnWeights::new(&config, embed, None, layers, norm, &device);
-                Ok(Self::on_device(config, weights))
-            }
-            Placement::Cpu { threads } => {
-                let (qd, kd) = (config.heads * hd, config.kv_heads * hd);
-                let rows = layers
-                    .into_iter()
-                    .map(|l| {
-                        let qkv = transpose(&l.wqkv, d, qkv_width);
-                        let gate_up = transpose(&l.w_gate_up, d, 2 * f);
-                        LayerRows {
-                            attn_norm: l.attn_norm,
-                            q: qkv[..qd * d].to_vec(),
-                            k: qkv[qd * d..(qd + kd) * d].to_vec(),
-                            v: qkv[(qd + kd) * d..].to_vec(),
-                            wo: transpose(&l.wo, qd, d),
-                            ffn_norm: l.ffn_norm,
-                            gate: gate_up[..f * d].to_vec(),
-                            up: gate_up[f * d..].to_vec(),
-                            down: transpose(&l.w_down, f, d),
-                        }
-                    })
-                    .collect();
-                let cpu = CpuForward::from_rows(config.clone(), threads, embed, rows, norm)?;
-                Ok(Self { config, weights: Weights::Cpu(cpu) })
-            }
-        }
-    }
-
-    /// The model on the device of `weights`, run by the WGSL kernels where they cover it.
-    fn on_device(config: LlamaConfig, weights: BurnWeights) -> Self {
-        let wgsl = WgslForward::new(&config, &weights);
-        Self { config, weights: Weights::Burn(weights, wgsl) }
+        layers.reverse();
+        let mut next = |_| Ok(Layer::from_rows(&config, layers.pop().expect("a layer per index")));
+        let weights = place(&config, placement.into(), embed, None, norm, &mut next, &mut |_| {})?;
+        Ok(Self { config, weights })
     }
 
     /// The model's hyper-parameters.
@@ -351,7 +346,8 @@ impl Llama {
     /// The burn device holding the weights (none on the CPU path).
     pub fn device(&self) -> Option<&Device> {
         match &self.weights {
-            Weights::Burn(w, _) => Some(&w.device),
+            Weights::Burn(w) => Some(&w.device),
+            Weights::Wgsl(wgsl) => Some(wgsl.device()),
             Weights::Cpu(_) => None,
         }
     }
@@ -365,7 +361,7 @@ impl Llama {
                 cpu.set_helpers(helpers);
                 Ok(())
             }
-            Weights::Burn(..) => Err(ModelError::Input("helpers are for the CPU path".into())),
+            Weights::Burn(_) | Weights::Wgsl(_) => Err(ModelError::Input("helpers are for the CPU path".into())),
         }
     }
 
@@ -374,24 +370,26 @@ impl Llama {
     pub fn shard(&self, part: usize, parts: usize) -> Result<Shard, ModelError> {
         match &self.weights {
             Weights::Cpu(cpu) => cpu.shard(part, parts),
-            Weights::Burn(..) => Err(ModelError::Input("shards are of the CPU path".into())),
+            Weights::Burn(_) | Weights::Wgsl(_) => Err(ModelError::Input("shards are of the CPU path".into())),
         }
     }
 
     /// Which implementation runs the forward pass.
     pub fn backend(&self) -> Backend {
         match &self.weights {
-            Weights::Burn(_, Some(_)) => Backend::Gpu,
-            Weights::Burn(..) => Backend::Reference,
+            Weights::Wgsl(_) => Backend::Gpu,
+            Weights::Burn(_) => Backend::Reference,
             Weights::Cpu(cpu) => Backend::Cpu { threads: cpu.threads() },
         }
     }
 
-    /// Bytes the weights take where they run (f32 on a burn device, the GGUF's encoding on the
-    /// CPU path).
+    /// Bytes the weights take where they run: the GGUF's encoding on the CPU path; on a wgpu
+    /// device 1.5 bytes per weight of a quantized matrix and 4 per weight of a float one; f32
+    /// tensors on other burn devices.
     pub fn weight_bytes(&self) -> usize {
         match &self.weights {
-            Weights::Burn(w, _) => 4 * w.values(&self.config),
+            Weights::Burn(w) => 4 * w.values(&self.config),
+            Weights::Wgsl(wgsl) => wgsl.weight_bytes(),
             Weights::Cpu(cpu) => cpu.weight_bytes(),
         }
     }
@@ -400,7 +398,8 @@ impl Llama {
     /// (nothing to do on the CPU path, whose passes run when called).
     pub fn flush(&self) -> Result<(), ModelError> {
         match &self.weights {
-            Weights::Burn(w, _) => w.device.flush().map_err(|e| ModelError::Backend(format!("flush: {e:?}"))),
+            Weights::Burn(w) => w.device.flush().map_err(|e| ModelError::Backend(format!("flush: {e:?}"))),
+            Weights::Wgsl(wgsl) => wgsl.device().flush().map_err(|e| ModelError::Backend(format!("flush: {e:?}"))),
             Weights::Cpu(_) => Ok(()),
         }
     }
@@ -410,7 +409,7 @@ impl Llama {
     /// the CPU path run it.
     pub fn launches_per_pass(&self) -> Option<usize> {
         match &self.weights {
-            Weights::Burn(_, Some(wgsl)) => Some(wgsl.launches()),
+            Weights::Wgsl(wgsl) => Some(wgsl.launches()),
             _ => None,
         }
     }
@@ -439,12 +438,12 @@ impl Llama {
                 cache.len = start + n;
                 return Ok(Logits::Host(logits));
             }
-            (CacheStore::Gpu(gpu), Weights::Burn(_, Some(wgsl))) if gpu.layers() == c.layers => {
+            (CacheStore::Gpu(gpu), Weights::Wgsl(wgsl)) if gpu.layers() == c.layers => {
                 let logits = wgsl.forward(tokens, start, gpu)?;
                 cache.len = start + n;
                 return Ok(Logits::Device(logits));
             }
-            (CacheStore::Tensors(layers), Weights::Burn(w, None)) if layers.len() == c.layers => (w, layers),
+            (CacheStore::Tensors(layers), Weights::Burn(w)) if layers.len() == c.layers => (w, layers),
             _ => return Err(mismatch()),
         };
         let logits = weights.forward(c, tokens, start, layers);

@@ -195,9 +195,6 @@ pub struct Tokenizer {
     chat: ChatTemplate,
 }
 
-/// The inverse of GPT-2's byte-to-character table used by byte-level BPE vocabularies: printable
-/// bytes stand for themselves, the other 68 are shifted to U+0100 and up, in byte order.
-
 impl std::fmt::Debug for Tokenizer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Tokenizer").field("vocab", &self.vocab_size()).field("eos", &self.eos).finish()

@@ -32,13 +32,14 @@ use burn::cubecl::CubeCount;
 use burn::cubecl::client::Client;
 use burn::cubecl::server::Handle;
 use burn::cubecl::server::BufferBinding;
-use burn::tensor::{DType, Shape, Tensor};
+use burn::tensor::{DType, Device, Shape, Tensor};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::error::ModelError;
 use crate::kernels::Wgsl;
-use crate::burn_forward::BurnWeights;
-use crate::config::LlamaConfig;
+use crate::cpu::Layer;
+use crate::cpu::matrix::Matrix;
+use crate::config::{LlamaConfig, rope_tables};
 
 /// Invocations per workgroup of every kernel here.
 const WG: u32 = 64;
@@ -52,34 +53,108 @@ const PREFILL_ROWS: u32 = 8;
 /// hundred invocations, too few to fill a GPU.
 const STEP_SLICES: u32 = 16;
 
-fn shader(name: &'static str, source: &'static str, rows: u32, slices: u32) -> Wgsl {
-    Wgsl { name, source, workgroup_size: WG, rows, slices }
+fn shader(name: &'static str, source: &'static str, rows: u32, slices: u32, blocked: bool) -> Wgsl {
+    Wgsl { name, source, workgroup_size: WG, rows, slices, blocked }
 }
 
-fn qkv_rope(rows: u32, slices: u32) -> Wgsl {
-    let source = concat!(include_str!("../shaders/projection.wgsl"), include_str!("../shaders/norms.wgsl"), include_str!("../shaders/qkv_rope.wgsl"));
-    shader("qkv_rope.wgsl", source, rows, slices)
+fn qkv_rope(rows: u32, slices: u32, blocked: bool) -> Wgsl {
+    let source = concat!(
+        include_str!("../shaders/projection.wgsl"),
+        include_str!("../shaders/weights.wgsl"),
+        include_str!("../shaders/norms.wgsl"),
+        include_str!("../shaders/qkv_rope.wgsl")
+    );
+    shader("qkv_rope.wgsl", source, rows, slices, blocked)
 }
 
-fn swiglu(rows: u32, slices: u32) -> Wgsl {
-    let source = concat!(include_str!("../shaders/projection.wgsl"), include_str!("../shaders/norms.wgsl"), include_str!("../shaders/swiglu.wgsl"));
-    shader("swiglu.wgsl", source, rows, slices)
+fn swiglu(rows: u32, slices: u32, blocked: bool) -> Wgsl {
+    let source = concat!(
+        include_str!("../shaders/projection.wgsl"),
+        include_str!("../shaders/weights.wgsl"),
+        include_str!("../shaders/norms.wgsl"),
+        include_str!("../shaders/swiglu.wgsl")
+    );
+    shader("swiglu.wgsl", source, rows, slices, blocked)
 }
 
-fn linear_residual(rows: u32, slices: u32) -> Wgsl {
-    shader("linear_residual.wgsl", concat!(include_str!("../shaders/projection.wgsl"), include_str!("../shaders/linear_residual.wgsl")), rows, slices)
+fn linear_residual(rows: u32, slices: u32, blocked: bool) -> Wgsl {
+    let source = concat!(include_str!("../shaders/projection.wgsl"), include_str!("../shaders/weights.wgsl"), include_str!("../shaders/linear_residual.wgsl"));
+    shader("linear_residual.wgsl", source, rows, slices, blocked)
 }
 
-const ATTENTION: Wgsl = Wgsl { name: "attention.wgsl", source: include_str!("../shaders/attention.wgsl"), workgroup_size: WG, rows: 1, slices: 1 };
-const EMBED: Wgsl = Wgsl { name: "embed.wgsl", source: include_str!("../shaders/embed.wgsl"), workgroup_size: WG, rows: 1, slices: 1 };
-const NORM_ADD: Wgsl = Wgsl { name: "norm_add.wgsl", source: include_str!("../shaders/norm_add.wgsl"), workgroup_size: WG, rows: 1, slices: 1 };
-const QK_NORM_ROPE: Wgsl = Wgsl { name: "qk_norm_rope.wgsl", source: include_str!("../shaders/qk_norm_rope.wgsl"), workgroup_size: WG, rows: 1, slices: 1 };
-const LM_HEAD: Wgsl = Wgsl { name: "lm_head.wgsl", source: include_str!("../shaders/lm_head.wgsl"), workgroup_size: WG, rows: 1, slices: 1 };
+fn embed(blocked: bool) -> Wgsl {
+    shader("embed.wgsl", concat!(include_str!("../shaders/weights.wgsl"), include_str!("../shaders/embed.wgsl")), 1, 1, blocked)
+}
 
-/// The weight buffers of one decoder layer (shared with the model's burn tensors).
+fn lm_head(blocked: bool) -> Wgsl {
+    shader("lm_head.wgsl", concat!(include_str!("../shaders/weights.wgsl"), include_str!("../shaders/lm_head.wgsl")), 1, 1, blocked)
+}
+
+const ATTENTION: Wgsl = shader_const("attention.wgsl", include_str!("../shaders/attention.wgsl"));
+const NORM_ADD: Wgsl = shader_const("norm_add.wgsl", include_str!("../shaders/norm_add.wgsl"));
+const QK_NORM_ROPE: Wgsl = shader_const("qk_norm_rope.wgsl", include_str!("../shaders/qk_norm_rope.wgsl"));
+
+const fn shader_const(name: &'static str, source: &'static str) -> Wgsl {
+    Wgsl { name, source, workgroup_size: WG, rows: 1, slices: 1, blocked: false }
+}
+
+/// A weight matrix `[N outputs, K inputs]` in one of the forms of shaders/weights.wgsl.
+struct GpuMatrix {
+    buffer: Handle,
+    blocked: bool,
+    bytes: usize,
+}
+
+impl GpuMatrix {
+    /// `parts` (`[rows_i, K]` each) stacked on their rows, uploaded: blocked when every part is
+    /// of a quantized type and K is whole runs of 16, f32 otherwise.
+    fn upload(client: &Client, parts: &[&Matrix]) -> Self {
+        let k = parts[0].cols();
+        let n: usize = parts.iter().map(|m| m.rows()).sum();
+        let quads = n / 4;
+        let blocked = k.is_multiple_of(16) && parts.iter().all(|m| m.is_quantized());
+        let rows = parts.iter().flat_map(|m| (0..m.rows()).map(move |r| (*m, r)));
+        let words: Vec<u32> = match blocked {
+            true => {
+                // Scales, minimums and q words of each cell (a run of 16 inputs of a column quad).
+                let cells = k / 16 * quads;
+                let mut words = vec![0u32; cells * 24];
+                for (col, (m, r)) in rows.enumerate() {
+                    let (quad, lane) = (col / 4, col % 4);
+                    let mut run = 0;
+                    m.row_int8_blocks(r, |scale, min, q| {
+                        let cell = run * quads + quad;
+                        words[cell * 4 + lane] = scale.to_bits();
+                        words[(cells + cell) * 4 + lane] = min.to_bits();
+                        for (j, &q) in q.iter().enumerate() {
+                            words[8 * cells + cell * 16 + j] |= u32::from(q as u8) << (8 * lane);
+                        }
+                        run += 1;
+                    });
+                }
+                words
+            }
+            false => {
+                let mut words = vec![0u32; k * n];
+                let mut row = vec![0.0; k];
+                for (col, (m, r)) in rows.enumerate() {
+                    m.row_into(r, &mut row);
+                    for (i, &v) in row.iter().enumerate() {
+                        words[i * n + col] = v.to_bits();
+                    }
+                }
+                words
+            }
+        };
+        let buffer = client.create_from_slice(bytemuck::cast_slice(&words));
+        Self { buffer, blocked, bytes: words.len() * 4 }
+    }
+}
+
+/// The weight buffers of one decoder layer.
 struct LayerBuffers {
     attn_norm: Handle,
-    wqkv: Handle,
+    wqkv: GpuMatrix,
     /// `[(H + 2 Hkv) hd]`, zeros where the architecture has no bias.
     qkv_bias: Handle,
     /// The queries' and keys' per-head norm weights, where the architecture has them.
@@ -87,25 +162,30 @@ struct LayerBuffers {
     /// The weights of the norms on the attention's and the feed-forward's outputs, where the
     /// architecture has them.
     post_norms: Option<[Handle; 2]>,
-    wo: Handle,
+    wo: GpuMatrix,
     ffn_norm: Handle,
-    w_gate_up: Handle,
-    w_down: Handle,
+    w_gate_up: GpuMatrix,
+    w_down: GpuMatrix,
 }
 
 /// The model's weights as raw buffers on one wgpu device, and the kernels' fixed shapes.
 pub(crate) struct WgslForward {
     client: Client,
     device: burn::cubecl::Device,
+    /// The burn device the logits are returned on.
+    burn_device: Device,
     config: LlamaConfig,
-    embed: Handle,
-    head: Handle,
+    embed: GpuMatrix,
+    /// The output head, where it is not the embedding.
+    head: Option<GpuMatrix>,
     norm: Handle,
     /// Cosines and sines of each of the config's ropes.
     ropes: Vec<(Handle, Handle)>,
     layers: Vec<LayerBuffers>,
     /// Launches of the last pass.
     launches: AtomicUsize,
+    /// Bytes of the weight buffers.
+    weight_bytes: usize,
 }
 
 /// Per-layer key and value buffers for the whole context (`[Hkv, max_seq, hd]` each),
@@ -120,76 +200,124 @@ impl GpuCache {
     }
 }
 
-/// The buffer behind a wgpu tensor, or `None` on another device.
-fn buffer<const D: usize>(tensor: &Tensor<D>) -> Option<(Handle, Client, burn::cubecl::Device)> {
-    let primitive: CubeTensor = tensor.clone().try_into_primitive::<Wgpu>().ok()?;
-    let primitive = burn::backend::wgpu::into_contiguous(primitive);
-    Some((primitive.handle, primitive.client, primitive.device))
+/// The wgpu client and device behind a burn device, or `None` for another kind of device.
+fn wgpu_client(device: &Device) -> Option<(Client, burn::cubecl::Device)> {
+    let probe = Tensor::<1>::zeros([1], device);
+    let primitive: CubeTensor = probe.try_into_primitive::<Wgpu>().ok()?;
+    Some((primitive.client, primitive.device))
 }
 
 fn bytes(values: &[u32]) -> &[u8] {
     bytemuck::cast_slice(values)
 }
 
+fn floats(client: &Client, values: &[f32]) -> Handle {
+    client.create_from_slice(bytemuck::cast_slice(values))
+}
+
 impl WgslForward {
-    /// The kernels' view of a model whose tensors live on a wgpu device; `None` on any other
-    /// device or for a shape the kernels do not cover (widths not multiples of 4, a head wider
-    /// than [`MAX_HEAD_DIM`], buffers past 32-bit indices).
-    pub(crate) fn new(config: &LlamaConfig, model: &BurnWeights) -> Option<Self> {
-        let hd = config.head_dim;
-        // Projections take four columns per invocation and RoPE pairs must not straddle them;
-        // the attention holds at most 256 dimensions of a head and dispatches a row of
-        // workgroups per position; every index into the largest buffers (head, gate/up
-        // weights, a whole-context prefill) must fit a u32.
-        let c = config;
-        let quads = c.hidden.is_multiple_of(4) && c.ffn.is_multiple_of(4) && hd.is_multiple_of(4);
+    /// Whether the kernels cover a model of this shape: widths multiples of 4 (a column quad),
+    /// a head no wider than [`MAX_HEAD_DIM`], a context the attention's dispatch takes, and
+    /// every index into the largest buffers (head, gate/up weights, a whole-context prefill)
+    /// within a u32.
+    pub(crate) fn covers(c: &LlamaConfig) -> bool {
+        let hd = c.head_dim;
+        let quads = [c.hidden, c.ffn, hd, c.vocab].iter().all(|v| v.is_multiple_of(4));
         let sizes = [(c.vocab, c.hidden), (c.hidden, 2 * c.ffn), (c.max_seq, c.ffn.max(c.hidden).max(c.heads * hd))];
-        if !quads || hd > MAX_HEAD_DIM || c.max_seq > 65_535 || sizes.iter().any(|&(a, b)| a.checked_mul(b).is_none_or(|x| u32::try_from(x).is_err())) {
+        quads && hd <= MAX_HEAD_DIM && c.max_seq <= 65_535 && sizes.iter().all(|&(a, b)| a.checked_mul(b).is_some_and(|x| u32::try_from(x).is_ok()))
+    }
+
+    /// The model on `device` when it is a wgpu device and the kernels cover `config`, its
+    /// weights uploaded a layer at a time (`layer(i)` gives layer `i`; `on_progress` hears the
+    /// fraction done); `None` elsewhere.
+    pub(crate) fn load(
+        config: &LlamaConfig,
+        device: &Device,
+        embed: &Matrix,
+        head: Option<&Matrix>,
+        norm: &[f32],
+        layer: &mut dyn FnMut(usize) -> Result<Layer, ModelError>,
+        on_progress: &mut dyn FnMut(f64),
+    ) -> Option<Result<Self, ModelError>> {
+        if !Self::covers(config) {
             return None;
         }
-        let (embed, client, device) = buffer(&model.embed)?;
-        let zeros = client.create_from_slice(bytemuck::cast_slice(&vec![0.0f32; (c.heads + 2 * c.kv_heads) * hd]));
-        let head = match &model.head {
-            Some(head) => buffer(head)?.0,
-            None => embed.clone(),
+        let (client, wgpu) = wgpu_client(device)?;
+        Some(Self::upload(config, device, client, wgpu, embed, head, norm, layer, on_progress))
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn upload(
+        c: &LlamaConfig,
+        device: &Device,
+        client: Client,
+        wgpu: burn::cubecl::Device,
+        embed: &Matrix,
+        head: Option<&Matrix>,
+        norm: &[f32],
+        layer: &mut dyn FnMut(usize) -> Result<Layer, ModelError>,
+        on_progress: &mut dyn FnMut(f64),
+    ) -> Result<Self, ModelError> {
+        let qkv_width = (c.heads + 2 * c.kv_heads) * c.head_dim;
+        let zeros = floats(&client, &vec![0.0; qkv_width]);
+        let mut weight_bytes = 0;
+        let mut matrix = |parts: &[&Matrix]| {
+            let m = GpuMatrix::upload(&client, parts);
+            weight_bytes += m.bytes;
+            m
         };
-        let layers = model
-            .layers
-            .iter()
-            .map(|layer| {
-                Some(LayerBuffers {
-                    attn_norm: buffer(&layer.attn_norm)?.0,
-                    wqkv: buffer(&layer.wqkv)?.0,
-                    qkv_bias: match &layer.qkv_bias {
-                        Some(bias) => buffer(bias)?.0,
-                        None => zeros.clone(),
-                    },
-                    qk_norm: match &layer.qk_norm {
-                        Some([q, k]) => Some([buffer(q)?.0, buffer(k)?.0]),
-                        None => None,
-                    },
-                    post_norms: match &layer.post_norms {
-                        Some([attn, ffn]) => Some([buffer(attn)?.0, buffer(ffn)?.0]),
-                        None => None,
-                    },
-                    wo: buffer(&layer.wo)?.0,
-                    ffn_norm: buffer(&layer.ffn_norm)?.0,
-                    w_gate_up: buffer(&layer.w_gate_up)?.0,
-                    w_down: buffer(&layer.w_down)?.0,
-                })
+        let embed = matrix(&[embed]);
+        let head = head.map(|h| matrix(&[h]));
+        let mut layers = Vec::with_capacity(c.layers);
+        for i in 0..c.layers {
+            let l = layer(i)?;
+            let [q, k, v] = &l.qkv;
+            let [gate, up] = &l.gate_up;
+            layers.push(LayerBuffers {
+                attn_norm: floats(&client, &l.attn_norm),
+                wqkv: matrix(&[q, k, v]),
+                qkv_bias: l.extras.qkv_bias.as_deref().map_or(zeros.clone(), |b| floats(&client, b)),
+                qk_norm: l.extras.qk_norm.as_ref().map(|norms| norms.each_ref().map(|n| floats(&client, n))),
+                post_norms: l.extras.post_norms.as_ref().map(|norms| norms.each_ref().map(|n| floats(&client, n))),
+                wo: matrix(&[&l.wo]),
+                ffn_norm: floats(&client, &l.ffn_norm),
+                w_gate_up: matrix(&[gate, up]),
+                w_down: matrix(&[&l.down]),
+            });
+            on_progress((i + 1) as f64 / (c.layers + 1) as f64);
+        }
+        let ropes = c
+            .ropes()
+            .into_iter()
+            .map(|rope| {
+                let (cos, sin) = rope_tables(c, rope);
+                (floats(&client, &cos), floats(&client, &sin))
             })
-            .collect::<Option<Vec<_>>>()?;
-        Some(Self {
-            norm: buffer(&model.norm)?.0,
-            ropes: model.ropes.iter().map(|(cos, sin)| Some((buffer(cos)?.0, buffer(sin)?.0))).collect::<Option<_>>()?,
+            .collect();
+        let vectors = layers.len() * (2 * c.hidden + qkv_width + 2 * c.head_dim + 2 * c.hidden) + c.hidden;
+        Ok(Self {
+            norm: floats(&client, norm),
+            ropes,
             embed,
             head,
             layers,
             client,
-            device,
-            config: config.clone(),
+            device: wgpu,
+            burn_device: device.clone(),
+            config: c.clone(),
             launches: AtomicUsize::new(0),
+            weight_bytes: weight_bytes + 4 * vectors,
         })
+    }
+
+    /// Bytes the weights take on the device.
+    pub(crate) fn weight_bytes(&self) -> usize {
+        self.weight_bytes
+    }
+
+    /// The burn device the pass runs on.
+    pub(crate) fn device(&self) -> &Device {
+        &self.burn_device
     }
 
     /// An empty cache: every layer's keys and values for `max_seq` positions.
@@ -214,6 +342,7 @@ impl WgslForward {
         let row_groups = n.div_ceil(rows);
         let groups = |columns: u32| CubeCount::Static((columns / 4).div_ceil(WG / slices), row_groups, 1);
         let client = &self.client;
+        let head = self.head.as_ref().unwrap_or(&self.embed);
         let f32s = |count: u32| client.empty(count as usize * 4);
         let params = |values: &[u32]| client.create_from_slice(bytes(values));
 
@@ -244,19 +373,19 @@ impl WgslForward {
         let residual = if post_norms { &projected } else { &x };
 
         launch(
-            EMBED,
+            embed(self.embed.blocked),
             CubeCount::Static(d.div_ceil(WG), n, 1),
-            vec![self.embed.clone().binding(), ids.binding(), x.clone().binding(), params(&[d, n, c.arch.embedding_scale(c.hidden).to_bits()]).binding()],
+            vec![self.embed.buffer.clone().binding(), ids.binding(), x.clone().binding(), params(&[d, n, c.arch.embedding_scale(c.hidden).to_bits(), vocab]).binding()],
         );
         for (i, (layer, (k_cache, v_cache))) in self.layers.iter().zip(&cache.layers).enumerate() {
             let (cos, sin) = &self.ropes[c.rope_index(i)];
             launch(
-                qkv_rope(rows, slices),
+                qkv_rope(rows, slices, layer.wqkv.blocked),
                 groups(qkv_width),
                 vec![
                     x.clone().binding(),
                     layer.attn_norm.clone().binding(),
-                    layer.wqkv.clone().binding(),
+                    layer.wqkv.buffer.clone().binding(),
                     cos.clone().binding(),
                     sin.clone().binding(),
                     q.clone().binding(),
@@ -293,9 +422,9 @@ impl WgslForward {
                 ],
             );
             launch(
-                linear_residual(rows, slices),
+                linear_residual(rows, slices, layer.wo.blocked),
                 groups(d),
-                vec![att.clone().binding(), layer.wo.clone().binding(), residual.clone().binding(), wo_params.clone().binding()],
+                vec![att.clone().binding(), layer.wo.buffer.clone().binding(), residual.clone().binding(), wo_params.clone().binding()],
             );
             if let Some([attn_post, _]) = &layer.post_norms {
                 launch(
@@ -305,20 +434,20 @@ impl WgslForward {
                 );
             }
             launch(
-                swiglu(rows, slices),
+                swiglu(rows, slices, layer.w_gate_up.blocked),
                 groups(f),
                 vec![
                     x.clone().binding(),
                     layer.ffn_norm.clone().binding(),
-                    layer.w_gate_up.clone().binding(),
+                    layer.w_gate_up.buffer.clone().binding(),
                     act.clone().binding(),
                     swiglu_params.clone().binding(),
                 ],
             );
             launch(
-                linear_residual(rows, slices),
+                linear_residual(rows, slices, layer.w_down.blocked),
                 groups(d),
-                vec![act.clone().binding(), layer.w_down.clone().binding(), residual.clone().binding(), down_params.clone().binding()],
+                vec![act.clone().binding(), layer.w_down.buffer.clone().binding(), residual.clone().binding(), down_params.clone().binding()],
             );
             if let Some([_, ffn_post]) = &layer.post_norms {
                 launch(
@@ -329,12 +458,12 @@ impl WgslForward {
             }
         }
         launch(
-            LM_HEAD,
-            CubeCount::Static(vocab.div_ceil(WG), 1, 1),
+            lm_head(head.blocked),
+            CubeCount::Static((vocab / 4).div_ceil(WG), 1, 1),
             vec![
                 x.binding(),
                 self.norm.clone().binding(),
-                self.head.clone().binding(),
+                head.buffer.clone().binding(),
                 logits.clone().binding(),
                 params(&[d, vocab, n - 1, eps]).binding(),
             ],

@@ -154,6 +154,20 @@ impl Matrix {
         Self { rows: range.len(), data, ..*self }
     }
 
+    /// Whether the rows are of a block type, which [`Matrix::row_int8_blocks`] unpacks.
+    pub fn is_quantized(&self) -> bool {
+        matches!(self.data, Data::Encoded(_)) && !matches!(self.ty, TensorType::F16 | TensorType::BF16)
+    }
+
+    /// Row `r` as runs of 16 `scale * q + min` (see [`crate::gguf::int8_blocks`]); false, and
+    /// nothing emitted, for float rows.
+    pub fn row_int8_blocks(&self, r: usize, emit: impl FnMut(f32, f32, &[i8; 16])) -> bool {
+        match &self.data {
+            Data::Encoded(bytes) => crate::gguf::int8_blocks(self.ty, &bytes[r * self.row_bytes..(r + 1) * self.row_bytes], emit),
+            Data::F32(_) => false,
+        }
+    }
+
     /// The rows in the order `order` gives (row `i` of the result is row `order[i]`).
     pub fn reorder_rows(&self, order: &[usize]) -> Self {
         let data = match &self.data {

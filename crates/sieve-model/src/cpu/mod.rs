@@ -35,17 +35,71 @@ use matrix::{Activation, Matrix, Simd, dot};
 use parts::{Helpers, Shard, StackPart, part_rows};
 use threads::Threads;
 
-/// One decoder layer's weights (matrices `[out, in]`, as GGUF stores them).
-struct Layer {
-    attn_norm: Vec<f32>,
+/// One decoder layer's weights (matrices `[out, in]`, as GGUF stores them), as the CPU path
+/// keeps them and the WGSL path uploads them.
+pub(crate) struct Layer {
+    pub(crate) attn_norm: Vec<f32>,
     /// Q, K and V, stacked on their rows (Q and K in adjacent-pair order).
-    qkv: [Matrix; 3],
-    extras: LayerExtras,
-    wo: Matrix,
-    ffn_norm: Vec<f32>,
+    pub(crate) qkv: [Matrix; 3],
+    pub(crate) extras: LayerExtras,
+    pub(crate) wo: Matrix,
+    pub(crate) ffn_norm: Vec<f32>,
     /// Gate and up, stacked on their rows.
-    gate_up: [Matrix; 2],
-    down: Matrix,
+    pub(crate) gate_up: [Matrix; 2],
+    pub(crate) down: Matrix,
+}
+
+impl Layer {
+    /// Layer `i` of a GGUF, its tensors kept in their encoding.
+    pub(crate) fn from_gguf(gguf: &Gguf<'_>, config: &LlamaConfig, i: usize) -> Result<Self, ModelError> {
+        let (d, f) = (config.hidden, config.ffn);
+        let (qd, kd) = (config.heads * config.head_dim, config.kv_heads * config.head_dim);
+        let p = |s: &str| format!("blk.{i}.{s}.weight");
+        let m = |s: &str, rows: usize, cols: usize| Matrix::from_gguf(gguf, &p(s), rows, cols);
+        let rotated = |m: Matrix| match config.adjacent_pair_rows(m.rows()) {
+            Some(order) => m.reorder_rows(&order),
+            None => m,
+        };
+        // Fused tensors (phi3) are split into the separate ones' rows.
+        let [q, k, v] = match gguf.tensors.contains_key(&p("attn_qkv")) {
+            true => {
+                let qkv = m("attn_qkv", qd + 2 * kd, d)?;
+                [qkv.rows_range(0..qd), qkv.rows_range(qd..qd + kd), qkv.rows_range(qd + kd..qd + 2 * kd)]
+            }
+            false => [m("attn_q", qd, d)?, m("attn_k", kd, d)?, m("attn_v", kd, d)?],
+        };
+        let gate_up = match gguf.tensors.contains_key(&p("ffn_gate")) {
+            true => [m("ffn_gate", f, d)?, m("ffn_up", f, d)?],
+            false => {
+                let both = m("ffn_up", 2 * f, d)?;
+                [both.rows_range(0..f), both.rows_range(f..2 * f)]
+            }
+        };
+        Ok(Layer {
+            attn_norm: gguf.tensor_f32(&p("attn_norm"), &[d])?,
+            qkv: [rotated(q), rotated(k), v],
+            extras: LayerExtras::from_gguf(gguf, config, i)?,
+            wo: m("attn_output", d, qd)?,
+            ffn_norm: gguf.tensor_f32(&p("ffn_norm"), &[d])?,
+            gate_up,
+            down: m("ffn_down", d, f)?,
+        })
+    }
+
+    /// A layer from `[out, in]` f32 rows, for models made in memory.
+    pub(crate) fn from_rows(config: &LlamaConfig, l: LayerRows) -> Self {
+        let (d, f) = (config.hidden, config.ffn);
+        let (qd, kd) = (config.heads * config.head_dim, config.kv_heads * config.head_dim);
+        Layer {
+            attn_norm: l.attn_norm,
+            qkv: [Matrix::from_f32(qd, d, l.q), Matrix::from_f32(kd, d, l.k), Matrix::from_f32(kd, d, l.v)],
+            extras: LayerExtras::default(),
+            wo: Matrix::from_f32(d, qd, l.wo),
+            ffn_norm: l.ffn_norm,
+            gate_up: [Matrix::from_f32(f, d, l.gate), Matrix::from_f32(f, d, l.up)],
+            down: Matrix::from_f32(d, f, l.down),
+        }
+    }
 }
 
 /// A model's weights in memory and the CPU kernels that run it.
@@ -108,85 +162,9 @@ pub(crate) struct LayerRows {
 }
 
 impl CpuForward {
-    /// The weights of a llama GGUF, kept in their encoding, run on `threads` threads.
-    pub(crate) fn from_gguf(
-        gguf: &Gguf<'_>,
-        config: LlamaConfig,
-        threads: usize,
-        on_progress: &mut dyn FnMut(f64),
-    ) -> Result<Self, ModelError> {
-        let (d, f) = (config.hidden, config.ffn);
-        let (qd, kd) = (config.heads * config.head_dim, config.kv_heads * config.head_dim);
-        let mut layers = Vec::with_capacity(config.layers);
-        for i in 0..config.layers {
-            let p = |s: &str| format!("blk.{i}.{s}.weight");
-            let m = |s: &str, rows: usize, cols: usize| Matrix::from_gguf(gguf, &p(s), rows, cols);
-            let rotated = |m: Matrix| match config.adjacent_pair_rows(m.rows()) {
-                Some(order) => m.reorder_rows(&order),
-                None => m,
-            };
-            // Fused tensors (phi3) are split into the separate ones' rows.
-            let [q, k, v] = match gguf.tensors.contains_key(&p("attn_qkv")) {
-                true => {
-                    let qkv = m("attn_qkv", qd + 2 * kd, d)?;
-                    [qkv.rows_range(0..qd), qkv.rows_range(qd..qd + kd), qkv.rows_range(qd + kd..qd + 2 * kd)]
-                }
-                false => [m("attn_q", qd, d)?, m("attn_k", kd, d)?, m("attn_v", kd, d)?],
-            };
-            let gate_up = match gguf.tensors.contains_key(&p("ffn_gate")) {
-                true => [m("ffn_gate", f, d)?, m("ffn_up", f, d)?],
-                false => {
-                    let both = m("ffn_up", 2 * f, d)?;
-                    [both.rows_range(0..f), both.rows_range(f..2 * f)]
-                }
-            };
-            layers.push(Layer {
-                attn_norm: gguf.tensor_f32(&p("attn_norm"), &[d])?,
-                qkv: [rotated(q), rotated(k), v],
-                extras: LayerExtras::from_gguf(gguf, &config, i)?,
-                wo: m("attn_output", d, qd)?,
-                ffn_norm: gguf.tensor_f32(&p("ffn_norm"), &[d])?,
-                gate_up,
-                down: m("ffn_down", d, f)?,
-            });
-            on_progress((i + 1) as f64 / (config.layers + 1) as f64);
-        }
-        let embed = Matrix::from_gguf(gguf, "token_embd.weight", config.vocab, d)?;
-        let head = match gguf.tensors.contains_key("output.weight") {
-            true => Some(Matrix::from_gguf(gguf, "output.weight", config.vocab, d)?),
-            false => None,
-        };
-        let norm = gguf.tensor_f32("output_norm.weight", &[d])?;
-        Self::new(config, threads, embed, head, layers, norm)
-    }
-
-    /// A model from f32 rows (`embed`: `[V, D]`).
-    pub(crate) fn from_rows(
-        config: LlamaConfig,
-        threads: usize,
-        embed: Vec<f32>,
-        layers: Vec<LayerRows>,
-        norm: Vec<f32>,
-    ) -> Result<Self, ModelError> {
-        let (d, f) = (config.hidden, config.ffn);
-        let (qd, kd) = (config.heads * config.head_dim, config.kv_heads * config.head_dim);
-        let layers = layers
-            .into_iter()
-            .map(|l| Layer {
-                attn_norm: l.attn_norm,
-                qkv: [Matrix::from_f32(qd, d, l.q), Matrix::from_f32(kd, d, l.k), Matrix::from_f32(kd, d, l.v)],
-                extras: LayerExtras::default(),
-                wo: Matrix::from_f32(d, qd, l.wo),
-                ffn_norm: l.ffn_norm,
-                gate_up: [Matrix::from_f32(f, d, l.gate), Matrix::from_f32(f, d, l.up)],
-                down: Matrix::from_f32(d, f, l.down),
-            })
-            .collect();
-        let embed = Matrix::from_f32(config.vocab, d, embed);
-        Self::new(config, threads, embed, None, layers, norm)
-    }
-
-    fn new(
+    /// A model of `layers` (and the embedding, output head and final norm), run on `threads`
+    /// threads.
+    pub(crate) fn new(
         config: LlamaConfig,
         threads: usize,
         embed: Matrix,
