@@ -26,9 +26,13 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) group:
 
     var acc: array<vec4<f32>, ROWS>;
     if (col < quads) {
-        for (var i = slice; i < k_len; i += SLICES) {
-            let wv = weight(i, col, quads, k_len);
-            for (var r = 0u; r < rows; r++) { acc[r] += input[(r0 + r) * k_len + i] * wv; }
+        // Each slice takes whole runs of 16 inputs (weights.wgsl).
+        for (var b = slice; b * 16u < k_len; b += SLICES) {
+            let run = run_of(b, col, quads, k_len);
+            for (var i = b * 16u; i < min(b * 16u + 16u, k_len); i++) {
+                let wv = weight_in(run, i, col, quads);
+                for (var r = 0u; r < rows; r++) { acc[r] += input[(r0 + r) * k_len + i] * wv; }
+            }
         }
     }
     acc = gather(lid, 0u, acc);

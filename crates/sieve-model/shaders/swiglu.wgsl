@@ -34,13 +34,18 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) group:
     var gate: array<vec4<f32>, ROWS>;
     var up: array<vec4<f32>, ROWS>;
     if (col < quads) {
-        for (var i = slice; i < d; i += SLICES) {
-            let g = weight(i, col, 2u * quads, d) * norm_w[i];
-            let u = weight(i, quads + col, 2u * quads, d) * norm_w[i];
-            for (var r = 0u; r < rows; r++) {
-                let t = x[(r0 + r) * d + i];
-                gate[r] += t * g;
-                up[r] += t * u;
+        // Each slice takes whole runs of 16 inputs (weights.wgsl).
+        for (var b = slice; b * 16u < d; b += SLICES) {
+            let gate_run = run_of(b, col, 2u * quads, d);
+            let up_run = run_of(b, quads + col, 2u * quads, d);
+            for (var i = b * 16u; i < min(b * 16u + 16u, d); i++) {
+                let g = weight_in(gate_run, i, col, 2u * quads) * norm_w[i];
+                let u = weight_in(up_run, i, quads + col, 2u * quads) * norm_w[i];
+                for (var r = 0u; r < rows; r++) {
+                    let t = x[(r0 + r) * d + i];
+                    gate[r] += t * g;
+                    up[r] += t * u;
+                }
             }
         }
     }

@@ -7,18 +7,45 @@
 //   `gguf::int8_blocks` unpacks every block type. With C = K / 16 * N / 4 cells (a run of one
 //   column quad): C scale vec4s, then C minimum vec4s, then C * 16 words, word k of a cell
 //   holding input k's q for the quad's four columns, a byte each: 1.5 bytes a weight.
+//
+// Kernels walk a column quad's inputs a run of 16 at a time: `run_of` reads what a run shares
+// (its scales and minimums), `weight_in` one input of it.
 
 const BLOCKED: bool = {{ blocked }};
 
-// Column quad `col` of input `i` of a matrix of `quads` column quads and `k_len` inputs.
-fn weight(i: u32, col: u32, quads: u32, k_len: u32) -> vec4<f32> {
+struct Run {
+    scale: vec4<f32>,
+    minimum: vec4<f32>,
+    // Index of the run's first word vec4.
+    words: u32,
+}
+
+// Run `b` (inputs 16 b .. 16 b + 15) of column quad `col` of a matrix of `quads` column quads
+// and `k_len` inputs.
+fn run_of(b: u32, col: u32, quads: u32, k_len: u32) -> Run {
+    var run: Run;
     if (BLOCKED) {
-        let cell = (i / 16u) * quads + col;
+        let cell = b * quads + col;
         let cells = (k_len / 16u) * quads;
+        run.scale = bitcast<vec4<f32>>(w[cell]);
+        run.minimum = bitcast<vec4<f32>>(w[cells + cell]);
+        run.words = 2u * cells + cell * 4u;
+    }
+    return run;
+}
+
+// Column quad `col` of input `i` (in `run`) of a matrix of `quads` column quads.
+fn weight_in(run: Run, i: u32, col: u32, quads: u32) -> vec4<f32> {
+    if (BLOCKED) {
         let k = i % 16u;
-        let word = w[2u * cells + cell * 4u + k / 4u][k % 4u];
+        let word = w[run.words + k / 4u][k % 4u];
         let q = bitcast<vec4<i32>>(vec4<u32>(word << 24u, word << 16u, word << 8u, word)) >> vec4<u32>(24u);
-        return bitcast<vec4<f32>>(w[cell]) * vec4<f32>(q) + bitcast<vec4<f32>>(w[cells + cell]);
+        return run.scale * vec4<f32>(q) + run.minimum;
     }
     return bitcast<vec4<f32>>(w[i * quads + col]);
+}
+
+// Column quad `col` of input `i`, on its own.
+fn weight(i: u32, col: u32, quads: u32, k_len: u32) -> vec4<f32> {
+    return weight_in(run_of(i / 16u, col, quads, k_len), i, col, quads);
 }
