@@ -71,6 +71,16 @@ const PAGE = `<!doctype html>
     engine.unload();
     return { ...r, info, errors, after };
   };
+  // A context of 32 tokens: a longer prompt is that request's error, the next request works.
+  window.context = async () => {
+    const engine = await createEngine({ model: "/assets/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf", device: "cpu", threads: 1, context: 32 });
+    const long = await caught(() => engine.completions.create({ prompt: "word ".repeat(40), max_tokens: 1 }));
+    const after = (await engine.completions.create({ prompt: "Hi", max_tokens: 1 })).usage.completion_tokens;
+    const info = engine.info;
+    const bad = await caught(() => createEngine({ model: "/assets/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf", context: 0 }));
+    engine.unload();
+    return { long, after, info, bad };
+  };
   // Tool calls on the CPU path: auto, required, a named tool, a bad tool and the request after
   // it, a second turn with the tool's result, a stream, and a structural tag.
   window.tools = async (TOOLS, example) => {
@@ -148,6 +158,7 @@ test("a plain page imports the packed tarball and runs a constrained completion"
     const r = await page.evaluate(([device, threads]) => window.complete(device, threads), [device, threads]);
     assert.equal(r.info.device, device);
     assert.equal(r.info.threads, threads, `${device}, ${threads} threads`);
+    assert.deepEqual([r.info.name, r.info.architecture, r.info.maxContext], ["Smollm2 135M 8k Lc100K Mix1 Ep2", "llama", 4096], JSON.stringify(r.info));
     assert.equal(r.object, "text_completion");
     assert.match(r.choices[0].text, /^ (yes|no)$/);
     assert.equal(r.choices[0].finish_reason, "stop");
@@ -157,6 +168,11 @@ test("a plain page imports the packed tarball and runs a constrained completion"
     assert.equal(r.after, 1, "the engine works after the bad requests");
   }
   assert.deepEqual(answers, Array(3).fill(answers[0]), "WebGPU and the CPU on one and two threads answer alike");
+  const context = await page.evaluate(() => window.context());
+  assert.equal(context.info.maxContext, 32);
+  assert.match(context.long?.message ?? "", /the context holds 32/, JSON.stringify(context.long));
+  assert.equal(context.after, 1, "the engine works after the long prompt");
+  assert.match(context.bad?.message ?? "", /`context` is a whole number/, JSON.stringify(context.bad));
   assert.deepEqual(errors, []);
 });
 

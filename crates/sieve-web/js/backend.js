@@ -101,7 +101,7 @@ export class Backend {
    * Loads `source`: a URL string, or the GGUF bytes as an ArrayBuffer (engine.js normalises),
    * on `device` ("auto", "webgpu" or "cpu").
    */
-  async load(source, { cache = true, device = "auto", threads = null, onProgress = () => {} } = {}) {
+  async load(source, { cache = true, device = "auto", threads = null, context = 4096, onProgress = () => {} } = {}) {
     const chosen = await chooseDevice(device);
     await init({ module_or_path: await compileModule() });
     const bytes = typeof source === "string" ? await fetchModel(source, cache, onProgress) : new Uint8Array(source);
@@ -110,7 +110,7 @@ export class Backend {
     // Helper workers holding parts 1..parts of the model, on the same module.
     const helpers = parts > 1 ? await HelperPool.start({ module: await compileModule(), bytes, parts }) : undefined;
     try {
-      this.#model = await Model.load(bytes, chosen.device, (fraction) => onProgress({ stage: "weights", fraction, device: chosen.device }), helpers);
+      this.#model = await Model.load(bytes, chosen.device, context, (fraction) => onProgress({ stage: "weights", fraction, device: chosen.device }), helpers);
     } catch (err) {
       helpers?.close();
       throw err;

@@ -50,9 +50,9 @@ class WorkerChannel {
     };
   }
 
-  load(source, { cache, device, threads, onProgress }) {
+  load(source, { cache, device, threads, context, onProgress }) {
     const transfer = source instanceof ArrayBuffer ? [source] : [];
-    return this.#call({ op: "load", source, cache, device, threads }, { onProgress }, transfer).done;
+    return this.#call({ op: "load", source, cache, device, threads, context }, { onProgress }, transfer).done;
   }
 
   generate(request, onDelta, isAborted) {
@@ -124,17 +124,18 @@ let completionCounter = 0;
 const DEVICES = ["auto", "webgpu", "cpu"];
 
 /** Loads a model and returns the engine. See index.d.ts for the options. */
-export async function createEngine({ model, device = "auto", threads = null, onProgress = () => {}, worker = true, cache = true } = {}) {
+export async function createEngine({ model, device = "auto", threads = null, context = 4096, onProgress = () => {}, worker = true, cache = true } = {}) {
   if (model === undefined) throw new TypeError("createEngine: `model` (a URL or the GGUF bytes) is required");
   if (!DEVICES.includes(device)) throw new TypeError(`createEngine: \`device\` is one of ${DEVICES.join(", ")}, not ${JSON.stringify(device)}`);
   if (threads !== null && !(Number.isInteger(threads) && threads >= 1)) throw new TypeError(`createEngine: \`threads\` is a whole number from 1, not ${JSON.stringify(threads)}`);
+  if (!(Number.isInteger(context) && context >= 1 && context <= 65535)) throw new TypeError(`createEngine: \`context\` is a whole number of tokens from 1 to 65535, not ${JSON.stringify(context)}`);
   if (worker && typeof Worker === "undefined") throw new Error("createEngine: Web Workers are not available; pass worker: false");
   let source = model instanceof URL ? String(model) : model;
   if (ArrayBuffer.isView(source)) source = source.buffer.slice(source.byteOffset, source.byteOffset + source.byteLength);
   const open = async () => {
     const channel = worker ? new WorkerChannel() : new LocalChannel();
     const copy = source instanceof ArrayBuffer ? source.slice(0) : source;
-    const info = await channel.load(copy, { cache, device, threads, onProgress });
+    const info = await channel.load(copy, { cache, device, threads, context, onProgress });
     return { channel, info };
   };
   let current = await open();

@@ -175,6 +175,9 @@ export interface EngineOptions {
    * cross-origin isolated page (SharedArrayBuffer) and the engine in its Web Worker; each
    * extra thread is a helper worker holding a part of the weights. Ignored on WebGPU. */
   threads?: number;
+  /** Tokens the context holds (prompt and output; default 4,096, the model's maximum when that
+   * is smaller): the keys and values of that many positions are allocated at load. */
+  context?: number;
   /** Called while the model downloads and while its weights load. */
   onProgress?: (progress: LoadProgress) => void;
   /** Run the model in a Web Worker (default true) so the page never freezes. */

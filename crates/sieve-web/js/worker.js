@@ -1,5 +1,5 @@
 // The engine's Web Worker: the model and the decode loop run here so the page never freezes.
-// Messages in: {id, op: "load", source, cache, device, threads} | {id, op: "generate", request} | {id, op: "abort"}.
+// Messages in: {id, op: "load", source, cache, device, threads, context} | {id, op: "generate", request} | {id, op: "abort"}.
 // Messages out: {id, type: "progress" | "delta" | "done" | "error", ...}.
 import { Backend } from "./backend.js";
 import { sieveErrorFields } from "./errors.js";
@@ -24,6 +24,7 @@ self.onmessage = async ({ data }) => {
         cache: data.cache,
         device: data.device,
         threads: data.threads,
+        context: data.context,
         onProgress: (progress) => postMessage({ id, type: "progress", progress }),
       });
       postMessage({ id, type: "done", result: info });

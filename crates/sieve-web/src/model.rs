@@ -18,8 +18,9 @@ use crate::parts::{HelperPool, PoolHelpers};
 use crate::request::{Output, Request};
 use crate::{js_error, no_webgpu, now_ms};
 
-/// Longest context (prompt plus completion) a model is loaded for.
-pub(crate) const MAX_CONTEXT: usize = 2048;
+/// Longest context (prompt plus completion) a page may ask for: the WGSL attention dispatches a
+/// row of workgroups per position.
+pub(crate) const MAX_CONTEXT: usize = 65_535;
 /// Completion tokens when a request names no `max_tokens`.
 const DEFAULT_MAX_TOKENS: usize = 256;
 /// Compiled constraints kept by source text, so a repeated schema is free.
@@ -45,11 +46,13 @@ impl Model {
     /// Loads a GGUF of a supported architecture (llama, qwen2, qwen3, phi3, gemma3) from its
     /// bytes onto `device`:
     /// `"webgpu"` (the WGSL kernels) or `"cpu"` (the CPU kernels, on this thread, and on the
-    /// `helpers` workers when given: see [`crate::parts`]). `onProgress(fraction)` is called as
-    /// the weights are loaded.
+    /// `helpers` workers when given: see [`crate::parts`]), for a context of `context` tokens
+    /// (the model's maximum when that is smaller). `onProgress(fraction)` is called as the
+    /// weights are loaded.
     pub async fn load(
         bytes: Vec<u8>,
         device: &str,
+        context: u32,
         on_progress: Option<js_sys::Function>,
         helpers: Option<HelperPool>,
     ) -> Result<Model, JsError> {
@@ -60,7 +63,10 @@ impl Model {
         };
         let gguf = Gguf::parse(&bytes).map_err(js_error)?;
         let tokenizer = Tokenizer::from_gguf(&gguf).map_err(js_error)?;
-        let config = LlamaConfig::from_gguf(&gguf, MAX_CONTEXT).map_err(js_error)?;
+        if context == 0 || context as usize > MAX_CONTEXT {
+            return Err(JsError::new(&format!("a context of {context} tokens: it is 1 to {MAX_CONTEXT}")));
+        }
+        let config = LlamaConfig::from_gguf(&gguf, context as usize).map_err(js_error)?;
         let name = gguf.get_str("general.name").unwrap_or(config.arch.name()).to_string();
         let mut report = |fraction: f64| {
             if let Some(f) = &on_progress {
@@ -141,7 +147,7 @@ async fn run(loaded: &Loaded, request: &Request, on_delta: Option<&js_sys::Funct
     let prompt = loaded.tokenizer.encode_prompt(&prompt).map_err(js_error)?;
     let room = loaded.model.config().max_seq.saturating_sub(prompt.len());
     if room == 0 {
-        return Err(JsError::new(&format!("the prompt has {} tokens; the context holds {MAX_CONTEXT}", prompt.len())).into());
+        return Err(JsError::new(&format!("the prompt has {} tokens; the context holds {}", prompt.len(), loaded.model.config().max_seq)).into());
     }
     let max_tokens = request.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS).min(room);
     let sampling = Sampling {

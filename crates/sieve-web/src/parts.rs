@@ -9,7 +9,6 @@ use sieve_model::{Gguf, Llama, LlamaConfig, ModelError, Placement};
 use wasm_bindgen::prelude::*;
 
 use crate::js_error;
-use crate::model::MAX_CONTEXT;
 
 /// One part of a model's products, in a helper worker.
 #[wasm_bindgen]
@@ -23,7 +22,8 @@ impl Shard {
     /// a llama-architecture GGUF, from its bytes.
     pub fn load(bytes: &[u8], part: u32, parts: u32) -> Result<Shard, JsError> {
         let gguf = Gguf::parse(bytes).map_err(js_error)?;
-        let config = LlamaConfig::from_gguf(&gguf, MAX_CONTEXT).map_err(js_error)?;
+        // A shard computes products only: no position is ever cached.
+        let config = LlamaConfig::from_gguf(&gguf, 1).map_err(js_error)?;
         let model = Llama::from_gguf(&gguf, config, Placement::Cpu { threads: 1 }).map_err(js_error)?;
         let inner = model.shard(part as usize, parts as usize).map_err(js_error)?;
         Ok(Shard { inner })
