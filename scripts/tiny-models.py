@@ -3,6 +3,7 @@
 Hugging Face `transformers` (float32) gives for them: the parity tests' fixtures.
 
     python scripts/tiny-models.py OUT_DIR
+    python scripts/tiny-models.py --qwen3 0.6b q4_k_m OUT.gguf   (a benchmark model)
 
 For each architecture a model is built by `transformers` from a fixed seed and written the way
 llama.cpp's converter names its tensors and keys (llama's Q and K rows permuted to adjacent RoPE
@@ -18,8 +19,8 @@ second family for the end-to-end tests of the CLI and the demo page, whose outpu
 constraint alone makes valid.
 """
 
+import argparse
 import json
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -256,56 +257,85 @@ def write(path, arch, model, qtype=None, seed=0):
     w.close()
 
 
-def write_chat_model(path, tokenizers):
-    """A two-layer Qwen3 of width 64 with Qwen3's tokenizer and chat template, matrices in Q8_0."""
+# Qwen3 shapes for write_qwen3: the end-to-end tests' tiny one, and Qwen3-0.6B's for benchmarks.
+QWEN3_SHAPES = {
+    "tiny": dict(vocab=151680, hidden=64, ffn=128, layers=2, heads=4, kv_heads=2, head_dim=16),
+    "0.6b": dict(vocab=151936, hidden=1024, ffn=3072, layers=28, heads=16, kv_heads=8, head_dim=128),
+}
+
+
+def qwen3_tokenizer(w, tokenizers, vocab):
+    """Qwen3's tokenizer and chat template as the converter writes them: ids in order, added
+    tokens control or user-defined, padding names for ids past the tokenizer's."""
     tok = json.loads((tokenizers / "qwen3.json").read_text())
-    template = json.loads((tokenizers / "qwen3.config.json").read_text())["chat_template"]
-    # The converter's vocabulary: ids in order, added tokens control or user-defined, padding
-    # names for ids past the tokenizer's.
-    size = 151680
-    tokens = [f"[PAD{i}]" for i in range(size)]
-    types = [gguf.TokenType.USER_DEFINED] * size
+    tokens = [f"[PAD{i}]" for i in range(vocab)]
+    types = [gguf.TokenType.USER_DEFINED] * vocab
     for token, i in tok["model"]["vocab"].items():
         tokens[i], types[i] = token, gguf.TokenType.NORMAL
     for added in tok["added_tokens"]:
         tokens[added["id"]] = added["content"]
         types[added["id"]] = gguf.TokenType.CONTROL if added["special"] else gguf.TokenType.USER_DEFINED
-    merges = [m if isinstance(m, str) else " ".join(m) for m in tok["model"]["merges"]]
-    torch.manual_seed(11)
-    config = Qwen3Config(vocab_size=size, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
-                         num_key_value_heads=2, head_dim=16, max_position_embeddings=4096, rms_norm_eps=1e-6,
-                         tie_word_embeddings=True, rope_parameters={"rope_type": "default", "rope_theta": 1e6})
-    model = Qwen3ForCausalLM(config).float().eval()
-    w = gguf.GGUFWriter(str(path), "qwen3")
-    w.add_name("tiny Qwen3 (random weights)")
-    w.add_context_length(config.max_position_embeddings)
-    w.add_embedding_length(config.hidden_size)
-    w.add_block_count(config.num_hidden_layers)
-    w.add_feed_forward_length(config.intermediate_size)
-    w.add_head_count(config.num_attention_heads)
-    w.add_head_count_kv(config.num_key_value_heads)
-    w.add_key_length(config.head_dim)
-    w.add_value_length(config.head_dim)
-    w.add_layer_norm_rms_eps(config.rms_norm_eps)
-    w.add_rope_freq_base(1e6)
-    w.add_file_type(int(Q.Q8_0))
     w.add_tokenizer_model("gpt2")
     w.add_tokenizer_pre("qwen2")
     w.add_token_list(tokens)
     w.add_token_types(types)
-    w.add_token_merges(merges)
+    w.add_token_merges([m if isinstance(m, str) else " ".join(m) for m in tok["model"]["merges"]])
     w.add_eos_token_id(151645)
     w.add_bos_token_id(151643)
     w.add_pad_token_id(151643)
     w.add_add_bos_token(False)
-    w.add_chat_template(template)
-    params = dict(model.named_parameters())
-    for name, hf, _ in gguf_tensors(model, "qwen3"):
-        value = params[hf].detach().numpy().astype(np.float32)
-        if value.ndim == 2:
-            w.add_tensor(name, gguf.quants.quantize(value, Q.Q8_0), raw_dtype=Q.Q8_0)
+    w.add_chat_template(json.loads((tokenizers / "qwen3.config.json").read_text())["chat_template"])
+
+
+def write_qwen3(path, tokenizers, shape, mix, seed=11):
+    """A random-weight Qwen3 of `shape` (QWEN3_SHAPES) with Qwen3's tokenizer, tied embeddings:
+    matrices in Q8_0 (`mix` "q8_0") or as llama.cpp's Q4_K_M mixes them ("q4_k_m": Q6_K for the
+    embedding, attn_v and ffn_down, Q4_K elsewhere; random blocks)."""
+    s = QWEN3_SHAPES[shape]
+    rng = np.random.default_rng(seed)
+    w = gguf.GGUFWriter(str(path), "qwen3")
+    w.add_name(f"Qwen3 {shape} shape (random weights)" if shape != "tiny" else "tiny Qwen3 (random weights)")
+    w.add_context_length(40960)
+    w.add_embedding_length(s["hidden"])
+    w.add_block_count(s["layers"])
+    w.add_feed_forward_length(s["ffn"])
+    w.add_head_count(s["heads"])
+    w.add_head_count_kv(s["kv_heads"])
+    w.add_key_length(s["head_dim"])
+    w.add_value_length(s["head_dim"])
+    w.add_layer_norm_rms_eps(1e-6)
+    w.add_rope_freq_base(1e6)
+    w.add_file_type(int(Q.Q8_0 if mix == "q8_0" else Q.Q4_K))
+    qwen3_tokenizer(w, tokenizers, s["vocab"])
+
+    def matrix(name, rows, cols):
+        qtype = Q.Q8_0
+        if mix == "q4_k_m":
+            qtype = Q.Q6_K if any(part in name for part in ("token_embd", "attn_v", "ffn_down")) else Q.Q4_K
+        if qtype == Q.Q8_0:
+            values = rng.standard_normal((rows, cols), dtype=np.float32) / np.float32(cols ** 0.5)
+            w.add_tensor(name, gguf.quants.quantize(values, qtype), raw_dtype=qtype)
         else:
-            w.add_tensor(name, value)
+            w.add_tensor(name, random_k_blocks(rng, qtype, rows, cols), raw_dtype=qtype)
+
+    def vector(name, n):
+        w.add_tensor(name, (1 + 0.2 * (2 * rng.random(n, dtype=np.float32) - 1)).astype(np.float32))
+
+    d, hd = s["hidden"], s["head_dim"]
+    matrix("token_embd.weight", s["vocab"], d)
+    vector("output_norm.weight", d)
+    for i in range(s["layers"]):
+        matrix(f"blk.{i}.attn_q.weight", s["heads"] * hd, d)
+        matrix(f"blk.{i}.attn_k.weight", s["kv_heads"] * hd, d)
+        matrix(f"blk.{i}.attn_v.weight", s["kv_heads"] * hd, d)
+        matrix(f"blk.{i}.attn_output.weight", d, s["heads"] * hd)
+        vector(f"blk.{i}.attn_q_norm.weight", hd)
+        vector(f"blk.{i}.attn_k_norm.weight", hd)
+        vector(f"blk.{i}.attn_norm.weight", d)
+        vector(f"blk.{i}.ffn_norm.weight", d)
+        matrix(f"blk.{i}.ffn_gate.weight", s["ffn"], d)
+        matrix(f"blk.{i}.ffn_up.weight", s["ffn"], d)
+        matrix(f"blk.{i}.ffn_down.weight", d, s["ffn"])
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
@@ -313,7 +343,16 @@ def write_chat_model(path, tokenizers):
 
 
 def main():
-    out = Path(sys.argv[1])
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("out", type=Path, help="the fixtures' folder, or with --qwen3 the GGUF file to write")
+    parser.add_argument("--qwen3", nargs=2, metavar=("SHAPE", "MIX"), help="write one random-weight Qwen3 (shapes: "
+                        f"{', '.join(QWEN3_SHAPES)}; mixes: q8_0, q4_k_m) instead, for benchmarks")
+    args = parser.parse_args()
+    tokenizers = Path(__file__).resolve().parent.parent / "assets" / "tokenizers"
+    if args.qwen3:
+        write_qwen3(args.out, tokenizers, *args.qwen3)
+        return
+    out = args.out
     out.mkdir(parents=True, exist_ok=True)
     prompt = np.random.default_rng(7).integers(0, VOCAB, PROMPT_LEN).tolist()
     models = [(name, name, None) for name in MODELS]
@@ -325,7 +364,7 @@ def main():
         reference = {"file": f"{name}.gguf", "architecture": arch, "weights": qtype.name if qtype else "F32", **run(model, prompt)}
         (out / f"{name}.json").write_text(json.dumps(reference))
         print(f"{name}: greedy {reference['greedy']}")
-    write_chat_model(out / "qwen3-chat.gguf", Path(__file__).resolve().parent.parent / "assets" / "tokenizers")
+    write_qwen3(out / "qwen3-chat.gguf", tokenizers, "tiny", "q8_0")
     print("qwen3-chat.gguf")
 
 

@@ -9,7 +9,8 @@ const { GrammarCompiler, GrammarMatcher, TokenizerInfo } = globalThis.xgrammar;
 
 const $ = (id) => document.getElementById(id);
 const TOKENIZER_URL = new URL("../../assets/tokenizers/llama3.json", import.meta.url);
-const MODEL_URL = new URL("../../assets/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf", import.meta.url);
+// `?model=URL` benchmarks another GGUF (the speed benchmark of bench/speed.mjs --model).
+const MODEL_URL = new URL(new URLSearchParams(location.search).get("model") ?? "../../assets/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf", import.meta.url);
 const PROMPT_URL = new URL("../../bench/prompt.txt", import.meta.url);
 const PERSON_SCHEMA_URL = new URL("../../bench/person.schema.json", import.meta.url);
 const WLLAMA_WASM_URL = new URL("./node_modules/@wllama/wllama/esm/wasm/wllama.wasm", import.meta.url);
