@@ -130,7 +130,7 @@ impl TensorType {
     /// Whether the CPU path has a dot-product kernel for this type's rows; rows of the others
     /// are dequantized into tiles.
     pub(crate) fn has_dot_kernel(self) -> bool {
-        matches!(self, Self::F32 | Self::F16 | Self::Q4_1 | Self::Q8_0)
+        matches!(self, Self::F32 | Self::F16 | Self::Q4_1 | Self::Q8_0 | Self::Q4_K | Self::Q6_K)
     }
 
     /// (elements per block, bytes per block).
@@ -585,7 +585,7 @@ pub fn int8_blocks(ty: TensorType, data: &[u8], mut emit: impl FnMut(f32, f32, &
 /// Sub-block `j`'s 6-bit scale and minimum in a Q4_K or Q5_K super-block's 12 packed bytes:
 /// for `j < 4` the low six bits of bytes `j` and `j + 4`; after, a nibble of byte `j + 4` and the
 /// top two bits of bytes `j - 4` and `j`.
-fn k_scale_min(packed: &[u8], j: usize) -> (u8, u8) {
+pub(crate) fn k_scale_min(packed: &[u8], j: usize) -> (u8, u8) {
     match j < 4 {
         true => (packed[j] & 63, packed[j + 4] & 63),
         false => ((packed[j + 4] & 0x0f) | ((packed[j - 4] >> 6) << 4), (packed[j + 4] >> 4) | ((packed[j] >> 6) << 4)),

@@ -13,7 +13,7 @@
 //! wasm builds do).
 
 use crate::error::ModelError;
-use crate::gguf::{Gguf, TensorType, dequantize_into, f16_to_f32};
+use crate::gguf::{Gguf, TensorType, dequantize_into, f16_to_f32, k_scale_min};
 
 /// Elements per quantization block of the block types.
 const BLOCK: usize = 32;
@@ -274,6 +274,8 @@ impl Matrix {
                         }
                     }
                     TensorType::Q8_0 => each!(|r, x, _| avx2::q8_0_dot(r, x)),
+                    TensorType::Q4_K => each!(|r, x, sums| avx2::q4_k_dot(r, x, sums)),
+                    TensorType::Q6_K => each!(|r, x, _| avx2::q6_k_dot(r, x)),
                     _ => unreachable!("{ty:?} has no dot kernel"),
                 }
             },
@@ -288,6 +290,8 @@ impl Matrix {
             (_, TensorType::F16) => each!(|r, x, _| portable::f16_dot(r, x)),
             (_, TensorType::Q4_1) => each!(portable::q4_1_dot),
             (_, TensorType::Q8_0) => each!(|r, x, _| portable::q8_0_dot(r, x)),
+            (_, TensorType::Q4_K) => each!(portable::q4_k_dot),
+            (_, TensorType::Q6_K) => each!(|r, x, _| portable::q6_k_dot(r, x)),
             (_, ty) => unreachable!("{ty:?} has no dot kernel"),
         }
     }
@@ -345,7 +349,7 @@ fn f16_at(bytes: &[u8], at: usize) -> f32 {
 
 /// The reference kernels: plain loops.
 mod portable {
-    use super::{BLOCK, TILE_ROWS, f16_at};
+    use super::{BLOCK, TILE_ROWS, f16_at, k_scale_min};
 
     pub fn f32_dot(a: &[f32], b: &[f32]) -> f32 {
         a.iter().zip(b).map(|(a, b)| a * b).sum()
@@ -366,6 +370,49 @@ mod portable {
             let q: f32 = qs.iter().zip(&xs[..16]).map(|(&q, x)| f32::from(q & 0x0f) * x).sum::<f32>()
                 + qs.iter().zip(&xs[16..]).map(|(&q, x)| f32::from(q >> 4) * x).sum::<f32>();
             total += f16_at(block, 0) * q + f16_at(block, 2) * sums[b];
+        }
+        total
+    }
+
+    /// Q4_K super-blocks of 144 bytes: sub-block `j`'s product is
+    /// `d * sc_j * sum(q * x) - dmin * m_j * sum(x)`, its sum of `x` from `sums`.
+    pub fn q4_k_dot(row: &[u8], x: &[f32], sums: &[f32]) -> f32 {
+        let mut total = 0.0;
+        for (b, block) in row.chunks_exact(144).enumerate() {
+            let (d, dmin) = (f16_at(block, 0), f16_at(block, 2));
+            for j in 0..8 {
+                let (sc, m) = k_scale_min(&block[4..16], j);
+                let qs = &block[16 + 32 * (j / 2)..][..32];
+                let xs = &x[b * 256 + 32 * j..][..32];
+                let shift = 4 * (j % 2);
+                let q: f32 = qs.iter().zip(xs).map(|(&q, x)| f32::from((q >> shift) & 0x0f) * x).sum();
+                total += d * f32::from(sc) * q - dmin * f32::from(m) * sums[8 * b + j];
+            }
+        }
+        total
+    }
+
+    /// Q6_K super-blocks of 210 bytes: runs of 16 values share a signed scale,
+    /// `w = d * sc * (q - 32)`.
+    pub fn q6_k_dot(row: &[u8], x: &[f32]) -> f32 {
+        let mut total = 0.0;
+        for (b, block) in row.chunks_exact(210).enumerate() {
+            let d = f16_at(block, 208);
+            for h in 0..2 {
+                let (ql, qh, sc) = (&block[64 * h..][..64], &block[128 + 32 * h..][..32], &block[192 + 8 * h..][..8]);
+                for k in 0..4 {
+                    let xs = &x[b * 256 + 128 * h + 32 * k..][..32];
+                    let ql = &ql[32 * (k % 2)..][..32];
+                    let (low_shift, high_shift) = (4 * (k / 2), 2 * k);
+                    let q = |l: usize| {
+                        let q = ((ql[l] >> low_shift) & 0x0f) | (((qh[l] >> high_shift) & 3) << 4);
+                        f32::from(q as i8 - 32)
+                    };
+                    let first: f32 = (0..16).map(|l| q(l) * xs[l]).sum();
+                    let second: f32 = (16..32).map(|l| q(l) * xs[l]).sum();
+                    total += d * f32::from(sc[2 * k] as i8) * first + d * f32::from(sc[2 * k + 1] as i8) * second;
+                }
+            }
         }
         total
     }
@@ -395,7 +442,7 @@ mod portable {
 mod avx2 {
     use std::arch::x86_64::*;
 
-    use super::{Activation, BLOCK, TILE_ROWS, f16_at};
+    use super::{Activation, BLOCK, TILE_ROWS, f16_at, k_scale_min};
 
     #[target_feature(enable = "avx2,fma")]
     fn hsum(v: __m256) -> f32 {
@@ -534,6 +581,96 @@ mod avx2 {
                     s = _mm256_fmadd_ps(w, _mm256_loadu_ps(xp.add(8 * k)), s);
                 }
                 acc = _mm256_fmadd_ps(_mm256_set1_ps(f16_pair(block).0), s, acc);
+            }
+        }
+        hsum(acc)
+    }
+
+    /// The 32 bytes at `at` of `bytes`.
+    #[target_feature(enable = "avx2")]
+    fn bytes32(bytes: &[u8], at: usize) -> __m256i {
+        let b = &bytes[at..at + 32];
+        // SAFETY: `b` holds 32 bytes.
+        unsafe { _mm256_loadu_si256(b.as_ptr() as *const __m256i) }
+    }
+
+    /// The products of the four 8-value parts of 32 bytes `q` (unsigned when `signed` is
+    /// false) with `x[..32]`, summed in pairs: (values 0..16, values 16..32).
+    #[target_feature(enable = "avx2,fma")]
+    fn halves32(q: __m256i, x: &[f32], signed: bool) -> (__m256, __m256) {
+        let x = &x[..32];
+        let (lo, hi) = (_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
+        let f = |v: __m128i| if signed { i8_to_f32(v) } else { u8_to_f32(v) };
+        // SAFETY: `x` holds 32 values.
+        unsafe {
+            let p = x.as_ptr();
+            let a = _mm256_fmadd_ps(f(_mm_srli_si128(lo, 8)), _mm256_loadu_ps(p.add(8)), _mm256_mul_ps(f(lo), _mm256_loadu_ps(p)));
+            let b = _mm256_fmadd_ps(f(_mm_srli_si128(hi, 8)), _mm256_loadu_ps(p.add(24)), _mm256_mul_ps(f(hi), _mm256_loadu_ps(p.add(16))));
+            (a, b)
+        }
+    }
+
+    /// Q4_K super-blocks of 144 bytes (see `TensorType::Q4_K`): sub-block `j`'s product is
+    /// `d * sc_j * sum(q * x) - dmin * m_j * sum(x)`, its sum of `x` from `sums`.
+    ///
+    /// # Safety
+    /// AVX2, FMA and F16C must be available; `row` holds `x.len() / 256` super-blocks.
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub unsafe fn q4_k_dot(row: &[u8], x: &[f32], sums: &[f32]) -> f32 {
+        debug_assert_eq!(row.len() / 144 * 256, x.len());
+        let low = _mm256_set1_epi8(0x0f);
+        let mut acc = _mm256_setzero_ps();
+        let mut minimums = 0.0;
+        for (b, block) in row.chunks_exact(144).enumerate() {
+            let (d, dmin) = f16_pair(block);
+            let scales = &block[4..16];
+            for pair in 0..4 {
+                let qs = bytes32(block, 16 + 32 * pair);
+                let nibbles = [_mm256_and_si256(qs, low), _mm256_and_si256(_mm256_srli_epi16(qs, 4), low)];
+                for (half, q) in nibbles.into_iter().enumerate() {
+                    let j = 2 * pair + half;
+                    let (sc, m) = k_scale_min(scales, j);
+                    let (a, c) = halves32(q, &x[b * 256 + 32 * j..], false);
+                    acc = _mm256_fmadd_ps(_mm256_set1_ps(d * f32::from(sc)), _mm256_add_ps(a, c), acc);
+                    minimums += dmin * f32::from(m) * sums[8 * b + j];
+                }
+            }
+        }
+        hsum(acc) - minimums
+    }
+
+    /// Q6_K super-blocks of 210 bytes (see `TensorType::Q6_K`): runs of 16 values share a
+    /// signed scale, `w = d * sc * (q - 32)`.
+    ///
+    /// # Safety
+    /// AVX2, FMA and F16C must be available; `row` holds `x.len() / 256` super-blocks.
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub unsafe fn q6_k_dot(row: &[u8], x: &[f32]) -> f32 {
+        debug_assert_eq!(row.len() / 210 * 256, x.len());
+        let (low, two, bias) = (_mm256_set1_epi8(0x0f), _mm256_set1_epi8(3), _mm256_set1_epi8(32));
+        let mut acc = _mm256_setzero_ps();
+        for (b, block) in row.chunks_exact(210).enumerate() {
+            let d = f16_at(block, 208);
+            for h in 0..2 {
+                let (ql0, ql1, qh) = (bytes32(block, 64 * h), bytes32(block, 64 * h + 32), bytes32(block, 128 + 32 * h));
+                let high = |shift: i32| match shift {
+                    0 => _mm256_slli_epi16(_mm256_and_si256(qh, two), 4),
+                    2 => _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2), two), 4),
+                    4 => _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 4), two), 4),
+                    _ => _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 6), two), 4),
+                };
+                let groups = [
+                    _mm256_or_si256(_mm256_and_si256(ql0, low), high(0)),
+                    _mm256_or_si256(_mm256_and_si256(ql1, low), high(2)),
+                    _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), low), high(4)),
+                    _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), low), high(6)),
+                ];
+                let sc = &block[192 + 8 * h..][..8];
+                for (k, q) in groups.into_iter().enumerate() {
+                    let (a, c) = halves32(_mm256_sub_epi8(q, bias), &x[b * 256 + 128 * h + 32 * k..], true);
+                    acc = _mm256_fmadd_ps(_mm256_set1_ps(d * f32::from(sc[2 * k] as i8)), a, acc);
+                    acc = _mm256_fmadd_ps(_mm256_set1_ps(d * f32::from(sc[2 * k + 1] as i8)), c, acc);
+                }
             }
         }
         hsum(acc)
