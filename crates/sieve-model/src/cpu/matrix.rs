@@ -287,6 +287,10 @@ impl Matrix {
             }
             #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
             (Simd::Simd128, TensorType::Q8_0) => each!(|r, x, _| simd128::q8_0_dot(r, x)),
+            #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+            (Simd::Simd128, TensorType::Q4_K) => each!(simd128::q4_k_dot),
+            #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+            (Simd::Simd128, TensorType::Q6_K) => each!(|r, x, _| simd128::q6_k_dot(r, x)),
             (_, TensorType::F16) => each!(|r, x, _| portable::f16_dot(r, x)),
             (_, TensorType::Q4_1) => each!(portable::q4_1_dot),
             (_, TensorType::Q8_0) => each!(|r, x, _| portable::q8_0_dot(r, x)),
@@ -709,7 +713,7 @@ mod avx2 {
 mod simd128 {
     use std::arch::wasm32::*;
 
-    use super::{Activation, BLOCK, TILE_ROWS, f16_at};
+    use super::{Activation, BLOCK, TILE_ROWS, f16_at, k_scale_min};
 
     fn hsum(v: v128) -> f32 {
         f32x4_extract_lane::<0>(v) + f32x4_extract_lane::<1>(v) + f32x4_extract_lane::<2>(v) + f32x4_extract_lane::<3>(v)
@@ -835,6 +839,70 @@ mod simd128 {
             out[t] = hsum(acc[t]) + minimums[t];
         }
         N
+    }
+
+    /// Q4_K super-blocks of 144 bytes (see `TensorType::Q4_K`): sub-block `j`'s product is
+    /// `d * sc_j * sum(q * x) - dmin * m_j * sum(x)`, its sum of `x` from `sums`.
+    pub fn q4_k_dot(row: &[u8], x: &[f32], sums: &[f32]) -> f32 {
+        let low = u8x16_splat(0x0f);
+        let blocks = row.len() / 144;
+        assert!(x.len() >= blocks * 256 && sums.len() >= blocks * 8, "q4_k_dot out of range");
+        let mut acc = f32x4_splat(0.0);
+        let mut minimums = 0.0;
+        for (b, block) in row.chunks_exact(144).enumerate() {
+            let (d, dmin) = (f16_at(block, 0), f16_at(block, 2));
+            for pair in 0..4 {
+                // The pair's 32 bytes: low nibbles are sub-block 2 pair, high ones 2 pair + 1.
+                let (qa, qb) = (bytes16(block, 16 + 32 * pair), bytes16(block, 32 + 32 * pair));
+                for half in 0..2 {
+                    let j = 2 * pair + half;
+                    let (sc, m) = k_scale_min(&block[4..16], j);
+                    let nibbles = |q: v128| if half == 0 { v128_and(q, low) } else { u8x16_shr(q, 4) };
+                    let at = b * 256 + 32 * j;
+                    // SAFETY: `x` holds 256 values per super-block (checked above).
+                    let (x_lo, x_hi) = unsafe { (sixteen(x, at), sixteen(x, at + 16)) };
+                    let q = dot4(u8_to_f32(nibbles(qb)), x_hi, dot4(u8_to_f32(nibbles(qa)), x_lo, f32x4_splat(0.0)));
+                    acc = f32x4_add(acc, f32x4_mul(f32x4_splat(d * f32::from(sc)), q));
+                    // SAFETY: as above, eight sums per super-block.
+                    minimums += dmin * f32::from(m) * unsafe { *sums.get_unchecked(8 * b + j) };
+                }
+            }
+        }
+        hsum(acc) - minimums
+    }
+
+    /// Q6_K super-blocks of 210 bytes (see `TensorType::Q6_K`): runs of 16 values share a
+    /// signed scale, `w = d * sc * (q - 32)`.
+    pub fn q6_k_dot(row: &[u8], x: &[f32]) -> f32 {
+        let (low, two, bias) = (u8x16_splat(0x0f), u8x16_splat(3), i8x16_splat(32));
+        let blocks = row.len() / 210;
+        assert!(x.len() >= blocks * 256, "q6_k_dot out of range");
+        let mut acc = f32x4_splat(0.0);
+        for (b, block) in row.chunks_exact(210).enumerate() {
+            let d = f16_at(block, 208);
+            for h in 0..2 {
+                for l0 in [0, 16] {
+                    // Bytes l0 .. l0 + 16 of each part: values l of the four groups of 32.
+                    let (ql0, ql1, qh) = (bytes16(block, 64 * h + l0), bytes16(block, 64 * h + 32 + l0), bytes16(block, 128 + 32 * h + l0));
+                    let high = |shift: u32| u8x16_shl(v128_and(u8x16_shr(qh, shift), two), 4);
+                    let groups = [
+                        v128_or(v128_and(ql0, low), high(0)),
+                        v128_or(v128_and(ql1, low), high(2)),
+                        v128_or(u8x16_shr(ql0, 4), high(4)),
+                        v128_or(u8x16_shr(ql1, 4), high(6)),
+                    ];
+                    for (k, q) in groups.into_iter().enumerate() {
+                        let at = b * 256 + 128 * h + 32 * k + l0;
+                        // SAFETY: `x` holds 256 values per super-block (checked above).
+                        let xs = unsafe { sixteen(x, at) };
+                        let s = dot4(i8_to_f32(i8x16_sub(q, bias)), xs, f32x4_splat(0.0));
+                        let scale = d * f32::from(block[192 + 8 * h + 2 * k + l0 / 16] as i8);
+                        acc = f32x4_add(acc, f32x4_mul(f32x4_splat(scale), s));
+                    }
+                }
+            }
+        }
+        hsum(acc)
     }
 
     pub fn q8_0_dot(row: &[u8], x: &[f32]) -> f32 {
