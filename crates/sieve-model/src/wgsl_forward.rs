@@ -107,12 +107,17 @@ struct GpuMatrix {
 
 impl GpuMatrix {
     /// `parts` (`[rows_i, K]` each) stacked on their rows, uploaded: blocked when every part is
-    /// of a quantized type and K is whole runs of 16, f32 otherwise.
-    fn upload(client: &Client, parts: &[&Matrix]) -> Self {
+    /// of a quantized type and K is whole runs of 16, f32 otherwise. An error when the matrix
+    /// is larger than the device binds in one buffer (`max_bytes`).
+    fn upload(client: &Client, parts: &[&Matrix], max_bytes: u64, what: &str) -> Result<Self, ModelError> {
         let k = parts[0].cols();
         let n: usize = parts.iter().map(|m| m.rows()).sum();
         let quads = n / 4;
         let blocked = k.is_multiple_of(16) && parts.iter().all(|m| m.is_quantized());
+        let bytes = if blocked { k * n / 16 * 24 } else { 4 * k * n };
+        if bytes as u64 > max_bytes {
+            return Err(too_large(what, bytes, max_bytes));
+        }
         let rows = parts.iter().flat_map(|m| (0..m.rows()).map(move |r| (*m, r)));
         let words: Vec<u32> = match blocked {
             true => {
@@ -147,8 +152,17 @@ impl GpuMatrix {
             }
         };
         let buffer = client.create_from_slice(bytemuck::cast_slice(&words));
-        Self { buffer, blocked, bytes: words.len() * 4 }
+        Ok(Self { buffer, blocked, bytes })
     }
+}
+
+/// The error for a buffer the device cannot bind.
+fn too_large(what: &str, bytes: usize, max_bytes: u64) -> ModelError {
+    ModelError::Backend(format!(
+        "{what} takes {} MB in one GPU buffer; this device binds at most {} MB: run the model on the CPU",
+        bytes.div_ceil(1 << 20),
+        max_bytes / (1 << 20)
+    ))
 }
 
 /// The weight buffers of one decoder layer.
@@ -259,15 +273,20 @@ impl WgslForward {
         on_progress: &mut dyn FnMut(f64),
     ) -> Result<Self, ModelError> {
         let qkv_width = (c.heads + 2 * c.kv_heads) * c.head_dim;
+        let max_bytes = client.properties().memory.max_page_size;
+        let cache_bytes = 4 * c.kv_heads * c.max_seq * c.head_dim;
+        if cache_bytes as u64 > max_bytes {
+            return Err(too_large("a layer's keys for this context", cache_bytes, max_bytes));
+        }
         let zeros = floats(&client, &vec![0.0; qkv_width]);
         let mut weight_bytes = 0;
-        let mut matrix = |parts: &[&Matrix]| {
-            let m = GpuMatrix::upload(&client, parts);
+        let mut matrix = |parts: &[&Matrix], what: &str| {
+            let m = GpuMatrix::upload(&client, parts, max_bytes, what)?;
             weight_bytes += m.bytes;
-            m
+            Ok::<_, ModelError>(m)
         };
-        let embed = matrix(&[embed]);
-        let head = head.map(|h| matrix(&[h]));
+        let embed = matrix(&[embed], "the token embedding")?;
+        let head = head.map(|h| matrix(&[h], "the output head")).transpose()?;
         let mut layers = Vec::with_capacity(c.layers);
         for i in 0..c.layers {
             let l = layer(i)?;
@@ -275,14 +294,14 @@ impl WgslForward {
             let [gate, up] = &l.gate_up;
             layers.push(LayerBuffers {
                 attn_norm: floats(&client, &l.attn_norm),
-                wqkv: matrix(&[q, k, v]),
+                wqkv: matrix(&[q, k, v], "a layer's Q/K/V projection")?,
                 qkv_bias: l.extras.qkv_bias.as_deref().map_or(zeros.clone(), |b| floats(&client, b)),
                 qk_norm: l.extras.qk_norm.as_ref().map(|norms| norms.each_ref().map(|n| floats(&client, n))),
                 post_norms: l.extras.post_norms.as_ref().map(|norms| norms.each_ref().map(|n| floats(&client, n))),
-                wo: matrix(&[&l.wo]),
+                wo: matrix(&[&l.wo], "a layer's output projection")?,
                 ffn_norm: floats(&client, &l.ffn_norm),
-                w_gate_up: matrix(&[gate, up]),
-                w_down: matrix(&[&l.down]),
+                w_gate_up: matrix(&[gate, up], "a layer's gate/up projection")?,
+                w_down: matrix(&[&l.down], "a layer's down projection")?,
             });
             on_progress((i + 1) as f64 / (c.layers + 1) as f64);
         }

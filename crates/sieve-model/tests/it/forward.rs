@@ -150,3 +150,16 @@ async fn rows_split_into_parts_give_the_same_logits() {
     }
     assert!(whole.shard(2, 2).is_err(), "part 2 of 2");
 }
+
+/// A context whose keys do not fit one buffer of the device is an error naming it, before any
+/// weight is uploaded (65,535 positions of 64 heads of 256: 4 GiB a layer).
+#[wasm_bindgen_test(unsupported = pollster::test)]
+async fn a_context_larger_than_a_gpu_buffer_is_an_error() {
+    let gpu = wgpu_device().await.expect("no wgpu adapter: WebGPU (browser) or Vulkan (native) is required");
+    let config = LlamaConfig { heads: 64, kv_heads: 64, head_dim: 256, hidden: 64, ffn: 64, vocab: 256, max_seq: 65_535, ..LlamaConfig::tiny(256) };
+    match Llama::random(config, 1, Placement::from(&gpu)) {
+        Err(ModelError::Backend(message)) => assert!(message.contains("keys for this context") && message.contains("on the CPU"), "{message}"),
+        Err(other) => panic!("{other}"),
+        Ok(_) => panic!("4 GiB of keys in one buffer"),
+    }
+}
