@@ -62,7 +62,7 @@ fn to_u32(what: &'static str, value: usize) -> Result<u32, KernelError> {
 }
 
 /// A WGSL shader from `shaders/`, launched with its `{{ workgroup_size }}`, `{{ rows }}`,
-/// `{{ slices }}` and `{{ blocked }}` filled in.
+/// `{{ slices }}` and `{{ weights }}` filled in.
 #[derive(Clone, Copy)]
 pub(crate) struct Wgsl {
     /// The shader's file name; with the constants it keys burn's pipeline cache.
@@ -73,8 +73,19 @@ pub(crate) struct Wgsl {
     pub rows: u32,
     /// Invocations that split the sum of each output column, for the projections (1 elsewhere).
     pub slices: u32,
-    /// Whether the weight matrix it reads is in the blocked form (shaders/weights.wgsl).
-    pub blocked: bool,
+    /// The form of the weight matrix it reads (shaders/weights.wgsl).
+    pub weights: WeightForm,
+}
+
+/// How a weight matrix is held on the GPU (shaders/weights.wgsl says the layouts).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum WeightForm {
+    /// f32 values, 4 bytes a weight.
+    F32 = 0,
+    /// Runs of 16 int8 with a scale and a minimum, 1.5 bytes a weight.
+    Int8 = 1,
+    /// Runs of 16 unsigned 4-bit values with a scale and a minimum, 1 byte a weight.
+    Nibbles = 2,
 }
 
 impl KernelSource for Wgsl {
@@ -83,11 +94,11 @@ impl KernelSource for Wgsl {
             .register("workgroup_size", self.workgroup_size.to_string())
             .register("rows", self.rows.to_string())
             .register("slices", self.slices.to_string())
-            .register("blocked", self.blocked.to_string())
+            .register("weights", (self.weights as u32).to_string())
     }
 
     fn id(&self) -> KernelId {
-        KernelId::new::<Self>().info((self.name, self.workgroup_size, self.rows, self.slices, self.blocked))
+        KernelId::new::<Self>().info((self.name, self.workgroup_size, self.rows, self.slices, self.weights as u32))
     }
 
     fn lang(&self) -> &'static str {
@@ -112,7 +123,7 @@ const APPLY_BITMASK: Wgsl = Wgsl {
     workgroup_size: WORKGROUP_SIZE,
     rows: 1,
     slices: 1,
-    blocked: false,
+    weights: WeightForm::F32,
 };
 
 const MASKED_ARGMAX: Wgsl = Wgsl {
@@ -121,7 +132,7 @@ const MASKED_ARGMAX: Wgsl = Wgsl {
     workgroup_size: PICK_WORKGROUP as u32,
     rows: 1,
     slices: 1,
-    blocked: false,
+    weights: WeightForm::F32,
 };
 
 const MASKED_SAMPLE: Wgsl = Wgsl {
@@ -130,7 +141,7 @@ const MASKED_SAMPLE: Wgsl = Wgsl {
     workgroup_size: PICK_WORKGROUP as u32,
     rows: 1,
     slices: 1,
-    blocked: false,
+    weights: WeightForm::F32,
 };
 
 /// Sets every logit whose token the bitmask forbids to `-inf`, on the GPU.

@@ -384,8 +384,8 @@ impl Llama {
     }
 
     /// Bytes the weights take where they run: the GGUF's encoding on the CPU path; on a wgpu
-    /// device 1.5 bytes per weight of a quantized matrix and 4 per weight of a float one; f32
-    /// tensors on other burn devices.
+    /// device 1 byte per weight of a 4-bit matrix, 1.5 of another quantized one and 4 of a
+    /// float one; f32 tensors on other burn devices.
     pub fn weight_bytes(&self) -> usize {
         match &self.weights {
             Weights::Burn(w) => 4 * w.values(&self.config),

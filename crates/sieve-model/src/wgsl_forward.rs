@@ -36,7 +36,7 @@ use burn::tensor::{DType, Device, Shape, Tensor};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::error::ModelError;
-use crate::kernels::Wgsl;
+use crate::kernels::{WeightForm, Wgsl};
 use crate::cpu::Layer;
 use crate::cpu::matrix::Matrix;
 use crate::config::{LlamaConfig, rope_tables};
@@ -53,41 +53,41 @@ const PREFILL_ROWS: u32 = 8;
 /// hundred invocations, too few to fill a GPU.
 const STEP_SLICES: u32 = 16;
 
-fn shader(name: &'static str, source: &'static str, rows: u32, slices: u32, blocked: bool) -> Wgsl {
-    Wgsl { name, source, workgroup_size: WG, rows, slices, blocked }
+fn shader(name: &'static str, source: &'static str, rows: u32, slices: u32, weights: WeightForm) -> Wgsl {
+    Wgsl { name, source, workgroup_size: WG, rows, slices, weights }
 }
 
-fn qkv_rope(rows: u32, slices: u32, blocked: bool) -> Wgsl {
+fn qkv_rope(rows: u32, slices: u32, weights: WeightForm) -> Wgsl {
     let source = concat!(
         include_str!("../shaders/projection.wgsl"),
         include_str!("../shaders/weights.wgsl"),
         include_str!("../shaders/norms.wgsl"),
         include_str!("../shaders/qkv_rope.wgsl")
     );
-    shader("qkv_rope.wgsl", source, rows, slices, blocked)
+    shader("qkv_rope.wgsl", source, rows, slices, weights)
 }
 
-fn swiglu(rows: u32, slices: u32, blocked: bool) -> Wgsl {
+fn swiglu(rows: u32, slices: u32, weights: WeightForm) -> Wgsl {
     let source = concat!(
         include_str!("../shaders/projection.wgsl"),
         include_str!("../shaders/weights.wgsl"),
         include_str!("../shaders/norms.wgsl"),
         include_str!("../shaders/swiglu.wgsl")
     );
-    shader("swiglu.wgsl", source, rows, slices, blocked)
+    shader("swiglu.wgsl", source, rows, slices, weights)
 }
 
-fn linear_residual(rows: u32, slices: u32, blocked: bool) -> Wgsl {
+fn linear_residual(rows: u32, slices: u32, weights: WeightForm) -> Wgsl {
     let source = concat!(include_str!("../shaders/projection.wgsl"), include_str!("../shaders/weights.wgsl"), include_str!("../shaders/linear_residual.wgsl"));
-    shader("linear_residual.wgsl", source, rows, slices, blocked)
+    shader("linear_residual.wgsl", source, rows, slices, weights)
 }
 
-fn embed(blocked: bool) -> Wgsl {
-    shader("embed.wgsl", concat!(include_str!("../shaders/weights.wgsl"), include_str!("../shaders/embed.wgsl")), 1, 1, blocked)
+fn embed(weights: WeightForm) -> Wgsl {
+    shader("embed.wgsl", concat!(include_str!("../shaders/weights.wgsl"), include_str!("../shaders/embed.wgsl")), 1, 1, weights)
 }
 
-fn lm_head(blocked: bool) -> Wgsl {
-    shader("lm_head.wgsl", concat!(include_str!("../shaders/weights.wgsl"), include_str!("../shaders/lm_head.wgsl")), 1, 1, blocked)
+fn lm_head(weights: WeightForm) -> Wgsl {
+    shader("lm_head.wgsl", concat!(include_str!("../shaders/weights.wgsl"), include_str!("../shaders/lm_head.wgsl")), 1, 1, weights)
 }
 
 const ATTENTION: Wgsl = shader_const("attention.wgsl", include_str!("../shaders/attention.wgsl"));
@@ -95,52 +95,46 @@ const NORM_ADD: Wgsl = shader_const("norm_add.wgsl", include_str!("../shaders/no
 const QK_NORM_ROPE: Wgsl = shader_const("qk_norm_rope.wgsl", include_str!("../shaders/qk_norm_rope.wgsl"));
 
 const fn shader_const(name: &'static str, source: &'static str) -> Wgsl {
-    Wgsl { name, source, workgroup_size: WG, rows: 1, slices: 1, blocked: false }
+    Wgsl { name, source, workgroup_size: WG, rows: 1, slices: 1, weights: WeightForm::F32 }
 }
 
 /// A weight matrix `[N outputs, K inputs]` in one of the forms of shaders/weights.wgsl.
 struct GpuMatrix {
     buffer: Handle,
-    blocked: bool,
+    form: WeightForm,
     bytes: usize,
 }
 
 impl GpuMatrix {
-    /// `parts` (`[rows_i, K]` each) stacked on their rows, uploaded: blocked when every part is
-    /// of a quantized type and K is whole runs of 16, f32 otherwise. An error when the matrix
-    /// is larger than the device binds in one buffer (`max_bytes`).
+    /// `parts` (`[rows_i, K]` each) stacked on their rows, uploaded: as runs of 16 values when
+    /// every part is of a quantized type and K is whole runs (4-bit ones where every part's
+    /// values are), f32 otherwise. An error when the matrix is larger than the device binds in
+    /// one buffer (`max_bytes`).
     fn upload(client: &Client, parts: &[&Matrix], max_bytes: u64, what: &str) -> Result<Self, ModelError> {
         let k = parts[0].cols();
         let n: usize = parts.iter().map(|m| m.rows()).sum();
         let quads = n / 4;
-        let blocked = k.is_multiple_of(16) && parts.iter().all(|m| m.is_quantized());
-        let bytes = if blocked { k * n / 16 * 24 } else { 4 * k * n };
+        let form = match k.is_multiple_of(16) && parts.iter().all(|m| m.is_quantized()) {
+            true if parts.iter().all(|m| m.nibbles()) => WeightForm::Nibbles,
+            true => WeightForm::Int8,
+            false => WeightForm::F32,
+        };
+        // Words of a cell (a run of 16 inputs of a column quad), scales and minimums included.
+        let cell_words = match form {
+            WeightForm::Nibbles => 16,
+            _ => 24,
+        };
+        let bytes = match form {
+            WeightForm::F32 => 4 * k * n,
+            _ => k / 16 * quads * cell_words * 4,
+        };
         if bytes as u64 > max_bytes {
             return Err(too_large(what, bytes, max_bytes));
         }
         let rows = parts.iter().flat_map(|m| (0..m.rows()).map(move |r| (*m, r)));
-        let words: Vec<u32> = match blocked {
-            true => {
-                // Scales, minimums and q words of each cell (a run of 16 inputs of a column quad).
-                let cells = k / 16 * quads;
-                let mut words = vec![0u32; cells * 24];
-                for (col, (m, r)) in rows.enumerate() {
-                    let (quad, lane) = (col / 4, col % 4);
-                    let mut run = 0;
-                    m.row_int8_blocks(r, |scale, min, q| {
-                        let cell = run * quads + quad;
-                        words[cell * 4 + lane] = scale.to_bits();
-                        words[(cells + cell) * 4 + lane] = min.to_bits();
-                        for (j, &q) in q.iter().enumerate() {
-                            words[8 * cells + cell * 16 + j] |= u32::from(q as u8) << (8 * lane);
-                        }
-                        run += 1;
-                    });
-                }
-                words
-            }
-            false => {
-                let mut words = vec![0u32; k * n];
+        let mut words = vec![0u32; bytes / 4];
+        match form {
+            WeightForm::F32 => {
                 let mut row = vec![0.0; k];
                 for (col, (m, r)) in rows.enumerate() {
                     m.row_into(r, &mut row);
@@ -148,11 +142,37 @@ impl GpuMatrix {
                         words[i * n + col] = v.to_bits();
                     }
                 }
-                words
             }
-        };
+            _ => {
+                let cells = k / 16 * quads;
+                for (col, (m, r)) in rows.enumerate() {
+                    let (quad, lane) = (col / 4, col % 4);
+                    let mut run = 0;
+                    m.row_int8_blocks(r, |scale, min, q| {
+                        let cell = run * quads + quad;
+                        let (q, min) = match form {
+                            // Values from -8 are moved to 0.. and the minimum takes the shift.
+                            WeightForm::Nibbles if q.iter().any(|&q| q < 0) => (q.map(|q| (q + 8) as u8), min - 8.0 * scale),
+                            _ => (q.map(|q| q as u8), min),
+                        };
+                        words[cell * 4 + lane] = scale.to_bits();
+                        words[(cells + cell) * 4 + lane] = min.to_bits();
+                        let base = 8 * cells + cell * (cell_words - 8);
+                        for (j, &q) in q.iter().enumerate() {
+                            match form {
+                                // Word j / 2 holds inputs j and j + 1 of the four columns, a byte
+                                // each: the first in the low nibble.
+                                WeightForm::Nibbles => words[base + j / 2] |= u32::from(q & 0x0f) << (8 * lane + 4 * (j % 2)),
+                                _ => words[base + j] |= u32::from(q) << (8 * lane),
+                            }
+                        }
+                        run += 1;
+                    });
+                }
+            }
+        }
         let buffer = client.create_from_slice(bytemuck::cast_slice(&words));
-        Ok(Self { buffer, blocked, bytes })
+        Ok(Self { buffer, form, bytes })
     }
 }
 
@@ -392,14 +412,14 @@ impl WgslForward {
         let residual = if post_norms { &projected } else { &x };
 
         launch(
-            embed(self.embed.blocked),
+            embed(self.embed.form),
             CubeCount::Static(d.div_ceil(WG), n, 1),
             vec![self.embed.buffer.clone().binding(), ids.binding(), x.clone().binding(), params(&[d, n, c.arch.embedding_scale(c.hidden).to_bits(), vocab]).binding()],
         );
         for (i, (layer, (k_cache, v_cache))) in self.layers.iter().zip(&cache.layers).enumerate() {
             let (cos, sin) = &self.ropes[c.rope_index(i)];
             launch(
-                qkv_rope(rows, slices, layer.wqkv.blocked),
+                qkv_rope(rows, slices, layer.wqkv.form),
                 groups(qkv_width),
                 vec![
                     x.clone().binding(),
@@ -441,7 +461,7 @@ impl WgslForward {
                 ],
             );
             launch(
-                linear_residual(rows, slices, layer.wo.blocked),
+                linear_residual(rows, slices, layer.wo.form),
                 groups(d),
                 vec![att.clone().binding(), layer.wo.buffer.clone().binding(), residual.clone().binding(), wo_params.clone().binding()],
             );
@@ -453,7 +473,7 @@ impl WgslForward {
                 );
             }
             launch(
-                swiglu(rows, slices, layer.w_gate_up.blocked),
+                swiglu(rows, slices, layer.w_gate_up.form),
                 groups(f),
                 vec![
                     x.clone().binding(),
@@ -464,7 +484,7 @@ impl WgslForward {
                 ],
             );
             launch(
-                linear_residual(rows, slices, layer.w_down.blocked),
+                linear_residual(rows, slices, layer.w_down.form),
                 groups(d),
                 vec![act.clone().binding(), layer.w_down.buffer.clone().binding(), residual.clone().binding(), down_params.clone().binding()],
             );
@@ -477,7 +497,7 @@ impl WgslForward {
             }
         }
         launch(
-            lm_head(head.blocked),
+            lm_head(head.form),
             CubeCount::Static((vocab / 4).div_ceil(WG), 1, 1),
             vec![
                 x.binding(),

@@ -159,6 +159,12 @@ impl Matrix {
         matches!(self.data, Data::Encoded(_)) && !matches!(self.ty, TensorType::F16 | TensorType::BF16)
     }
 
+    /// Whether the rows are of a 4-bit block type (every `q` of [`Matrix::row_int8_blocks`]
+    /// within 16 values).
+    pub fn nibbles(&self) -> bool {
+        matches!(self.data, Data::Encoded(_)) && matches!(self.ty, TensorType::Q4_0 | TensorType::Q4_1 | TensorType::Q4_K)
+    }
+
     /// Row `r` as runs of 16 `scale * q + min` (see [`crate::gguf::int8_blocks`]); false, and
     /// nothing emitted, for float rows.
     pub fn row_int8_blocks(&self, r: usize, emit: impl FnMut(f32, f32, &[i8; 16])) -> bool {
