@@ -16,8 +16,6 @@ const WG: u32 = {{ workgroup_size }}u;
 @group(0) @binding(2) var<storage, read_write> x: array<f32>;
 @group(0) @binding(3) var<storage, read_write> params: array<u32>;
 
-var<workgroup> squares: array<f32, WG>;
-
 @compute @workgroup_size({{ workgroup_size }}, 1, 1)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) group: vec3<u32>) {
     let d = params[0];
@@ -28,13 +26,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) group:
         let v = y[base + i];
         sum += v * v;
     }
-    squares[lid] = sum;
-    workgroupBarrier();
-    for (var s = WG / 2u; s > 0u; s >>= 1u) {
-        if (lid < s) { squares[lid] += squares[lid + s]; }
-        workgroupBarrier();
-    }
-    let inv = inverseSqrt(squares[0] / f32(d) + eps);
+    let inv = inverseSqrt(workgroup_sum(lid, sum) / f32(d) + eps);
     for (var i = lid; i < d; i += WG) {
         x[base + i] += y[base + i] * inv * w[i];
     }

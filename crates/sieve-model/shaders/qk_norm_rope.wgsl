@@ -20,8 +20,6 @@ const WG: u32 = {{ workgroup_size }}u;
 @group(0) @binding(5) var<storage, read_write> sin_table: array<f32>;
 @group(0) @binding(6) var<storage, read_write> params: array<u32>;
 
-var<workgroup> squares: array<f32, WG>;
-
 fn load(query: bool, i: u32) -> f32 {
     if (query) { return q[i]; }
     return k_cache[i];
@@ -49,13 +47,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) group:
         let v = load(query, base + i);
         sum += v * v;
     }
-    squares[lid] = sum;
-    workgroupBarrier();
-    for (var s = WG / 2u; s > 0u; s >>= 1u) {
-        if (lid < s) { squares[lid] += squares[lid + s]; }
-        workgroupBarrier();
-    }
-    let inv = inverseSqrt(squares[0] / f32(hd) + eps);
+    let inv = inverseSqrt(workgroup_sum(lid, sum) / f32(hd) + eps);
 
     let half = hd / 2u;
     for (var i = lid; i < half; i += WG) {

@@ -91,8 +91,9 @@ fn lm_head(weights: WeightForm) -> Wgsl {
 }
 
 const ATTENTION: Wgsl = shader_const("attention.wgsl", include_str!("../shaders/attention.wgsl"));
-const NORM_ADD: Wgsl = shader_const("norm_add.wgsl", include_str!("../shaders/norm_add.wgsl"));
-const QK_NORM_ROPE: Wgsl = shader_const("qk_norm_rope.wgsl", include_str!("../shaders/qk_norm_rope.wgsl"));
+const NORM_ADD: Wgsl = shader_const("norm_add.wgsl", concat!(include_str!("../shaders/sum.wgsl"), include_str!("../shaders/norm_add.wgsl")));
+const QK_NORM_ROPE: Wgsl =
+    shader_const("qk_norm_rope.wgsl", concat!(include_str!("../shaders/sum.wgsl"), include_str!("../shaders/qk_norm_rope.wgsl")));
 
 const fn shader_const(name: &'static str, source: &'static str) -> Wgsl {
     Wgsl { name, source, workgroup_size: WG, rows: 1, slices: 1, weights: WeightForm::F32 }
