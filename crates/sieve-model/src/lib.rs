@@ -1,21 +1,24 @@
 //! sieve-model: the language model side of sieve.
 //!
-//! A Llama-architecture model (SmolLM2-135M-Instruct) that runs where [`Placement`] says: on the
-//! CPU, with kernels of its own over the GGUF's quantized blocks (SIMD, threads natively); or on
-//! a burn device, where a wgpu device (WebGPU, Vulkan) runs the forward pass as hand-written WGSL
-//! (five kernels per layer) and any other device runs burn's ops, the reference the tests hold
-//! the others to. WGSL kernels from the crate's `shaders/` also mask logits with a token bitmask and pick the
+//! A GGUF model of a supported architecture ([`config::Architecture`]: llama, qwen2, qwen3, phi3,
+//! gemma3) that runs where [`Placement`] says: on the CPU, with kernels of its own over the
+//! file's quantized blocks (SIMD, threads natively); or on a burn device, where a wgpu device
+//! (WebGPU, Vulkan) runs the forward pass as hand-written WGSL over the weights in a GPU form of
+//! their own (five to eight kernels per layer) and any other device runs burn's ops, the
+//! reference the tests hold the others to. WGSL kernels from the crate's `shaders/` also mask logits with a token bitmask and pick the
 //! next token on the GPU; and the async constrained decode loop.
 //!
 //! # Map
 //!
-//! - [`gguf`]: validating GGUF reader; Q4_1, Q8_0, F16 and F32 blocks and their dequantization.
+//! - [`gguf`]: validating GGUF reader; F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K
+//!   and Q6_K blocks, their dequantization, and their runs of int8 (`int8_blocks`).
 //! - [`tokenizer`]: the tokenizer rebuilt from GGUF metadata as a `tokenizer.json` text (the
 //!   same text sieve-core's `Vocabulary::from_tokenizer_json` reads), and the chat prompt
 //!   ([`chat`]: the GGUF's Jinja template, rendered by minijinja).
 //! - [`tools`]: tool calls in the model family's format: the prompt that offers the tools, the
 //!   structural tag that makes each call exact, and the reply read back into calls.
-//! - [`config`]: [`LlamaConfig`], the hyper-parameters from GGUF metadata, and the rotary tables.
+//! - [`config`]: the architectures, [`LlamaConfig`] (the hyper-parameters from GGUF metadata),
+//!   the rotary embedding ([`Rope`]) and its tables.
 //! - [`model`]: [`Llama`] (weights, one forward pass for any number of new tokens, [`Logits`]
 //!   where the pass left them) and its [`KvCache`]; [`Placement`] says where it runs and
 //!   [`Backend`] which implementation ran; a commented table maps GGUF tensor names to fields.
