@@ -214,10 +214,10 @@ impl Matrix {
     }
 
     /// Fewest tokens for which tiles beat dot products with `simd`: later where the dot kernel
-    /// unpacks each block once for several tokens (Q4_1 with SIMD), see [`TILE_TOKENS`].
+    /// unpacks each block once for several tokens (Q4_0 and Q4_1 with SIMD), see [`TILE_TOKENS`].
     fn tile_from(&self, simd: Simd) -> usize {
         match (simd, self.ty) {
-            (_, TensorType::Q4_1) if simd != Simd::Portable => TILE_TOKENS_SHARED_BLOCKS,
+            (_, TensorType::Q4_0 | TensorType::Q4_1) if simd != Simd::Portable => TILE_TOKENS_SHARED_BLOCKS,
             _ => TILE_TOKENS,
         }
     }
@@ -276,7 +276,12 @@ impl Matrix {
                     TensorType::F16 => each!(|r, x, _| avx2::f16_dot(r, x)),
                     TensorType::Q4_1 => {
                         for (o, row) in out.chunks_exact_mut(n).zip(rows) {
-                            avx2::q4_1_dots(row, xs, o);
+                            avx2::q4_dots::<false>(row, xs, o);
+                        }
+                    }
+                    TensorType::Q4_0 => {
+                        for (o, row) in out.chunks_exact_mut(n).zip(rows) {
+                            avx2::q4_dots::<true>(row, xs, o);
                         }
                     }
                     TensorType::Q8_0 => each!(|r, x, _| avx2::q8_0_dot(r, x)),
@@ -288,7 +293,13 @@ impl Matrix {
             #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
             (Simd::Simd128, TensorType::Q4_1) => {
                 for (o, row) in out.chunks_exact_mut(n).zip(rows) {
-                    simd128::q4_1_dots(row, xs, o);
+                    simd128::q4_dots::<false>(row, xs, o);
+                }
+            }
+            #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+            (Simd::Simd128, TensorType::Q4_0) => {
+                for (o, row) in out.chunks_exact_mut(n).zip(rows) {
+                    simd128::q4_dots::<true>(row, xs, o);
                 }
             }
             #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
@@ -299,6 +310,7 @@ impl Matrix {
             (Simd::Simd128, TensorType::Q6_K) => each!(|r, x, _| simd128::q6_k_dot(r, x)),
             (_, TensorType::F16) => each!(|r, x, _| portable::f16_dot(r, x)),
             (_, TensorType::Q4_1) => each!(portable::q4_1_dot),
+            (_, TensorType::Q4_0) => each!(portable::q4_0_dot),
             (_, TensorType::Q8_0) => each!(|r, x, _| portable::q8_0_dot(r, x)),
             (_, TensorType::Q4_K) => each!(portable::q4_k_dot),
             (_, TensorType::Q6_K) => each!(|r, x, _| portable::q6_k_dot(r, x)),
@@ -427,6 +439,21 @@ mod portable {
         total
     }
 
+    /// Blocks of 18 bytes: f16 scale `d`, 16 bytes of nibbles; `w = d * (q - 8)`, so a block's
+    /// product is `d * sum(q * x) - 8 d * sum(x)`.
+    pub fn q4_0_dot(row: &[u8], x: &[f32], sums: &[f32]) -> f32 {
+        let mut total = 0.0;
+        for (b, block) in row.chunks_exact(18).enumerate() {
+            let xs = &x[b * BLOCK..(b + 1) * BLOCK];
+            let qs = &block[2..18];
+            let q: f32 = qs.iter().zip(&xs[..16]).map(|(&q, x)| f32::from(q & 0x0f) * x).sum::<f32>()
+                + qs.iter().zip(&xs[16..]).map(|(&q, x)| f32::from(q >> 4) * x).sum::<f32>();
+            let d = f16_at(block, 0);
+            total += d * q - 8.0 * d * sums[b];
+        }
+        total
+    }
+
     /// Blocks of 34 bytes: f16 scale `d`, 32 signed bytes `q`; `w = d * q`.
     pub fn q8_0_dot(row: &[u8], x: &[f32]) -> f32 {
         let mut total = 0.0;
@@ -519,38 +546,40 @@ mod avx2 {
     /// tokens, so a token's result does not depend on the others.
     ///
     /// # Safety
-    /// AVX2, FMA and F16C must be available; `row` holds `x.len() / 32` blocks of 20 bytes for
-    /// each `x` of `xs`, and `out` one value per token.
+    /// AVX2, FMA and F16C must be available; `row` holds `x.len() / 32` blocks of 20 bytes (Q4_1)
+    /// or 18 (`Q4_0`) for each `x` of `xs`, and `out` one value per token.
     #[target_feature(enable = "avx2,fma,f16c")]
-    pub unsafe fn q4_1_dots(row: &[u8], xs: &[Activation<'_>], out: &mut [f32]) {
+    pub unsafe fn q4_dots<const Q4_0: bool>(row: &[u8], xs: &[Activation<'_>], out: &mut [f32]) {
         let mut done = 0;
         while done < xs.len() {
             let (xs, out) = (&xs[done..], &mut out[done..]);
             // SAFETY: the caller's guarantees hold for every part of `xs`.
             done += unsafe {
                 match xs.len() {
-                    1 => q4_1_dots_n::<1>(row, xs, out),
-                    2 => q4_1_dots_n::<2>(row, xs, out),
-                    3 => q4_1_dots_n::<3>(row, xs, out),
-                    _ => q4_1_dots_n::<4>(row, xs, out),
+                    1 => q4_dots_n::<1, Q4_0>(row, xs, out),
+                    2 => q4_dots_n::<2, Q4_0>(row, xs, out),
+                    3 => q4_dots_n::<3, Q4_0>(row, xs, out),
+                    _ => q4_dots_n::<4, Q4_0>(row, xs, out),
                 }
             };
         }
     }
 
-    /// [`q4_1_dots`] for the first `N` tokens; returns `N`.
+    /// [`q4_dots`] for the first `N` tokens; returns `N`. A Q4_0 block is a Q4_1 block whose
+    /// minimum is `-8 d`.
     #[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn q4_1_dots_n<const N: usize>(row: &[u8], xs: &[Activation<'_>], out: &mut [f32]) -> usize {
+    unsafe fn q4_dots_n<const N: usize, const Q4_0: bool>(row: &[u8], xs: &[Activation<'_>], out: &mut [f32]) -> usize {
+        let size = if Q4_0 { 18 } else { 20 };
         let low = _mm_set1_epi8(0x0f);
         let mut acc = [_mm256_setzero_ps(); N];
         let mut minimums = [0.0f32; N];
         let x: [&[f32]; N] = std::array::from_fn(|t| xs[t].x);
-        debug_assert!(x.iter().all(|x| row.len() / 20 * BLOCK == x.len()));
-        for (b, block) in row.chunks_exact(20).enumerate() {
-            let (scale, minimum) = f16_pair(block);
-            // SAFETY: a block has 16 bytes of nibbles at 4, and each `x` 32 values at 32 * b.
+        debug_assert!(x.iter().all(|x| row.len() / size * BLOCK == x.len()));
+        for (b, block) in row.chunks_exact(size).enumerate() {
+            let (scale, minimum) = if Q4_0 { (f16_at(block, 0), -8.0 * f16_at(block, 0)) } else { f16_pair(block) };
+            // SAFETY: a block has 16 bytes of nibbles at its end, and each `x` 32 values at 32 * b.
             unsafe {
-                let qs = _mm_loadu_si128(block.as_ptr().add(4) as *const __m128i);
+                let qs = _mm_loadu_si128(block.as_ptr().add(size - 16) as *const __m128i);
                 let lo = _mm_and_si128(qs, low);
                 let hi = _mm_and_si128(_mm_srli_epi16(qs, 4), low);
                 let w = [u8_to_f32(lo), u8_to_f32(_mm_srli_si128(lo, 8)), u8_to_f32(hi), u8_to_f32(_mm_srli_si128(hi, 8))];
@@ -806,32 +835,35 @@ mod simd128 {
     /// `out[t] = row · xs[t]` for each token, four at a time: each block's weights are unpacked
     /// once for all of them, and each token's sums run in the same order whatever the number of
     /// tokens, so a token's result does not depend on the others.
-    pub fn q4_1_dots(row: &[u8], xs: &[Activation<'_>], out: &mut [f32]) {
+    pub fn q4_dots<const Q4_0: bool>(row: &[u8], xs: &[Activation<'_>], out: &mut [f32]) {
         let mut done = 0;
         while done < xs.len() {
             let (xs, out) = (&xs[done..], &mut out[done..]);
             done += match xs.len() {
-                1 => q4_1_dots_n::<1>(row, xs, out),
-                2 => q4_1_dots_n::<2>(row, xs, out),
-                3 => q4_1_dots_n::<3>(row, xs, out),
-                _ => q4_1_dots_n::<4>(row, xs, out),
+                1 => q4_dots_n::<1, Q4_0>(row, xs, out),
+                2 => q4_dots_n::<2, Q4_0>(row, xs, out),
+                3 => q4_dots_n::<3, Q4_0>(row, xs, out),
+                _ => q4_dots_n::<4, Q4_0>(row, xs, out),
             };
         }
     }
 
-    /// [`q4_1_dots`] for the first `N` tokens; returns `N`.
-    fn q4_1_dots_n<const N: usize>(row: &[u8], xs: &[Activation<'_>], out: &mut [f32]) -> usize {
+    /// [`q4_dots`] for the first `N` tokens; returns `N`. A Q4_0 block is a Q4_1 block whose
+    /// minimum is `-8 d`.
+    fn q4_dots_n<const N: usize, const Q4_0: bool>(row: &[u8], xs: &[Activation<'_>], out: &mut [f32]) -> usize {
+        let size = if Q4_0 { 18 } else { 20 };
         let low = u8x16_splat(0x0f);
         let mut acc = [f32x4_splat(0.0); N];
         let mut minimums = [0.0f32; N];
-        let blocks = row.len() / 20;
+        let blocks = row.len() / size;
         let (x, sums): ([&[f32]; N], [&[f32]; N]) = (std::array::from_fn(|t| xs[t].x), std::array::from_fn(|t| &xs[t].block_sums[..]));
-        assert!(x.iter().zip(&sums).all(|(x, s)| x.len() >= blocks * BLOCK && s.len() >= blocks), "q4_1_dots out of range");
-        for (b, block) in row.chunks_exact(20).enumerate() {
-            let qs = bytes16(block, 4);
+        assert!(x.iter().zip(&sums).all(|(x, s)| x.len() >= blocks * BLOCK && s.len() >= blocks), "q4_dots out of range");
+        for (b, block) in row.chunks_exact(size).enumerate() {
+            let qs = bytes16(block, size - 16);
             let at = b * BLOCK;
             let (lo, hi) = (u8_to_f32(v128_and(qs, low)), u8_to_f32(u8x16_shr(qs, 4)));
-            let (scale, minimum) = (f32x4_splat(f16_at(block, 0)), f16_at(block, 2));
+            let d = f16_at(block, 0);
+            let (scale, minimum) = (f32x4_splat(d), if Q4_0 { -8.0 * d } else { f16_at(block, 2) });
             for t in 0..N {
                 // SAFETY: b < blocks, and each `x` holds `blocks` blocks and each `sums` a sum
                 // per block (checked above).
