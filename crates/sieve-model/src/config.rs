@@ -281,7 +281,7 @@ impl LayerExtras {
             true => {
                 let bias = |part: &str, rows: usize| {
                     let values = gguf.tensor_f32(&format!("blk.{i}.attn_{part}.bias"), &[rows])?;
-                    Ok::<_, ModelError>(config.to_adjacent_pairs(values, rows, 1))
+                    Ok::<_, ModelError>(config.to_adjacent_pairs(values))
                 };
                 Some([bias("q", qd)?, bias("k", kd)?, gguf.tensor_f32(&format!("blk.{i}.attn_v.bias"), &[kd])?].concat())
             }
@@ -289,7 +289,7 @@ impl LayerExtras {
         };
         let qk_norm = match config.arch.qk_norm() {
             true => {
-                let norm = |part: &str| Ok::<_, ModelError>(config.to_adjacent_pairs(gguf.tensor_f32(&format!("blk.{i}.attn_{part}_norm.weight"), &[hd])?, hd, 1));
+                let norm = |part: &str| Ok::<_, ModelError>(config.to_adjacent_pairs(gguf.tensor_f32(&format!("blk.{i}.attn_{part}_norm.weight"), &[hd])?));
                 Some([norm("q")?, norm("k")?])
             }
             false => None,
@@ -314,10 +314,11 @@ impl LlamaConfig {
         self.arch.rope_halves().then(|| (0..rows).map(|r| r - r % hd + (r % 2) * half + (r % hd) / 2).collect())
     }
 
-    /// `values`, `rows` rows of `cols`, in adjacent-pair order ([`Self::adjacent_pair_rows`]).
-    pub(crate) fn to_adjacent_pairs(&self, values: Vec<f32>, rows: usize, cols: usize) -> Vec<f32> {
-        match self.adjacent_pair_rows(rows) {
-            Some(order) => order.iter().flat_map(|&r| values[r * cols..][..cols].iter().copied()).collect(),
+    /// `values` (whole heads: biases, norm weights) in adjacent-pair order
+    /// ([`Self::adjacent_pair_rows`]).
+    pub(crate) fn to_adjacent_pairs(&self, values: Vec<f32>) -> Vec<f32> {
+        match self.adjacent_pair_rows(values.len()) {
+            Some(order) => order.iter().map(|&r| values[r]).collect(),
             None => values,
         }
     }

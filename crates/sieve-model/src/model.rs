@@ -1,10 +1,11 @@
-//! Decoders of Llama's shape ([`crate::config::Architecture`]: llama, qwen2, qwen3, phi3), on the
-//! CPU or on any burn device.
+//! Decoders of Llama's shape ([`crate::config::Architecture`]: llama, qwen2, qwen3, phi3,
+//! gemma3), on the CPU or on any burn device.
 //!
 //! Pre-norm decoder blocks (RMSNorm, grouped-query attention with interleaved RoPE, SiLU-gated
 //! MLP), a final RMSNorm and an output head (tied to the token embedding where the file has no
 //! `output.weight`); qwen2 adds biases to Q, K and V, qwen3 normalizes each head of the queries
-//! and keys before RoPE, phi3 fuses tensors. [`Llama::forward`] runs
+//! and keys before RoPE, phi3 fuses tensors, gemma3 adds output norms, a GELU gate and
+//! sliding-window layers (see `Architecture`). [`Llama::forward`] runs
 //! any number of new tokens in one pass against a [`KvCache`] and returns the logits of the last
 //! one, so a prompt or a forced continuation is prefilled in one call. Three implementations
 //! run it ([`Backend`]): the CPU kernels ([`crate::cpu`]) on the GGUF's own blocks, the WGSL
@@ -12,9 +13,10 @@
 //!
 //! # Weight layout
 //!
-//! On a burn device, projections are kept as `[in, out]` f32 matrices so that `x.matmul(w)`
-//! applies them; Q, K and V are fused into one matrix, gate and up into another, to halve the
-//! matmul launches per layer. The CPU path keeps each tensor as the GGUF has it.
+//! Every path reads a layer through [`crate::cpu::Layer::from_gguf`]. The CPU path keeps each
+//! tensor as the GGUF has it; the WGSL path uploads it in a GPU form (shaders/weights.wgsl); on
+//! another burn device projections are kept as `[in, out]` f32 matrices so that `x.matmul(w)`
+//! applies them, Q, K and V fused into one matrix, gate and up into another.
 //!
 //! | GGUF tensor                | GGUF shape (outer first) | field                                 |
 //! |----------------------------|--------------------------|---------------------------------------|

@@ -391,26 +391,27 @@ impl WgslForward {
         let q = f32s(n * h * hd);
         let att = f32s(n * h * hd);
         let act = f32s(n * f);
-        let post_norms = self.layers.iter().any(|l| l.post_norms.is_some());
-        // Projections that norm_add adds normalised.
-        let projected = f32s(if post_norms { n * d } else { 1 });
         let logits = f32s(vocab);
-        let rotate_in_projection = self.layers.iter().all(|l| l.qk_norm.is_none());
-        let qkv_params = params(&[d, n, h, hkv, hd, start, c.max_seq as u32, eps, rotate_in_projection as u32]);
-        let qk_norm_params = params(&[n, h, hkv, hd, start, c.max_seq as u32, eps]);
+        // What only some architectures launch is made only for them: the per-head norms' pass,
+        // the windowed layers' attention, the output norms and the projections they add.
+        let qk_norm = self.layers.iter().any(|l| l.qk_norm.is_some());
+        let qkv_params = params(&[d, n, h, hkv, hd, start, c.max_seq as u32, eps, u32::from(!qk_norm)]);
+        let qk_norm_params = qk_norm.then(|| params(&[n, h, hkv, hd, start, c.max_seq as u32, eps]));
+        let post_norms = self.layers.iter().any(|l| l.post_norms.is_some());
+        let projected = post_norms.then(|| f32s(n * d));
+        let norm_add_params = post_norms.then(|| params(&[d, n, eps]));
         let mut launches = 0;
         let mut launch = |kernel: Wgsl, groups: CubeCount, buffers: Vec<BufferBinding>| {
             kernel.launch(client, groups, buffers);
             launches += 1;
         };
-        // Per layer kind: without a window, with the sliding window.
-        let attention_params = [0, c.sliding_window.unwrap_or(0) as u32].map(|window| params(&[n, h, hkv, hd, start, c.max_seq as u32, scale, window]));
+        let attention = |window: usize| params(&[n, h, hkv, hd, start, c.max_seq as u32, scale, window as u32]);
+        let (global_params, window_params) = (attention(0), c.sliding_window.map(attention));
         let add = u32::from(!post_norms);
         let wo_params = params(&[h * hd, d, n, add]);
         let swiglu_params = params(&[d, f, n, eps, u32::from(c.arch.gelu())]);
         let down_params = params(&[f, d, n, add]);
-        let norm_add_params = params(&[d, n, eps]);
-        let residual = if post_norms { &projected } else { &x };
+        let residual = projected.as_ref().unwrap_or(&x);
 
         launch(
             embed(self.embed.form),
@@ -435,7 +436,7 @@ impl WgslForward {
                     layer.qkv_bias.clone().binding(),
                 ],
             );
-            if let Some([q_norm, k_norm]) = &layer.qk_norm {
+            if let (Some([q_norm, k_norm]), Some(qk_norm_params)) = (&layer.qk_norm, &qk_norm_params) {
                 launch(
                     QK_NORM_ROPE,
                     CubeCount::Static(h + hkv, n, 1),
@@ -458,7 +459,7 @@ impl WgslForward {
                     k_cache.clone().binding(),
                     v_cache.clone().binding(),
                     att.clone().binding(),
-                    attention_params[usize::from(c.window(i).is_some())].clone().binding(),
+                    c.window(i).and(window_params.as_ref()).unwrap_or(&global_params).clone().binding(),
                 ],
             );
             launch(
@@ -466,7 +467,7 @@ impl WgslForward {
                 groups(d),
                 vec![att.clone().binding(), layer.wo.buffer.clone().binding(), residual.clone().binding(), wo_params.clone().binding()],
             );
-            if let Some([attn_post, _]) = &layer.post_norms {
+            if let (Some([attn_post, _]), Some(projected), Some(norm_add_params)) = (&layer.post_norms, &projected, &norm_add_params) {
                 launch(
                     NORM_ADD,
                     CubeCount::Static(n, 1, 1),
@@ -489,7 +490,7 @@ impl WgslForward {
                 groups(d),
                 vec![act.clone().binding(), layer.w_down.buffer.clone().binding(), residual.clone().binding(), down_params.clone().binding()],
             );
-            if let Some([_, ffn_post]) = &layer.post_norms {
+            if let (Some([_, ffn_post]), Some(projected), Some(norm_add_params)) = (&layer.post_norms, &projected, &norm_add_params) {
                 launch(
                     NORM_ADD,
                     CubeCount::Static(n, 1, 1),

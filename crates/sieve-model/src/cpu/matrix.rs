@@ -309,8 +309,8 @@ impl Matrix {
             #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
             (Simd::Simd128, TensorType::Q6_K) => each!(|r, x, _| simd128::q6_k_dot(r, x)),
             (_, TensorType::F16) => each!(|r, x, _| portable::f16_dot(r, x)),
-            (_, TensorType::Q4_1) => each!(portable::q4_1_dot),
-            (_, TensorType::Q4_0) => each!(portable::q4_0_dot),
+            (_, TensorType::Q4_1) => each!(portable::q4_dot::<false>),
+            (_, TensorType::Q4_0) => each!(portable::q4_dot::<true>),
             (_, TensorType::Q8_0) => each!(|r, x, _| portable::q8_0_dot(r, x)),
             (_, TensorType::Q4_K) => each!(portable::q4_k_dot),
             (_, TensorType::Q6_K) => each!(|r, x, _| portable::q6_k_dot(r, x)),
@@ -381,17 +381,20 @@ mod portable {
         (0..x.len()).map(|i| f16_at(row, 2 * i) * x[i]).sum()
     }
 
-    /// Blocks of 20 bytes: f16 scale `d`, f16 minimum `m`, 16 bytes of nibbles (low nibbles are
-    /// elements 0..16, high nibbles 16..32); `w = d * q + m`, so a block's product is
-    /// `d * sum(q * x) + m * sum(x)`.
-    pub fn q4_1_dot(row: &[u8], x: &[f32], sums: &[f32]) -> f32 {
+    /// Blocks of 20 bytes (Q4_1): f16 scale `d`, f16 minimum `m`, 16 bytes of nibbles (low
+    /// nibbles are elements 0..16, high nibbles 16..32); `w = d * q + m`, so a block's product is
+    /// `d * sum(q * x) + m * sum(x)`. A Q4_0 block (18 bytes) has no `m`: its minimum is `-8 d`.
+    pub fn q4_dot<const Q4_0: bool>(row: &[u8], x: &[f32], sums: &[f32]) -> f32 {
+        let size = if Q4_0 { 18 } else { 20 };
         let mut total = 0.0;
-        for (b, block) in row.chunks_exact(20).enumerate() {
+        for (b, block) in row.chunks_exact(size).enumerate() {
             let xs = &x[b * BLOCK..(b + 1) * BLOCK];
-            let qs = &block[4..20];
+            let qs = &block[size - 16..];
             let q: f32 = qs.iter().zip(&xs[..16]).map(|(&q, x)| f32::from(q & 0x0f) * x).sum::<f32>()
                 + qs.iter().zip(&xs[16..]).map(|(&q, x)| f32::from(q >> 4) * x).sum::<f32>();
-            total += f16_at(block, 0) * q + f16_at(block, 2) * sums[b];
+            let d = f16_at(block, 0);
+            let minimum = if Q4_0 { -8.0 * d } else { f16_at(block, 2) };
+            total += d * q + minimum * sums[b];
         }
         total
     }
@@ -435,21 +438,6 @@ mod portable {
                     total += d * f32::from(sc[2 * k] as i8) * first + d * f32::from(sc[2 * k + 1] as i8) * second;
                 }
             }
-        }
-        total
-    }
-
-    /// Blocks of 18 bytes: f16 scale `d`, 16 bytes of nibbles; `w = d * (q - 8)`, so a block's
-    /// product is `d * sum(q * x) - 8 d * sum(x)`.
-    pub fn q4_0_dot(row: &[u8], x: &[f32], sums: &[f32]) -> f32 {
-        let mut total = 0.0;
-        for (b, block) in row.chunks_exact(18).enumerate() {
-            let xs = &x[b * BLOCK..(b + 1) * BLOCK];
-            let qs = &block[2..18];
-            let q: f32 = qs.iter().zip(&xs[..16]).map(|(&q, x)| f32::from(q & 0x0f) * x).sum::<f32>()
-                + qs.iter().zip(&xs[16..]).map(|(&q, x)| f32::from(q >> 4) * x).sum::<f32>();
-            let d = f16_at(block, 0);
-            total += d * q - 8.0 * d * sums[b];
         }
         total
     }

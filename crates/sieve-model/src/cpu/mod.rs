@@ -315,14 +315,10 @@ impl CpuForward {
             add(&mut x, &out);
             rms_norm(&x, &layer.ffn_norm, c.rms_eps, &mut normed);
             let gate_up = self.product(id + GATE_UP, &normed, d)?;
-            let gate = if c.arch.gelu() { gelu_tanh } else { silu };
-            let act: Vec<f32> = gate_up
-                .chunks_exact(2 * c.ffn)
-                .flat_map(|row| {
-                    let (g, up) = row.split_at(c.ffn);
-                    g.iter().zip(up).map(|(&g, &u)| gate(g) * u)
-                })
-                .collect();
+            let act = match c.arch.gelu() {
+                true => gated(&gate_up, c.ffn, gelu_tanh),
+                false => gated(&gate_up, c.ffn, silu),
+            };
             let mut out = self.product(id + DOWN, &act, c.ffn)?;
             if let Some([_, ffn_post]) = post {
                 rms_norm_in_place(&mut out, ffn_post, c.rms_eps);
@@ -469,6 +465,17 @@ fn rms_norm_in_place(x: &mut [f32], w: &[f32], eps: f32) {
             *v *= inv * w;
         }
     }
+}
+
+/// `gate(g) * u` for each row of `[gate | up]` pairs of width `ffn` (the function inlined).
+fn gated(gate_up: &[f32], ffn: usize, gate: impl Fn(f32) -> f32) -> Vec<f32> {
+    gate_up
+        .chunks_exact(2 * ffn)
+        .flat_map(|row| {
+            let (g, up) = row.split_at(ffn);
+            g.iter().zip(up).map(|(&g, &u)| gate(g) * u)
+        })
+        .collect()
 }
 
 fn silu(x: f32) -> f32 {
