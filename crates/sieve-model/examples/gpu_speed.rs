@@ -1,10 +1,12 @@
 //! Prefill and decode speed of the WGSL forward pass natively, on the adapter wgpu comes up on,
-//! for a model of SmolLM2-135M's shape with random weights: for machines the real model cannot
-//! be copied to (a lent GPU). The WGSL pass holds every weight in f32 whatever the file's
-//! encoding, so its speed does not depend on the weights. Greedy, each token picked on the GPU
-//! (4 bytes read back), as the decode loop does; medians of the rounds after a warm-up.
+//! for a model of SmolLM2-135M's shape with random f32 weights, or for a GGUF file's weights
+//! (`--model FILE`, in the file's encoding: 4-bit or int8 runs or f32, see shaders/weights.wgsl)
+//! with made-up token ids: for machines the real model cannot be copied to (a lent GPU), where
+//! a random-weight file of a larger model's shape can be written (`scripts/tiny-models.py
+//! --qwen3`). Greedy, each token picked on the GPU (4 bytes read back), as the decode loop does;
+//! medians of the rounds after a warm-up.
 //!
-//!     cargo run --release -p sieve-model --example gpu_speed -- [PROMPT_TOKENS [NEW_TOKENS [ROUNDS]]]
+//!     cargo run --release -p sieve-model --example gpu_speed -- [--model FILE] [PROMPT_TOKENS [NEW_TOKENS [ROUNDS]]]
 //!
 //! Prints one JSON line.
 
@@ -14,16 +16,29 @@ use pollster::block_on;
 use sieve_model::decode::Picker;
 use sieve_model::gpu::{default_adapter, wgpu_device};
 use sieve_model::sampling::Sampling;
-use sieve_model::{KvCache, Llama, LlamaConfig, ModelError, Placement};
+use sieve_model::{Gguf, KvCache, Llama, LlamaConfig, ModelError, Placement};
 
 fn main() -> Result<(), ModelError> {
-    let args: Vec<usize> = std::env::args().skip(1).map(|a| a.parse().expect("counts are whole numbers")).collect();
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    let file = match args.iter().position(|a| a == "--model") {
+        Some(at) => Some(args.drain(at..at + 2).nth(1).expect("--model takes a file")),
+        None => None,
+    };
+    let args: Vec<usize> = args.iter().map(|a| a.parse().expect("counts are whole numbers")).collect();
     let (prompt_tokens, new_tokens, rounds) = (*args.first().unwrap_or(&266), *args.get(1).unwrap_or(&64), *args.get(2).unwrap_or(&3));
     let adapter = block_on(default_adapter());
     let device = block_on(wgpu_device()).map_err(|e| ModelError::Backend(format!("no wgpu adapter: {e:?}")))?;
-    let config = LlamaConfig::smollm2_135m(prompt_tokens + new_tokens);
-    let vocab = config.vocab;
-    let model = Llama::random(config, 7, Placement::from(&device))?;
+    let context = prompt_tokens + new_tokens;
+    let (model, name) = match &file {
+        Some(file) => {
+            let bytes = std::fs::read(file).map_err(|e| ModelError::Backend(format!("{file}: {e}")))?;
+            let gguf = Gguf::parse(&bytes)?;
+            let config = LlamaConfig::from_gguf(&gguf, context)?;
+            (Llama::from_gguf(&gguf, config, Placement::from(&device))?, file.clone())
+        }
+        None => (Llama::random(LlamaConfig::smollm2_135m(context), 7, Placement::from(&device))?, "SmolLM2-135M shape, random f32 weights".into()),
+    };
+    let vocab = model.config().vocab;
     let prompt: Vec<u32> = (0..prompt_tokens as u32).map(|i| (i * 7919 + 13) % vocab as u32).collect();
     let mask = vec![u32::MAX; vocab.div_ceil(32)];
     // Where a decode step's time goes: recording the pass, submitting it, picking (waiting for
@@ -69,13 +84,14 @@ fn main() -> Result<(), ModelError> {
         "{}",
         serde_json::json!({
             "adapter": format!("{adapter:?}"),
-            "model": "SmolLM2-135M shape, random f32 weights",
+            "model": name,
             "prompt_tokens": prompt_tokens,
             "tokens": new_tokens,
             "rounds": rounds,
             "prefill_tokens_per_s": prompt_tokens as f64 / first,
             "decode_tokens_per_s": (new_tokens - 1) as f64 / rest,
             "launches_per_pass": model.launches_per_pass(),
+            "weight_bytes": model.weight_bytes(),
             "decode_ms_per_step_record_submit_pick": split.get().map(|s| s * 1e3 / (new_tokens - 1).max(1) as f64),
         })
     );
