@@ -2,18 +2,22 @@
 //
 // q:       [n, H hd / 4] vec4, rotated queries (row r sits at position start + r).
 // k_cache, v_cache: [Hkv, max_seq, hd / 4] vec4; positions 0 ..= start + r are valid for row r.
-// out:     [n, H hd / 4] vec4.
-// params:  [n, H, Hkv, hd, start, max_seq, bits of the score scale, window (0: none)].
+// out:     [n, H hd / 4] vec4 with one split; with several, [n, H, splits, 1 + hd / 4] vec4:
+//          each split's running maximum and sum of weights (x, y of its first vec4), then its
+//          unnormalised weighted values, for attention_merge.wgsl to combine.
+// params:  [n, H, Hkv, hd, start, max_seq, bits of the score scale, window (0: none), splits,
+//          span].
 //
 // Row r attends to positions first ..= start + r, first = 0 or, with a sliding window, the
 // window's first position.
 //
-// One workgroup per (row, head) walks the keys a chunk of WG positions at a time, one position
-// per invocation: each scores its key, the chunk's maximum rescales the running sum (online
-// softmax), and each invocation adds the chunk's weighted values to the one quad of the output
-// it owns (so reads of a value row are adjacent across invocations). A decode step's few rows
-// thus still spread over the GPU; any context length works. hd <= 4 WG and hd <= 4 MAX_QUADS.
-// Dispatch (H, n) workgroups.
+// One workgroup per (row, head, split) walks the split's `span` positions (a multiple of WG) a
+// chunk of WG positions at a time, one position per invocation: each scores its key, the
+// chunk's maximum rescales the running sum (online softmax), and each invocation adds the
+// chunk's weighted values to the one quad of the output it owns (so reads of a value row are
+// adjacent across invocations). A decode step's one row is split over positions (flash
+// decoding) so that its few heads still spread over the GPU; any context length works.
+// hd <= 4 WG and hd <= 4 MAX_QUADS. Dispatch (H, n, splits) workgroups.
 
 @group(0) @binding(0) var<storage, read_write> q: array<vec4<f32>>;
 @group(0) @binding(1) var<storage, read_write> k_cache: array<vec4<f32>>;
@@ -44,16 +48,25 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let h = wid.x;
     let row = wid.y;
     let window = params[7];
+    let splits = params[8];
+    let split = wid.z;
     if (lane == 0u) {
         let seen = start + row + 1u;
         let first = select(0u, seen - min(seen, window), window > 0u);
-        positions = select(0u, seen - first, row < n && h < heads);
-        first_position = first;
+        // This split's share of the row's positions (none past the row's last).
+        let skip = min(split * params[9], seen - first);
+        positions = select(0u, min(params[9], seen - first - skip), row < n && h < heads);
+        first_position = first + skip;
     }
     let len = workgroupUniformLoad(&positions);
     let first = workgroupUniformLoad(&first_position);
-    if (len == 0u) { return; }
     let item = row * heads + h;
+    let part_base = ((item * splits) + split) * (quads + 1u);
+    if (len == 0u) {
+        // An empty split weighs nothing in the merge.
+        if (splits > 1u && lane == 0u && row < n && h < heads) { out[part_base] = vec4<f32>(0.0); }
+        return;
+    }
     let kv_base = h / (heads / kv_heads) * max_seq * quads;
     let q_base = item * quads;
     if (lane < quads) { query[lane] = q[q_base + lane] * scale; }
@@ -93,5 +106,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         m = new_m;
         workgroupBarrier();
     }
-    if (lane < quads) { out[q_base + lane] = acc / l; }
+    if (splits == 1u) {
+        if (lane < quads) { out[q_base + lane] = acc / l; }
+    } else {
+        if (lane < quads) { out[part_base + 1u + lane] = acc; }
+        if (lane == 0u) { out[part_base] = vec4<f32>(m, l, 0.0, 0.0); }
+    }
 }

@@ -91,6 +91,7 @@ fn lm_head(weights: WeightForm) -> Wgsl {
 }
 
 const ATTENTION: Wgsl = shader_const("attention.wgsl", include_str!("../shaders/attention.wgsl"));
+const ATTENTION_MERGE: Wgsl = shader_const("attention_merge.wgsl", include_str!("../shaders/attention_merge.wgsl"));
 const NORM_ADD: Wgsl = shader_const("norm_add.wgsl", concat!(include_str!("../shaders/sum.wgsl"), include_str!("../shaders/norm_add.wgsl")));
 const QK_NORM_ROPE: Wgsl =
     shader_const("qk_norm_rope.wgsl", concat!(include_str!("../shaders/sum.wgsl"), include_str!("../shaders/qk_norm_rope.wgsl")));
@@ -405,8 +406,15 @@ impl WgslForward {
             kernel.launch(client, groups, buffers);
             launches += 1;
         };
-        let attention = |window: usize| params(&[n, h, hkv, hd, start, c.max_seq as u32, scale, window as u32]);
-        let (global_params, window_params) = (attention(0), c.sliding_window.map(attention));
+        // The attention's dispatch for rows that see `seen` positions at most: split over
+        // positions where (rows, heads) alone are too few workgroups, a merge pass after it.
+        let attention = |seen: u32, window: u32| {
+            let (splits, span) = attention_splits(n * h, seen);
+            let merge = (splits > 1).then(|| (f32s(n * h * splits * (hd / 4 + 1) * 4), params(&[n, h, hd, splits])));
+            (params(&[n, h, hkv, hd, start, c.max_seq as u32, scale, window, splits, span]), splits, merge)
+        };
+        let global_attention = attention(start + n, 0);
+        let window_attention = c.sliding_window.map(|w| attention((start + n).min(w as u32), w as u32));
         let add = u32::from(!post_norms);
         let wo_params = params(&[h * hd, d, n, add]);
         let swiglu_params = params(&[d, f, n, eps, u32::from(c.arch.gelu())]);
@@ -451,17 +459,21 @@ impl WgslForward {
                     ],
                 );
             }
+            let (attention_params, splits, merge) = c.window(i).and(window_attention.as_ref()).unwrap_or(&global_attention);
             launch(
                 ATTENTION,
-                CubeCount::Static(h, n, 1),
+                CubeCount::Static(h, n, *splits),
                 vec![
                     q.clone().binding(),
                     k_cache.clone().binding(),
                     v_cache.clone().binding(),
-                    att.clone().binding(),
-                    c.window(i).and(window_params.as_ref()).unwrap_or(&global_params).clone().binding(),
+                    merge.as_ref().map_or(&att, |(parts, _)| parts).clone().binding(),
+                    attention_params.clone().binding(),
                 ],
             );
+            if let Some((parts, merge_params)) = merge {
+                launch(ATTENTION_MERGE, CubeCount::Static(h, n, 1), vec![parts.clone().binding(), att.clone().binding(), merge_params.clone().binding()]);
+            }
             launch(
                 linear_residual(rows, slices, layer.wo.form),
                 groups(d),
@@ -521,9 +533,24 @@ impl WgslForward {
     }
 }
 
+/// Workgroups a pass's attention aims to spread over: enough to fill a GPU's compute units a few
+/// times over.
+const ATTENTION_WORKGROUPS: u32 = 512;
+
+/// How the attention of `items` (row, head) pairs that see `seen` positions at most is split
+/// over positions: (splits, positions per split, a multiple of the workgroup). One split where
+/// the pairs are workgroups enough or the positions one chunk.
+fn attention_splits(items: u32, seen: u32) -> (u32, u32) {
+    let chunks = seen.div_ceil(WG);
+    let splits = chunks.min(ATTENTION_WORKGROUPS.div_ceil(items)).max(1);
+    let span = chunks.div_ceil(splits) * WG;
+    (seen.div_ceil(span), span)
+}
+
 impl WgslForward {
     /// Kernels the last pass launched (0 before the first): one embedding lookup, five per
-    /// layer (one more with per-head norms, two more with output norms), one output head.
+    /// layer (one more with per-head norms, two more with output norms, one more where the
+    /// attention is split over positions), one output head.
     pub(crate) fn launches(&self) -> usize {
         self.launches.load(Ordering::Relaxed)
     }
