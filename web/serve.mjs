@@ -6,7 +6,11 @@
 // Also importable: `const { url, close } = await serve({ port: 0 })`; `mounts` maps a URL prefix
 // to another folder (`{ "/web/pkg/": "/tmp/pkg-release" }`), to serve a second build of the package;
 // `isolated: false` leaves out the cross-origin isolation headers (no SharedArrayBuffer, so no
-// threads in the page), as on a site that does not send them.
+// threads in the page), as on a site that does not send them. Single byte ranges (`Range:
+// bytes=A-` or `A-B`) are served as a model host serves them. For the browser tests, `breaks`
+// maps a URL path to a byte count: the first whole response for that path closes its connection
+// after that many bytes, as a dropped download does; `log` (returned) lists each request's path,
+// range and status.
 import { createServer } from "node:http";
 import { createReadStream } from "node:fs";
 import { stat } from "node:fs/promises";
@@ -27,8 +31,9 @@ const TYPES = {
   ".ts": "text/plain; charset=utf-8",
 };
 
-async function handle(req, res, mounts, isolated) {
+async function handle(req, res, { mounts, isolated, breaks, log }) {
   let path = decodeURIComponent(new URL(req.url, "http://localhost").pathname);
+  const asked = path;
   let root = ROOT;
   const prefix = Object.keys(mounts).find((p) => path.startsWith(p));
   if (prefix) {
@@ -46,36 +51,59 @@ async function handle(req, res, mounts, isolated) {
       file = join(file, "index.html");
       info = await stat(file);
     }
-    res.writeHead(200, {
+    const range = /^bytes=(\d+)-(\d*)$/.exec(req.headers.range ?? "");
+    const first = range ? Number(range[1]) : 0;
+    const last = range && range[2] ? Math.min(Number(range[2]), info.size - 1) : info.size - 1;
+    if (range && first > last) {
+      log.push({ path: asked, range: req.headers.range, status: 416 });
+      res.writeHead(416, { "Content-Range": `bytes */${info.size}` }).end();
+      return;
+    }
+    const status = range ? 206 : 200;
+    log.push({ path: asked, range: req.headers.range ?? null, status });
+    res.writeHead(status, {
       "Content-Type": TYPES[extname(file)] ?? "application/octet-stream",
-      "Content-Length": info.size,
+      "Content-Length": last - first + 1,
+      "Accept-Ranges": "bytes",
+      ...(range && { "Content-Range": `bytes ${first}-${last}/${info.size}` }),
       "Cache-Control": "no-cache",
       // Cross-origin isolation: SharedArrayBuffer for threads, and performance.now() at 5 µs
       // instead of 100 µs, for the benchmarks.
       ...(isolated && { "Cross-Origin-Opener-Policy": "same-origin", "Cross-Origin-Embedder-Policy": "require-corp" }),
     });
-    createReadStream(file).pipe(res);
+    const cut = range ? undefined : breaks[asked];
+    if (cut === undefined) {
+      createReadStream(file, { start: first, end: last }).pipe(res);
+      return;
+    }
+    delete breaks[asked];
+    res.flushHeaders();
+    createReadStream(file, { start: 0, end: cut - 1 })
+      .on("data", (chunk) => res.write(chunk))
+      .on("end", () => res.destroy());
   } catch {
     res.writeHead(404, { "Content-Type": "text/plain" }).end(`not found: ${path}`);
   }
 }
 
 /** Starts the server; resolves to its URL and a close function. Port 0 picks any free port. */
-export function serve({ port = 8080, host = "127.0.0.1", tries = 20, mounts = {}, isolated = true } = {}) {
+export function serve({ port = 8080, host = "127.0.0.1", tries = 20, mounts = {}, isolated = true, breaks = {} } = {}) {
   return new Promise((resolvePromise, reject) => {
+    const log = [];
+    const pending = { ...breaks };
     const server = createServer((req, res) => {
-      handle(req, res, mounts, isolated).catch((err) => res.writeHead(500).end(String(err)));
+      handle(req, res, { mounts, isolated, breaks: pending, log }).catch((err) => res.writeHead(500).end(String(err)));
     });
     server.once("error", (err) => {
       if (err.code === "EADDRINUSE" && port !== 0 && tries > 1) {
-        serve({ port: port + 1, host, tries: tries - 1, mounts, isolated }).then(resolvePromise, reject);
+        serve({ port: port + 1, host, tries: tries - 1, mounts, isolated, breaks }).then(resolvePromise, reject);
       } else {
         reject(err);
       }
     });
     server.listen(port, host, () => {
       const { port: bound } = server.address();
-      resolvePromise({ url: `http://${host === "127.0.0.1" ? "localhost" : host}:${bound}/`, close: () => server.close() });
+      resolvePromise({ url: `http://${host === "127.0.0.1" ? "localhost" : host}:${bound}/`, log, close: () => server.close() });
     });
   });
 }

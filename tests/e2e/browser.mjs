@@ -18,15 +18,17 @@ const ARGS = [
 ];
 
 /** Starts the server and the browser; `close()` stops both. Page errors are collected.
- * `mounts` and `isolated` are passed to the server (see web/serve.mjs). */
-export async function start({ mounts, isolated } = {}) {
-  const server = await serve({ port: 0, mounts, isolated });
+ * `mounts`, `isolated` and `breaks` are passed to the server, whose `log` of requests is
+ * returned (see web/serve.mjs). */
+export async function start({ mounts, isolated, breaks } = {}) {
+  const server = await serve({ port: 0, mounts, isolated, breaks });
   const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ARGS });
   const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
   const errors = [];
   page.on("pageerror", (err) => errors.push(String(err)));
   return {
     url: server.url,
+    log: server.log,
     page,
     errors,
     async close() {

@@ -3,7 +3,8 @@
 // engine runs one constrained completion with the real model on each device: WebGPU (here
 // SwiftShader) and the CPU, on one thread and on two (the page is cross-origin isolated, so the
 // second thread is a helper worker holding half of each product's rows), with the same greedy
-// answer; and tool calls, each call's arguments checked by Ajv.
+// answer; tool calls, each call's arguments checked by Ajv; and a model download that breaks off
+// halfway and is taken up where it stopped.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { readFile, writeFile } from "node:fs/promises";
@@ -113,6 +114,14 @@ const PAGE = `<!doctype html>
     engine.unload();
     return { ...out, readme };
   };
+  // A model by URL, not from the Cache API: its progress, and a short greedy completion.
+  window.fromUrl = async (model) => {
+    const loaded = [];
+    const engine = await createEngine({ model, device: "cpu", threads: 1, cache: false, onProgress: (p) => p.stage === "download" && loaded.push([p.loaded, p.total]) });
+    const r = await engine.completions.create({ prompt: "Hi", max_tokens: 8 });
+    engine.unload();
+    return { loaded, text: r.choices[0].text, tokens: r.usage.completion_tokens };
+  };
 </script>`;
 
 /** The bad schema's and the bad regex's errors keep their kind and place. */
@@ -125,11 +134,14 @@ function assertSieveErrors(errors, where) {
   assert.ok(Number.isInteger(regex.offset) && regex.line === 1 && Number.isInteger(regex.column), `${where}: ${JSON.stringify(regex)}`);
 }
 
+/** A model whose first download the server breaks off after 5 MB. */
+const BROKEN = "/assets/tiny-models/qwen3-chat.gguf";
+
 let ctx;
 before(async () => {
   await installTarball(APP, "package-app");
   await writeFile(new URL("index.html", APP), PAGE);
-  ctx = await start();
+  ctx = await start({ breaks: { [BROKEN]: 5_000_000 } });
 });
 after(async () => {
   await ctx?.close();
@@ -235,5 +247,26 @@ test("tool calls name a tool and carry arguments valid for its schema (Ajv)", { 
   assert.equal(out.stream.at(-1).choices[0].finish_reason, "tool_calls");
   assert.deepEqual(streamed.map((c) => c.function), calls(out.unstreamed).map((c) => c.function));
   assert.match(out.structural.choices[0].message.content, /^<city>"(Paris|Lyon)"<\/city>$/);
+  assert.deepEqual(errors, []);
+});
+
+test("a model download that breaks off is taken up where it stopped", { timeout: 5 * 60_000 }, async () => {
+  const { page, url, errors, log } = ctx;
+  await page.goto(`${url}tests/e2e/out/package-app/index.html`);
+  await page.waitForFunction(() => typeof window.fromUrl === "function");
+  const broken = await page.evaluate((model) => window.fromUrl(model), BROKEN);
+  const asked = log.filter((r) => r.path === BROKEN);
+  // The whole file, broken off, then the rest from where the page stopped reading.
+  assert.deepEqual(asked.map((r) => r.status), [200, 206], JSON.stringify(asked));
+  const resumedAt = Number(/^bytes=(\d+)-$/.exec(asked[1].range)?.[1]);
+  const [size] = broken.loaded.at(-1).slice(1);
+  assert.ok(resumedAt > 0 && resumedAt <= 5_000_000, `resumed at ${asked[1].range}`);
+  assert.deepEqual(broken.loaded.at(-1), [size, size]);
+  assert.ok(broken.loaded.every(([n], i) => i === 0 || n >= broken.loaded[i - 1][0]), "progress never goes back");
+  // The same bytes as a download that did not break: the same greedy text.
+  const whole = await page.evaluate((model) => window.fromUrl(model), BROKEN);
+  assert.equal(log.filter((r) => r.path === BROKEN).length, 3);
+  assert.ok(broken.tokens >= 1);
+  assert.equal(broken.text, whole.text);
   assert.deepEqual(errors, []);
 });

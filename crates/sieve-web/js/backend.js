@@ -5,27 +5,61 @@ import { HelperPool, canUseHelpers } from "./parts.js";
 
 const CACHE_NAME = "sieve-models-v1";
 
-/** Reads a Response body, reporting `{loaded, total}` as chunks arrive. */
-async function readWithProgress(response, report) {
-  const total = Number(response.headers.get("Content-Length")) || 0;
+/** Times a broken download is taken up again where it stopped before the load fails. */
+const RESUMES = 5;
+
+/**
+ * The model's bytes from `response` (the first answer for `url`), reporting `(loaded, total)` as
+ * chunks arrive. Where the connection breaks off, the rest is asked for with a `Range` header
+ * (after a short wait, up to RESUMES times) and read on from where it stopped; a server that
+ * answers with the whole file instead starts it over. With a known length the bytes go straight
+ * into one buffer of that size (chunks are gathered where the body turns out longer).
+ */
+async function download(url, response, report) {
   if (!response.body) return new Uint8Array(await response.arrayBuffer());
-  const reader = response.body.getReader();
-  const chunks = [];
+  const total = Number(response.headers.get("Content-Length")) || 0;
+  let whole = total ? new Uint8Array(total) : null;
+  let chunks = [];
   let loaded = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    chunks.push(value);
-    loaded += value.length;
-    report(loaded, total);
+  for (let resumes = 0; ; resumes++) {
+    try {
+      const reader = response.body.getReader();
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) break;
+        if (whole && loaded + value.length > total) {
+          // More than Content-Length said (a compressed body's length): gather chunks instead.
+          chunks = [whole.subarray(0, loaded)];
+          whole = null;
+        }
+        if (whole) whole.set(value, loaded);
+        else chunks.push(value);
+        loaded += value.length;
+        report(loaded, total);
+      }
+      if (total && loaded < total) throw new Error(`the body ended at ${loaded} of ${total} bytes`);
+      break;
+    } catch (err) {
+      if (resumes === RESUMES) throw new Error(`the model download from ${url} broke off at ${loaded} of ${total || "?"} bytes (tried ${RESUMES + 1} times): ${err?.message ?? err}`);
+      await new Promise((resolve) => setTimeout(resolve, 250 * 2 ** resumes));
+      response = await fetch(url, { headers: { Range: `bytes=${loaded}-` } }).catch(() => null);
+      const range = /^bytes (\d+)-/.exec(response?.headers.get("Content-Range") ?? "");
+      if (response?.status === 206 && range && Number(range[1]) === loaded) continue;
+      if (response?.status !== 200) throw new Error(`the model download from ${url} broke off at ${loaded} bytes and could not be taken up again: ${response ? `HTTP ${response.status}` : err?.message ?? err}`);
+      // The whole file again: start over.
+      loaded = 0;
+      chunks = [];
+      whole = total ? new Uint8Array(total) : null;
+    }
   }
-  const bytes = new Uint8Array(loaded);
+  if (whole) return whole;
+  whole = new Uint8Array(loaded);
   let at = 0;
   for (const chunk of chunks) {
-    bytes.set(chunk, at);
+    whole.set(chunk, at);
     at += chunk.length;
   }
-  return bytes;
+  return whole;
 }
 
 /** The model bytes from a URL, through the Cache API when it is available and `useCache`. */
@@ -38,7 +72,7 @@ async function fetchModel(url, useCache, onProgress) {
   const stage = cached ? "cache" : "download";
   const response = cached ?? (await fetch(url));
   if (!response.ok) throw new Error(`could not fetch the model from ${url}: HTTP ${response.status}`);
-  const bytes = await readWithProgress(response, (loaded, total) =>
+  const bytes = await download(url, response, (loaded, total) =>
     onProgress({ stage, loaded, total, fraction: total ? loaded / total : null }),
   );
   if (cache && !cached) {

@@ -167,7 +167,8 @@ export interface LoadProgress {
 }
 
 export interface EngineOptions {
-  /** The GGUF model (SmolLM2-135M-Instruct Q4_1): a URL, or its bytes. */
+  /** The GGUF model (for example SmolLM2-135M-Instruct Q4_1): a URL, or its bytes. A download
+   * that breaks off is taken up where it stopped (`Range` requests, up to five times). */
   model: string | URL | ArrayBuffer | Uint8Array;
   /** Where the model runs (default `auto`). */
   device?: DeviceChoice;
