@@ -4,7 +4,7 @@
 The protocol is the one `sieve maskbench` runs (crates/sieve-cli/src/maskbench.rs):
 per file, compile the schema (timed); per test, write `data` as JSON with ", "
 and ": " separators and non-ASCII kept, tokenize it canonically without special
-tokens, and for every token compute the full mask and commit the token (timed
+tokens as the continuation of a prompt (no SentencePiece "\u2581" in front), and for every token compute the full mask and commit the token (timed
 together). The token must be allowed; the matcher must accept at the end.
 Everything runs single-threaded on the CPU.
 
@@ -76,12 +76,40 @@ def run_file(path, tokenize, compile_fn):
     return rec
 
 
+def continuation_tokenizer(tokenizer_path):
+    """The tokenizer as generation continues a prompt, as `sieve maskbench` has it: a
+    SentencePiece tokenizer's "\u2581" in front of the text (a Prepend normalizer, or the
+    Metaspace pre-tokenizer's prepend scheme) is left out."""
+    from tokenizers import Tokenizer
+
+    def is_prepend(v):
+        return isinstance(v, dict) and v.get("type") == "Prepend"
+
+    def strip(v):
+        if isinstance(v, dict):
+            if v.get("type") == "Metaspace":
+                v["prepend_scheme"] = "never"
+            if isinstance(v.get("normalizers"), list):
+                v["normalizers"] = [p for p in v["normalizers"] if not is_prepend(p)]
+            for inner in v.values():
+                strip(inner)
+        elif isinstance(v, list):
+            for inner in v:
+                strip(inner)
+
+    with open(tokenizer_path, encoding="utf-8") as f:
+        spec = json.load(f)
+    if is_prepend(spec.get("normalizer")):
+        spec["normalizer"] = None
+    strip(spec.get("normalizer"))
+    strip(spec.get("pre_tokenizer"))
+    return Tokenizer.from_str(json.dumps(spec))
+
+
 def worker(engine, tokenizer_path, conn):
     """Sets up `engine` once, then answers each path sent with its record."""
     compile_fn = ENGINES[engine](tokenizer_path)
-    from tokenizers import Tokenizer
-
-    tk = Tokenizer.from_file(tokenizer_path)
+    tk = continuation_tokenizer(tokenizer_path)
     tokenize = lambda s: tk.encode(s, add_special_tokens=False).ids
     conn.send("ready")
     while (path := conn.recv()) is not None:

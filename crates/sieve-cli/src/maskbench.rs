@@ -3,12 +3,13 @@
 //!
 //! Per file: compile the schema (timed), then per test write `data` as JSON
 //! with `", "` and `": "` separators (non-ASCII kept), tokenize it canonically
-//! without special tokens, and for every token compute the full mask and
+//! without special tokens, as the continuation of a prompt (no SentencePiece
+//! `▁` added in front), and for every token compute the full mask and
 //! commit the token (timed together); the token must be allowed, and the
 //! matcher must accept at the end. One JSON line per file goes to `--out`;
 //! a summary table goes to stdout.
 
-use crate::args::TokenizerArgs;
+use crate::args::{TokenizerArgs, read};
 use crate::fail::CliError;
 use serde_json::{Value, json};
 use sieve_core::json_schema::{JsonSchemaOptions, Mode, PropertyOrder, to_spaced_json};
@@ -74,7 +75,8 @@ fn pct(sorted: &[u64], q: f64) -> u64 {
 }
 
 pub fn run(a: &MaskbenchArgs) -> Result<i32, CliError> {
-    let loaded = a.tok.load()?;
+    let mut loaded = a.tok.load()?;
+    loaded.tokenizer = continuation_tokenizer(&read(&a.tok.tokenizer)?)?;
     let vocab = loaded.vocab.clone();
     let options = JsonSchemaOptions {
         mode: if a.lenient { Mode::Lenient } else { Mode::Strict },
@@ -185,4 +187,33 @@ pub fn run(a: &MaskbenchArgs) -> Result<i32, CliError> {
         compiles.last().copied().unwrap_or(0)
     );
     Ok(0)
+}
+
+/// The tokenizer.json's tokenizer as generation continues a prompt: a SentencePiece tokenizer's
+/// `▁` in front of the text (a `Prepend` normalizer, or the `Metaspace` pre-tokenizer's prepend
+/// scheme) is left out, so that the tokens spell the instance and nothing before it.
+fn continuation_tokenizer(text: &str) -> Result<tokenizers::Tokenizer, CliError> {
+    fn is_prepend(value: &Value) -> bool {
+        value.get("type").and_then(Value::as_str) == Some("Prepend")
+    }
+    fn strip(value: &mut Value) {
+        if let Value::Object(map) = value {
+            if map.get("type").and_then(Value::as_str) == Some("Metaspace") {
+                map.insert("prepend_scheme".into(), json!("never"));
+            }
+            if let Some(Value::Array(parts)) = map.get_mut("normalizers") {
+                parts.retain(|part| !is_prepend(part));
+            }
+            map.values_mut().for_each(strip);
+        } else if let Value::Array(items) = value {
+            items.iter_mut().for_each(strip);
+        }
+    }
+    let mut json: Value = serde_json::from_str(text).map_err(|e| CliError::new(format!("tokenizer.json: {e}")))?;
+    if json.get("normalizer").is_some_and(is_prepend) {
+        json["normalizer"] = Value::Null;
+    }
+    strip(&mut json["normalizer"]);
+    strip(&mut json["pre_tokenizer"]);
+    json.to_string().parse::<tokenizers::Tokenizer>().map_err(|e| CliError::new(format!("tokenizer.json: {e}")))
 }
