@@ -1,7 +1,8 @@
 // Causal grouped-query attention of n new rows against a layer's cache.
 //
 // q:       [n, H hd / 4] vec4, rotated queries (row r sits at position start + r).
-// k_cache, v_cache: [Hkv, max_seq, hd / 4] vec4; positions 0 ..= start + r are valid for row r.
+// k_cache, v_cache: [Hkv, max_seq, hd / 4] quads of f16 (two u32 words, pack2x16float);
+//          positions 0 ..= start + r are valid for row r.
 // out:     [n, H hd / 4] vec4 with one split; with several, [n, H, splits, 1 + hd / 4] vec4:
 //          each split's running maximum and sum of weights (x, y of its first vec4), then its
 //          unnormalised weighted values, for attention_merge.wgsl to combine.
@@ -20,12 +21,17 @@
 // hd <= 4 WG and hd <= 4 MAX_QUADS. Dispatch (H, n, splits) workgroups.
 
 @group(0) @binding(0) var<storage, read_write> q: array<vec4<f32>>;
-@group(0) @binding(1) var<storage, read_write> k_cache: array<vec4<f32>>;
-@group(0) @binding(2) var<storage, read_write> v_cache: array<vec4<f32>>;
+@group(0) @binding(1) var<storage, read_write> k_cache: array<vec2<u32>>;
+@group(0) @binding(2) var<storage, read_write> v_cache: array<vec2<u32>>;
 @group(0) @binding(3) var<storage, read_write> out: array<vec4<f32>>;
 @group(0) @binding(4) var<storage, read_write> params: array<u32>;
 
 const MAX_QUADS: u32 = 64u;
+
+// A cached quad of f16 as f32.
+fn quad(words: vec2<u32>) -> vec4<f32> {
+    return vec4<f32>(unpack2x16float(words.x), unpack2x16float(words.y));
+}
 const WG: u32 = {{ workgroup_size }}u;
 
 var<workgroup> query: array<vec4<f32>, MAX_QUADS>;
@@ -81,7 +87,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         var s = 0.0;
         if (lane < count) {
             let k = kv_base + (first + t) * quads;
-            for (var d = 0u; d < quads; d++) { s += dot(query[d], k_cache[k + d]); }
+            for (var d = 0u; d < quads; d++) { s += dot(query[d], quad(k_cache[k + d])); }
         }
         chunk[lane] = s;
         workgroupBarrier();
@@ -99,7 +105,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         for (var j = 0u; j < count; j++) {
             let p = chunk[j];
             sum += p;
-            if (lane < quads) { add += p * v_cache[kv_base + (first + c + j) * quads + lane]; }
+            if (lane < quads) { add += p * quad(v_cache[kv_base + (first + c + j) * quads + lane]); }
         }
         acc = acc * correction + add;
         l = l * correction + sum;

@@ -7,7 +7,8 @@
 // w:      [C, D] weights (weights.wgsl), C = (H + 2 Hkv) hd: Q heads, then K heads, then V heads.
 // cos, sin: [max_seq, hd / 2] f32, the rotary angles per position and pair.
 // q:      [n, H hd / 4] vec4 out, rotated queries.
-// k_cache, v_cache: [Hkv, max_seq, hd / 4] vec4; row `start + r` of every head is written.
+// k_cache, v_cache: [Hkv, max_seq, hd / 4] quads of f16 (two u32 words, pack2x16float); row
+//         `start + r` of every head is written.
 // params: [D, n, H, Hkv, hd, start, max_seq, bits of eps, rotate (1 or 0)].
 // bias:   [C / 4] vec4, zeros for architectures without one.
 //
@@ -21,10 +22,15 @@
 @group(0) @binding(3) var<storage, read_write> cos_table: array<f32>;
 @group(0) @binding(4) var<storage, read_write> sin_table: array<f32>;
 @group(0) @binding(5) var<storage, read_write> q: array<vec4<f32>>;
-@group(0) @binding(6) var<storage, read_write> k_cache: array<vec4<f32>>;
-@group(0) @binding(7) var<storage, read_write> v_cache: array<vec4<f32>>;
+@group(0) @binding(6) var<storage, read_write> k_cache: array<vec2<u32>>;
+@group(0) @binding(7) var<storage, read_write> v_cache: array<vec2<u32>>;
 @group(0) @binding(8) var<storage, read_write> params: array<u32>;
 @group(0) @binding(9) var<storage, read_write> bias: array<vec4<f32>>;
+
+// A quad as four f16 in two words.
+fn halves(a: vec4<f32>) -> vec2<u32> {
+    return vec2<u32>(pack2x16float(a.xy), pack2x16float(a.zw));
+}
 
 @compute @workgroup_size({{ workgroup_size }}, 1, 1)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) group: vec3<u32>) {
@@ -81,10 +87,10 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) group:
             q[row * (q_width / 4u) + col] = a;
         } else if (c < k_end) {
             let head = (c - q_width) / hd;
-            k_cache[(head * max_seq + pos) * hq + (c - q_width) % hd / 4u] = a;
+            k_cache[(head * max_seq + pos) * hq + (c - q_width) % hd / 4u] = halves(a);
         } else {
             let head = (c - k_end) / hd;
-            v_cache[(head * max_seq + pos) * hq + (c - k_end) % hd / 4u] = a;
+            v_cache[(head * max_seq + pos) * hq + (c - k_end) % hd / 4u] = halves(a);
         }
     }
 }

@@ -7,12 +7,14 @@
 //! layer is five launches over the model's own weight buffers:
 //!
 //! 1. `qkv_rope`: RMSNorm, the fused Q/K/V projection (and its bias) and RoPE; keys and values
-//!    go straight into a preallocated cache, so truncating the cache only moves its length.
+//!    go straight into a preallocated cache (in f16, two to a word), so truncating the cache
+//!    only moves its length.
 //!    Where the architecture normalises each head of the queries and keys (qwen3, gemma3),
 //!    `qk_norm_rope` does that and RoPE as a sixth launch.
 //! 2. `attention`: causal grouped-query attention with an online softmax, a workgroup per row
 //!    and head, its invocations splitting the positions (the window's, on layers with a
-//!    sliding window).
+//!    sliding window); where rows and heads are too few workgroups to fill a GPU (a decode
+//!    step), the positions are split over workgroups too and `attention_merge` combines them.
 //! 3. `linear_residual`: the output projection added to the residual stream.
 //! 4. `swiglu`: RMSNorm, the fused gate/up projection and `silu(gate) * up`.
 //! 5. `linear_residual`: the down projection added to the residual stream.
@@ -224,7 +226,11 @@ pub(crate) struct WgslForward {
     weight_bytes: usize,
 }
 
-/// Per-layer key and value buffers for the whole context (`[Hkv, max_seq, hd]` each),
+/// Bytes of a cached key or value component: f16, two to a word (WGSL's `pack2x16float`, which
+/// every adapter has; the arithmetic stays f32).
+const KV_BYTES: usize = 2;
+
+/// Per-layer key and value buffers for the whole context (`[Hkv, max_seq, hd]` f16 each),
 /// allocated once.
 pub(crate) struct GpuCache {
     layers: Vec<(Handle, Handle)>,
@@ -296,7 +302,7 @@ impl WgslForward {
     ) -> Result<Self, ModelError> {
         let qkv_width = (c.heads + 2 * c.kv_heads) * c.head_dim;
         let max_bytes = client.properties().memory.max_page_size;
-        let cache_bytes = 4 * c.kv_heads * c.max_seq * c.head_dim;
+        let cache_bytes = KV_BYTES * c.kv_heads * c.max_seq * c.head_dim;
         if cache_bytes as u64 > max_bytes {
             return Err(too_large("a layer's keys for this context", cache_bytes, max_bytes));
         }
@@ -361,10 +367,10 @@ impl WgslForward {
         &self.burn_device
     }
 
-    /// An empty cache: every layer's keys and values for `max_seq` positions.
+    /// An empty cache: every layer's keys and values for `max_seq` positions, in f16.
     pub(crate) fn new_cache(&self) -> GpuCache {
         let c = &self.config;
-        let size = c.kv_heads * c.max_seq * c.head_dim * 4;
+        let size = c.kv_heads * c.max_seq * c.head_dim * KV_BYTES;
         GpuCache { layers: (0..c.layers).map(|_| (self.client.empty(size), self.client.empty(size))).collect() }
     }
 

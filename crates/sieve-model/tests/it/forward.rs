@@ -66,7 +66,9 @@ async fn compare_passes(reference: &Llama, model: &Llama, passes: &[Pass]) {
         assert_eq!(actual.len(), config.vocab);
         let scale = expected.iter().fold(1.0f32, |m, x| m.max(x.abs()));
         let worst = actual.iter().zip(&expected).map(|(a, e)| (a - e).abs()).fold(0.0f32, f32::max);
-        assert!(worst <= 2e-4 * scale, "{backend:?}, pass {i} ({pass:?}): logits differ by {worst} (scale {scale})");
+        // The GPU caches keys and values in f16 (11 significant bits), the CPU in f32.
+        let tolerance = if backend == Backend::Gpu { 2e-3 } else { 2e-4 };
+        assert!(worst <= tolerance * scale, "{backend:?}, pass {i} ({pass:?}): logits differ by {worst} (scale {scale})");
     }
 }
 
@@ -155,11 +157,11 @@ async fn rows_split_into_parts_give_the_same_logits() {
 }
 
 /// A context whose keys do not fit one buffer of the device is an error naming it, before any
-/// weight is uploaded (65,535 positions of 64 heads of 256: 4 GiB a layer).
+/// weight is uploaded (65,535 positions of 128 heads of 256 in f16: 4 GiB a layer).
 #[wasm_bindgen_test(unsupported = pollster::test)]
 async fn a_context_larger_than_a_gpu_buffer_is_an_error() {
     let gpu = wgpu_device().await.expect("no wgpu adapter: WebGPU (browser) or Vulkan (native) is required");
-    let config = LlamaConfig { heads: 64, kv_heads: 64, head_dim: 256, hidden: 64, ffn: 64, vocab: 256, max_seq: 65_535, ..LlamaConfig::tiny(256) };
+    let config = LlamaConfig { heads: 128, kv_heads: 128, head_dim: 256, hidden: 64, ffn: 64, vocab: 256, max_seq: 65_535, ..LlamaConfig::tiny(256) };
     match Llama::random(config, 1, Placement::from(&gpu)) {
         Err(ModelError::Backend(message)) => assert!(message.contains("keys for this context") && message.contains("on the CPU"), "{message}"),
         Err(other) => panic!("{other}"),
