@@ -27,9 +27,9 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) group:
     var acc: array<vec4<f32>, ROWS>;
     if (col < quads) {
         // Each slice takes whole runs of 16 inputs (weights.wgsl).
-        for (var b = slice; b * 16u < k_len; b += SLICES) {
+        for (var b = slice; b * RUN < k_len; b += SLICES) {
             let run = run_of(b, col, quads, k_len);
-            for (var i = b * 16u; i < min(b * 16u + 16u, k_len); i++) {
+            for (var i = b * RUN; i < min(b * RUN + RUN, k_len); i++) {
                 let wv = weight_in(run, i, col, quads);
                 for (var r = 0u; r < rows; r++) { acc[r] += input[(r0 + r) * k_len + i] * wv; }
             }

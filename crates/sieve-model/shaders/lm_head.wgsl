@@ -47,10 +47,10 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) group:
         workgroupBarrier();
         if (quad < quads) {
             let count = min(WG, d - i0);
-            // WG is a multiple of 16: the tile holds whole runs (weights.wgsl).
+            // WG is a multiple of RUN: the tile holds whole runs (weights.wgsl).
             var run: Run;
             for (var j = 0u; j < count; j++) {
-                if (j % 16u == 0u) { run = run_of((i0 + j) / 16u, quad, quads, d); }
+                if (j % RUN == 0u) { run = run_of((i0 + j) / RUN, quad, quads, d); }
                 acc += tile[j] * weight_in(run, i0 + j, quad, quads);
             }
         }

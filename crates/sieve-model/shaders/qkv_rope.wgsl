@@ -54,9 +54,9 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) group:
     var acc: array<vec4<f32>, ROWS>;
     if (col < quads) {
         // Each slice takes whole runs of 16 inputs (weights.wgsl).
-        for (var b = slice; b * 16u < d; b += SLICES) {
+        for (var b = slice; b * RUN < d; b += SLICES) {
             let run = run_of(b, col, quads, d);
-            for (var i = b * 16u; i < min(b * 16u + 16u, d); i++) {
+            for (var i = b * RUN; i < min(b * RUN + RUN, d); i++) {
                 let wv = weight_in(run, i, col, quads) * norm_w[i];
                 for (var r = 0u; r < rows; r++) { acc[r] += x[(r0 + r) * d + i] * wv; }
             }

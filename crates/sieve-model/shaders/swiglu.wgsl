@@ -35,10 +35,10 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) group:
     var up: array<vec4<f32>, ROWS>;
     if (col < quads) {
         // Each slice takes whole runs of 16 inputs (weights.wgsl).
-        for (var b = slice; b * 16u < d; b += SLICES) {
+        for (var b = slice; b * RUN < d; b += SLICES) {
             let gate_run = run_of(b, col, 2u * quads, d);
             let up_run = run_of(b, quads + col, 2u * quads, d);
-            for (var i = b * 16u; i < min(b * 16u + 16u, d); i++) {
+            for (var i = b * RUN; i < min(b * RUN + RUN, d); i++) {
                 let g = weight_in(gate_run, i, col, 2u * quads) * norm_w[i];
                 let u = weight_in(up_run, i, quads + col, 2u * quads) * norm_w[i];
                 for (var r = 0u; r < rows; r++) {

@@ -4,17 +4,21 @@
 //
 // 0. f32: `[K, N / 4]` vec4 (bits), input-major, so that the invocations owning adjacent column
 //    quads read adjacent memory;
-// 1. int8 (quantized files): runs of 16 inputs `scale * q + min` with `q` an i8, as
-//    `gguf::int8_blocks` unpacks every block type. With C = K / 16 * N / 4 cells (a run of one
-//    column quad): C scale vec4s, then C minimum vec4s, then 16 words a cell, word k holding
-//    input k's q for the quad's four columns, a byte each: 1.5 bytes a weight;
-// 2. nibbles (4-bit types): as 1 with `q` in 0..16, 8 words a cell, word k holding inputs 2k and
-//    2k + 1 of the four columns, a byte each, the first in its low nibble: 1 byte a weight.
+// 1. int8 (quantized files): runs of RUN inputs `scale * q + min` with `q` an i8, as
+//    `gguf::int8_blocks` unpacks every block type (RUN is 32 where the file's blocks share a
+//    scale over 32 inputs, 16 for Q6_K's). With C = K / RUN * N / 4 cells (a run of one column
+//    quad): C scale vec4s, then C minimum vec4s, then RUN words a cell, word k holding input k's
+//    q for the quad's four columns, a byte each: 1.25 bytes a weight (1.5 with runs of 16);
+// 2. nibbles (4-bit types): as 1 with `q` in 0..16, RUN / 2 words a cell, word k holding inputs
+//    2k and 2k + 1 of the four columns, a byte each, the first in its low nibble: 0.75 bytes a
+//    weight (1 with runs of 16).
 //
-// Kernels walk a column quad's inputs a run of 16 at a time: `run_of` reads what a run shares
-// (its scales and minimums), `weight_in` one input of it.
+// Kernels walk a column quad's inputs a run at a time: `run_of` reads what a run shares (its
+// scales and minimums), `weight_in` one input of it.
 
 const FORM: u32 = {{ weights }}u;
+// Inputs of a run (16 for f32 matrices, which have none): a multiple of 16 dividing WG.
+const RUN: u32 = {{ run }}u;
 
 struct Run {
     scale: vec4<f32>,
@@ -23,23 +27,23 @@ struct Run {
     words: u32,
 }
 
-// Run `b` (inputs 16 b .. 16 b + 15) of column quad `col` of a matrix of `quads` column quads
-// and `k_len` inputs.
+// Run `b` (inputs RUN b .. RUN b + RUN - 1) of column quad `col` of a matrix of `quads` column
+// quads and `k_len` inputs.
 fn run_of(b: u32, col: u32, quads: u32, k_len: u32) -> Run {
     var run: Run;
     if (FORM != 0u) {
         let cell = b * quads + col;
-        let cells = (k_len / 16u) * quads;
+        let cells = (k_len / RUN) * quads;
         run.scale = bitcast<vec4<f32>>(w[cell]);
         run.minimum = bitcast<vec4<f32>>(w[cells + cell]);
-        run.words = 2u * cells + cell * select(4u, 2u, FORM == 2u);
+        run.words = 2u * cells + cell * select(RUN / 4u, RUN / 8u, FORM == 2u);
     }
     return run;
 }
 
 // Column quad `col` of input `i` (in `run`) of a matrix of `quads` column quads.
 fn weight_in(run: Run, i: u32, col: u32, quads: u32) -> vec4<f32> {
-    let k = i % 16u;
+    let k = i % RUN;
     if (FORM == 1u) {
         let word = w[run.words + k / 4u][k % 4u];
         let q = bitcast<vec4<i32>>(vec4<u32>(word << 24u, word << 16u, word << 8u, word)) >> vec4<u32>(24u);
@@ -56,5 +60,5 @@ fn weight_in(run: Run, i: u32, col: u32, quads: u32) -> vec4<f32> {
 
 // Column quad `col` of input `i`, on its own.
 fn weight(i: u32, col: u32, quads: u32, k_len: u32) -> vec4<f32> {
-    return weight_in(run_of(i / 16u, col, quads, k_len), i, col, quads);
+    return weight_in(run_of(i / RUN, col, quads, k_len), i, col, quads);
 }

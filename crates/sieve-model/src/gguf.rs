@@ -133,6 +133,17 @@ impl TensorType {
         matches!(self, Self::F32 | Self::F16 | Self::Q4_0 | Self::Q4_1 | Self::Q8_0 | Self::Q4_K | Self::Q6_K)
     }
 
+    /// Values of a row that share one scale and minimum in [`int8_blocks`]'s runs of 16, from
+    /// the row's start: 32 where a block or sub-block of 32 has one scale, 16 for Q6_K; `None`
+    /// for the float types.
+    pub fn scale_run(self) -> Option<usize> {
+        match self {
+            Self::F32 | Self::F16 | Self::BF16 => None,
+            Self::Q6_K => Some(16),
+            Self::Q4_0 | Self::Q4_1 | Self::Q5_0 | Self::Q5_1 | Self::Q8_0 | Self::Q4_K | Self::Q5_K => Some(32),
+        }
+    }
+
     /// (elements per block, bytes per block).
     pub fn block(self) -> (usize, usize) {
         match self {

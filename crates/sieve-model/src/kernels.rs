@@ -62,7 +62,7 @@ fn to_u32(what: &'static str, value: usize) -> Result<u32, KernelError> {
 }
 
 /// A WGSL shader from `shaders/`, launched with its `{{ workgroup_size }}`, `{{ rows }}`,
-/// `{{ slices }}` and `{{ weights }}` filled in.
+/// `{{ slices }}`, `{{ weights }}` and `{{ run }}` filled in.
 #[derive(Clone, Copy)]
 pub(crate) struct Wgsl {
     /// The shader's file name; with the constants it keys burn's pipeline cache.
@@ -81,11 +81,30 @@ pub(crate) struct Wgsl {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum WeightForm {
     /// f32 values, 4 bytes a weight.
-    F32 = 0,
-    /// Runs of 16 int8 with a scale and a minimum, 1.5 bytes a weight.
-    Int8 = 1,
-    /// Runs of 16 unsigned 4-bit values with a scale and a minimum, 1 byte a weight.
-    Nibbles = 2,
+    F32,
+    /// Runs of `run` (16 or 32) int8 with a scale and a minimum: 1.5 or 1.25 bytes a weight.
+    Int8 { run: u32 },
+    /// Runs of `run` unsigned 4-bit values with a scale and a minimum: 1 or 0.75 bytes a weight.
+    Nibbles { run: u32 },
+}
+
+impl WeightForm {
+    /// The form's number in shaders/weights.wgsl (`FORM`).
+    fn code(self) -> u32 {
+        match self {
+            Self::F32 => 0,
+            Self::Int8 { .. } => 1,
+            Self::Nibbles { .. } => 2,
+        }
+    }
+
+    /// Inputs of a run (`RUN`; 16 for f32, which has none).
+    pub(crate) fn run(self) -> u32 {
+        match self {
+            Self::F32 => 16,
+            Self::Int8 { run } | Self::Nibbles { run } => run,
+        }
+    }
 }
 
 impl KernelSource for Wgsl {
@@ -94,11 +113,12 @@ impl KernelSource for Wgsl {
             .register("workgroup_size", self.workgroup_size.to_string())
             .register("rows", self.rows.to_string())
             .register("slices", self.slices.to_string())
-            .register("weights", (self.weights as u32).to_string())
+            .register("weights", self.weights.code().to_string())
+            .register("run", self.weights.run().to_string())
     }
 
     fn id(&self) -> KernelId {
-        KernelId::new::<Self>().info((self.name, self.workgroup_size, self.rows, self.slices, self.weights as u32))
+        KernelId::new::<Self>().info((self.name, self.workgroup_size, self.rows, self.slices, self.weights.code(), self.weights.run()))
     }
 
     fn lang(&self) -> &'static str {

@@ -110,27 +110,32 @@ struct GpuMatrix {
 }
 
 impl GpuMatrix {
-    /// `parts` (`[rows_i, K]` each) stacked on their rows, uploaded: as runs of 16 values when
-    /// every part is of a quantized type and K is whole runs (4-bit ones where every part's
-    /// values are), f32 otherwise. An error when the matrix is larger than the device binds in
-    /// one buffer (`max_bytes`).
+    /// `parts` (`[rows_i, K]` each) stacked on their rows, uploaded: as runs of 32 or 16 values
+    /// (the longest run over which every part's rows share their scales and that divides K) when
+    /// every part is of a quantized type, 4-bit ones where every part's values are; f32
+    /// otherwise. An error when the matrix is larger than the device binds in one buffer
+    /// (`max_bytes`).
     fn upload(client: &Client, parts: &[&Matrix], max_bytes: u64, what: &str) -> Result<Self, ModelError> {
         let k = parts[0].cols();
         let n: usize = parts.iter().map(|m| m.rows()).sum();
         let quads = n / 4;
-        let form = match k.is_multiple_of(16) && parts.iter().all(|m| m.is_quantized()) {
-            true if parts.iter().all(|m| m.nibbles()) => WeightForm::Nibbles,
-            true => WeightForm::Int8,
-            false => WeightForm::F32,
+        let shared: Option<Vec<usize>> = parts.iter().map(|m| m.scale_run()).collect();
+        let run = shared.and_then(|shared| [32, 16].into_iter().find(|&run| k.is_multiple_of(run) && shared.iter().all(|s| s.is_multiple_of(run))));
+        let form = match run {
+            Some(run) if parts.iter().all(|m| m.nibbles()) => WeightForm::Nibbles { run: run as u32 },
+            Some(run) => WeightForm::Int8 { run: run as u32 },
+            None => WeightForm::F32,
         };
-        // Words of a cell (a run of 16 inputs of a column quad), scales and minimums included.
-        let cell_words = match form {
-            WeightForm::Nibbles => 16,
-            _ => 24,
+        let run = form.run() as usize;
+        // Words of a cell's values (a run of inputs of a column quad); its scale and minimum
+        // take eight more.
+        let value_words = match form {
+            WeightForm::Nibbles { .. } => run / 2,
+            _ => run,
         };
         let bytes = match form {
             WeightForm::F32 => 4 * k * n,
-            _ => k / 16 * quads * cell_words * 4,
+            _ => k / run * quads * (8 + value_words) * 4,
         };
         if bytes as u64 > max_bytes {
             return Err(too_large(what, bytes, max_bytes));
@@ -148,30 +153,30 @@ impl GpuMatrix {
                 }
             }
             _ => {
-                let cells = k / 16 * quads;
+                let cells = k / run * quads;
+                let mut runs: Vec<(f32, f32, [i8; 16])> = Vec::with_capacity(k / 16);
                 for (col, (m, r)) in rows.enumerate() {
                     let (quad, lane) = (col / 4, col % 4);
-                    let mut run = 0;
-                    m.row_int8_blocks(r, |scale, min, q| {
-                        let cell = run * quads + quad;
-                        let (q, min) = match form {
-                            // Values from -8 are moved to 0.. and the minimum takes the shift.
-                            WeightForm::Nibbles if q.iter().any(|&q| q < 0) => (q.map(|q| (q + 8) as u8), min - 8.0 * scale),
-                            _ => (q.map(|q| q as u8), min),
-                        };
+                    runs.clear();
+                    m.row_int8_blocks(r, |scale, min, q| runs.push((scale, min, *q)));
+                    for (c, cell_runs) in runs.chunks_exact(run / 16).enumerate() {
+                        let cell = c * quads + quad;
+                        let (scale, min, _) = cell_runs[0];
+                        // Values from -8 are moved to 0.. and the minimum takes the shift.
+                        let shift = matches!(form, WeightForm::Nibbles { .. }) && cell_runs.iter().any(|(_, _, q)| q.iter().any(|&q| q < 0));
                         words[cell * 4 + lane] = scale.to_bits();
-                        words[(cells + cell) * 4 + lane] = min.to_bits();
-                        let base = 8 * cells + cell * (cell_words - 8);
-                        for (j, &q) in q.iter().enumerate() {
+                        words[(cells + cell) * 4 + lane] = if shift { min - 8.0 * scale } else { min }.to_bits();
+                        let base = 8 * cells + cell * value_words;
+                        for (j, &q) in cell_runs.iter().flat_map(|(_, _, q)| q).enumerate() {
+                            let q = if shift { (q + 8) as u8 } else { q as u8 };
                             match form {
                                 // Word j / 2 holds inputs j and j + 1 of the four columns, a byte
                                 // each: the first in the low nibble.
-                                WeightForm::Nibbles => words[base + j / 2] |= u32::from(q & 0x0f) << (8 * lane + 4 * (j % 2)),
+                                WeightForm::Nibbles { .. } => words[base + j / 2] |= u32::from(q & 0x0f) << (8 * lane + 4 * (j % 2)),
                                 _ => words[base + j] |= u32::from(q) << (8 * lane),
                             }
                         }
-                        run += 1;
-                    });
+                    }
                 }
             }
         }

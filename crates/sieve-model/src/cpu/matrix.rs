@@ -165,6 +165,15 @@ impl Matrix {
         matches!(self.data, Data::Encoded(_)) && matches!(self.ty, TensorType::Q4_0 | TensorType::Q4_1 | TensorType::Q4_K)
     }
 
+    /// Inputs of a row that share one scale and minimum in [`Matrix::row_int8_blocks`]'s runs
+    /// ([`TensorType::scale_run`]); `None` for float rows.
+    pub fn scale_run(&self) -> Option<usize> {
+        match self.data {
+            Data::Encoded(_) => self.ty.scale_run(),
+            Data::F32(_) => None,
+        }
+    }
+
     /// Row `r` as runs of 16 `scale * q + min` (see [`crate::gguf::int8_blocks`]); false, and
     /// nothing emitted, for float rows.
     pub fn row_int8_blocks(&self, r: usize, emit: impl FnMut(f32, f32, &[i8; 16])) -> bool {
