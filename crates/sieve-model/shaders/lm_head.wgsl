@@ -1,14 +1,14 @@
-// The logits of one row: the final RMSNorm, then a dot product with every row of the output
-// head (often the embedding table: [V, D], one row per token).
+// The logits of one row: the final RMSNorm, then a dot product with every row of a block of the
+// output head's rows (the head is often the embedding table: [V, D], one row per token).
 //
 // x:      [n, D] f32, the residual stream; row `row` is used.
 // norm_w: [D] f32.
-// w:      [V, D] weights (weights.wgsl).
-// logits: [V] f32 out.
-// params: [D, V, row, bits of eps].
+// w:      [B, D] weights (weights.wgsl), the head's rows first .. first + B.
+// logits: [V / 4] vec4 out; quads first / 4 .. (first + B) / 4 are written.
+// params: [D, B, row, bits of eps, first / 4].
 //
 // One invocation per four tokens (a column quad of the weights); the normalised row is streamed
-// through workgroup memory WG values at a time. Dispatch ceil(V / 4 / WG) workgroups.
+// through workgroup memory WG values at a time. Dispatch ceil(B / 4 / WG) workgroups.
 
 @group(0) @binding(0) var<storage, read_write> x: array<f32>;
 @group(0) @binding(1) var<storage, read_write> norm_w: array<f32>;
@@ -56,5 +56,5 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) group:
         }
         workgroupBarrier();
     }
-    if (quad < quads) { logits[quad] = acc; }
+    if (quad < quads) { logits[params[4] + quad] = acc; }
 }

@@ -107,25 +107,19 @@ struct GpuMatrix {
     buffer: Handle,
     form: WeightForm,
     bytes: usize,
+    /// Outputs (N).
+    rows: u32,
 }
 
 impl GpuMatrix {
-    /// `parts` (`[rows_i, K]` each) stacked on their rows, uploaded: as runs of 32 or 16 values
-    /// (the longest run over which every part's rows share their scales and that divides K) when
-    /// every part is of a quantized type, 4-bit ones where every part's values are; f32
-    /// otherwise. An error when the matrix is larger than the device binds in one buffer
-    /// (`max_bytes`).
+    /// `parts` (`[rows_i, K]` each) stacked on their rows, uploaded in their form
+    /// ([`GpuMatrix::form`]). An error when the matrix is larger than the device binds in one
+    /// buffer (`max_bytes`).
     fn upload(client: &Client, parts: &[&Matrix], max_bytes: u64, what: &str) -> Result<Self, ModelError> {
         let k = parts[0].cols();
         let n: usize = parts.iter().map(|m| m.rows()).sum();
         let quads = n / 4;
-        let shared: Option<Vec<usize>> = parts.iter().map(|m| m.scale_run()).collect();
-        let run = shared.and_then(|shared| [32, 16].into_iter().find(|&run| k.is_multiple_of(run) && shared.iter().all(|s| s.is_multiple_of(run))));
-        let form = match run {
-            Some(run) if parts.iter().all(|m| m.nibbles()) => WeightForm::Nibbles { run: run as u32 },
-            Some(run) => WeightForm::Int8 { run: run as u32 },
-            None => WeightForm::F32,
-        };
+        let form = Self::form(parts);
         let run = form.run() as usize;
         // Words of a cell's values (a run of inputs of a column quad); its scale and minimum
         // take eight more.
@@ -133,10 +127,7 @@ impl GpuMatrix {
             WeightForm::Nibbles { .. } => run / 2,
             _ => run,
         };
-        let bytes = match form {
-            WeightForm::F32 => 4 * k * n,
-            _ => k / run * quads * (8 + value_words) * 4,
-        };
+        let bytes = quads * Self::quad_bytes(form, k);
         if bytes as u64 > max_bytes {
             return Err(too_large(what, bytes, max_bytes));
         }
@@ -181,7 +172,63 @@ impl GpuMatrix {
             }
         }
         let buffer = client.create_from_slice(bytemuck::cast_slice(&words));
-        Ok(Self { buffer, form, bytes })
+        Ok(Self { buffer, form, bytes, rows: n as u32 })
+    }
+
+    /// The form of `parts` stacked: runs of 32 or 16 values (the longest run over which every
+    /// part's rows share their scales and that divides K) when every part is of a quantized
+    /// type, 4-bit ones where every part's values are; f32 otherwise.
+    fn form(parts: &[&Matrix]) -> WeightForm {
+        let k = parts[0].cols();
+        let shared: Option<Vec<usize>> = parts.iter().map(|m| m.scale_run()).collect();
+        let run = shared.and_then(|shared| [32, 16].into_iter().find(|&run| k.is_multiple_of(run) && shared.iter().all(|s| s.is_multiple_of(run))));
+        match run {
+            Some(run) if parts.iter().all(|m| m.nibbles()) => WeightForm::Nibbles { run: run as u32 },
+            Some(run) => WeightForm::Int8 { run: run as u32 },
+            None => WeightForm::F32,
+        }
+    }
+
+    /// Bytes of one column quad (four outputs) of `k` inputs in `form`.
+    fn quad_bytes(form: WeightForm, k: usize) -> usize {
+        let run = form.run() as usize;
+        match form {
+            WeightForm::F32 => 16 * k,
+            WeightForm::Int8 { .. } => k / run * (8 + run) * 4,
+            WeightForm::Nibbles { .. } => k / run * (8 + run / 2) * 4,
+        }
+    }
+}
+
+/// A `[V, D]` table (the token embedding, the output head) as blocks of consecutive rows, each
+/// in a buffer no larger than the device binds: a large vocabulary's table exceeds one binding
+/// (WebGPU's default limit is 128 MiB, lavapipe's too). The lookup and the head launch once per
+/// block.
+struct RowBlocks {
+    /// Each block's first row and its rows.
+    blocks: Vec<(usize, GpuMatrix)>,
+}
+
+impl RowBlocks {
+    fn upload(client: &Client, table: &Matrix, max_bytes: u64, what: &str) -> Result<Self, ModelError> {
+        let quad_bytes = GpuMatrix::quad_bytes(GpuMatrix::form(&[table]), table.cols());
+        // Whole column quads a block.
+        let block_rows = 4 * (usize::try_from(max_bytes).unwrap_or(usize::MAX) / quad_bytes.max(1));
+        if block_rows == 0 {
+            return Err(too_large(what, quad_bytes, max_bytes));
+        }
+        let blocks = (0..table.rows())
+            .step_by(block_rows)
+            .map(|first| {
+                let rows = table.rows_range(first..(first + block_rows).min(table.rows()));
+                Ok((first, GpuMatrix::upload(client, &[&rows], max_bytes, what)?))
+            })
+            .collect::<Result<_, ModelError>>()?;
+        Ok(Self { blocks })
+    }
+
+    fn bytes(&self) -> usize {
+        self.blocks.iter().map(|(_, m)| m.bytes).sum()
     }
 }
 
@@ -218,9 +265,9 @@ pub(crate) struct WgslForward {
     /// The burn device the logits are returned on.
     burn_device: Device,
     config: LlamaConfig,
-    embed: GpuMatrix,
+    embed: RowBlocks,
     /// The output head, where it is not the embedding.
-    head: Option<GpuMatrix>,
+    head: Option<RowBlocks>,
     norm: Handle,
     /// Cosines and sines of each of the config's ropes.
     ropes: Vec<(Handle, Handle)>,
@@ -312,14 +359,14 @@ impl WgslForward {
             return Err(too_large("a layer's keys for this context", cache_bytes, max_bytes));
         }
         let zeros = floats(&client, &vec![0.0; qkv_width]);
-        let mut weight_bytes = 0;
+        let embed = RowBlocks::upload(&client, embed, max_bytes, "the token embedding")?;
+        let head = head.map(|h| RowBlocks::upload(&client, h, max_bytes, "the output head")).transpose()?;
+        let mut weight_bytes = embed.bytes() + head.as_ref().map_or(0, RowBlocks::bytes);
         let mut matrix = |parts: &[&Matrix], what: &str| {
             let m = GpuMatrix::upload(&client, parts, max_bytes, what)?;
             weight_bytes += m.bytes;
             Ok::<_, ModelError>(m)
         };
-        let embed = matrix(&[embed], "the token embedding")?;
-        let head = head.map(|h| matrix(&[h], "the output head")).transpose()?;
         let mut layers = Vec::with_capacity(c.layers);
         for i in 0..c.layers {
             let l = layer(i)?;
@@ -432,11 +479,14 @@ impl WgslForward {
         let down_params = params(&[f, d, n, add]);
         let residual = projected.as_ref().unwrap_or(&x);
 
-        launch(
-            embed(self.embed.form),
-            CubeCount::Static(d.div_ceil(WG), n, 1),
-            vec![self.embed.buffer.clone().binding(), ids.binding(), x.clone().binding(), params(&[d, n, c.arch.embedding_scale(c.hidden).to_bits(), vocab]).binding()],
-        );
+        let embedding_scale = c.arch.embedding_scale(c.hidden).to_bits();
+        for (first, block) in &self.embed.blocks {
+            launch(
+                embed(block.form),
+                CubeCount::Static(d.div_ceil(WG), n, 1),
+                vec![block.buffer.clone().binding(), ids.clone().binding(), x.clone().binding(), params(&[d, n, embedding_scale, block.rows, *first as u32]).binding()],
+            );
+        }
         for (i, (layer, (k_cache, v_cache))) in self.layers.iter().zip(&cache.layers).enumerate() {
             let (cos, sin) = &self.ropes[c.rope_index(i)];
             launch(
@@ -521,17 +571,19 @@ impl WgslForward {
                 );
             }
         }
-        launch(
-            lm_head(head.form),
-            CubeCount::Static((vocab / 4).div_ceil(WG), 1, 1),
-            vec![
-                x.binding(),
-                self.norm.clone().binding(),
-                head.buffer.clone().binding(),
-                logits.clone().binding(),
-                params(&[d, vocab, n - 1, eps]).binding(),
-            ],
-        );
+        for (first, block) in &head.blocks {
+            launch(
+                lm_head(block.form),
+                CubeCount::Static((block.rows / 4).div_ceil(WG), 1, 1),
+                vec![
+                    x.clone().binding(),
+                    self.norm.clone().binding(),
+                    block.buffer.clone().binding(),
+                    logits.clone().binding(),
+                    params(&[d, block.rows, n - 1, eps, *first as u32 / 4]).binding(),
+                ],
+            );
+        }
         self.launches.store(launches, Ordering::Relaxed);
         let logits = CubeTensor::new_contiguous(
             client.clone(),
@@ -559,9 +611,9 @@ fn attention_splits(items: u32, seen: u32) -> (u32, u32) {
 }
 
 impl WgslForward {
-    /// Kernels the last pass launched (0 before the first): one embedding lookup, five per
-    /// layer (one more with per-head norms, two more with output norms, one more where the
-    /// attention is split over positions), one output head.
+    /// Kernels the last pass launched (0 before the first): one embedding lookup and one output
+    /// head per block of the table's rows, five per layer (one more with per-head norms, two
+    /// more with output norms, one more where the attention is split over positions).
     pub(crate) fn launches(&self) -> usize {
         self.launches.load(Ordering::Relaxed)
     }
