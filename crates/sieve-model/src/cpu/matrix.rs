@@ -154,11 +154,6 @@ impl Matrix {
         Self { rows: range.len(), data, ..*self }
     }
 
-    /// Whether the rows are of a block type, which [`Matrix::row_int8_blocks`] unpacks.
-    pub fn is_quantized(&self) -> bool {
-        matches!(self.data, Data::Encoded(_)) && !matches!(self.ty, TensorType::F16 | TensorType::BF16)
-    }
-
     /// Whether the rows are of a 4-bit block type (every `q` of [`Matrix::row_int8_blocks`]
     /// within 16 values).
     pub fn nibbles(&self) -> bool {
