@@ -53,7 +53,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) group:
 
     var acc: array<vec4<f32>, ROWS>;
     if (col < quads) {
-        // Each slice takes whole runs of 16 inputs (weights.wgsl).
+        // Each slice takes whole runs of RUN inputs (weights.wgsl).
         for (var b = slice; b * RUN < d; b += SLICES) {
             let run = run_of(b, col, quads, d);
             for (var i = b * RUN; i < min(b * RUN + RUN, d); i++) {

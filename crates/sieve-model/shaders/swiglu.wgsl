@@ -34,7 +34,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) group:
     var gate: array<vec4<f32>, ROWS>;
     var up: array<vec4<f32>, ROWS>;
     if (col < quads) {
-        // Each slice takes whole runs of 16 inputs (weights.wgsl).
+        // Each slice takes whole runs of RUN inputs (weights.wgsl).
         for (var b = slice; b * RUN < d; b += SLICES) {
             let gate_run = run_of(b, col, 2u * quads, d);
             let up_run = run_of(b, quads + col, 2u * quads, d);
