@@ -440,9 +440,14 @@ pub(crate) fn f16_to_f32(h: u16) -> f32 {
     f32::from_bits(magnitude.to_bits() | (h & 0x8000) << 16)
 }
 
+/// The f16 at `at` in `bytes`, as f32.
+#[inline(always)]
+pub(crate) fn f16_at(bytes: &[u8], at: usize) -> f32 {
+    f16_to_f32(u16::from_le_bytes([bytes[at], bytes[at + 1]]))
+}
+
 /// [`dequantize`] into `out`, which takes as many values as `data` holds whole blocks of.
 pub fn dequantize_into(ty: TensorType, data: &[u8], out: &mut [f32]) {
-    let f16_at = |b: &[u8], i: usize| f16_to_f32(u16::from_le_bytes([b[i], b[i + 1]]));
     match ty {
         TensorType::F32 => {
             for (o, c) in out.iter_mut().zip(data.chunks_exact(4)) {
@@ -495,7 +500,6 @@ pub fn dequantize_into(ty: TensorType, data: &[u8], out: &mut [f32]) {
 /// Q4_K's `d * sc * q - dmin * m`: the scale `d * sc` and the minimum `-(dmin * m)`). Float
 /// types emit nothing and return false.
 pub fn int8_blocks(ty: TensorType, data: &[u8], mut emit: impl FnMut(f32, f32, &[i8; 16])) -> bool {
-    let f16_at = |b: &[u8], i: usize| f16_to_f32(u16::from_le_bytes([b[i], b[i + 1]]));
     let (_, size) = ty.block();
     let mut q = [0i8; 32];
     // A block of 32 with one scale and minimum: its two runs.

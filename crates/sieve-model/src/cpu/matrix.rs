@@ -13,7 +13,7 @@
 //! wasm builds do).
 
 use crate::error::ModelError;
-use crate::gguf::{Gguf, TensorType, dequantize_into, f16_to_f32, k_scale_min};
+use crate::gguf::{Gguf, TensorType, dequantize_into, f16_at, k_scale_min};
 
 /// Elements per quantization block of the block types.
 const BLOCK: usize = 32;
@@ -367,12 +367,6 @@ fn tile_product(simd: Simd, tile: &[f32], x0: &[f32], x1: &[f32]) -> [f32; 2 * T
     }
 }
 
-/// The f16 at `at` in `bytes`, as f32.
-#[inline(always)]
-fn f16_at(bytes: &[u8], at: usize) -> f32 {
-    f16_to_f32(u16::from_le_bytes([bytes[at], bytes[at + 1]]))
-}
-
 /// The reference kernels: plain loops.
 mod portable {
     use super::{BLOCK, TILE_ROWS, f16_at, k_scale_min};
@@ -684,12 +678,7 @@ mod avx2 {
             let d = f16_at(block, 208);
             for h in 0..2 {
                 let (ql0, ql1, qh) = (bytes32(block, 64 * h), bytes32(block, 64 * h + 32), bytes32(block, 128 + 32 * h));
-                let high = |shift: i32| match shift {
-                    0 => _mm256_slli_epi16(_mm256_and_si256(qh, two), 4),
-                    2 => _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2), two), 4),
-                    4 => _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 4), two), 4),
-                    _ => _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 6), two), 4),
-                };
+                let high = |shift: i32| _mm256_slli_epi16(_mm256_and_si256(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(shift)), two), 4);
                 let groups = [
                     _mm256_or_si256(_mm256_and_si256(ql0, low), high(0)),
                     _mm256_or_si256(_mm256_and_si256(ql1, low), high(2)),
