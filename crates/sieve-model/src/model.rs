@@ -311,7 +311,7 @@ impl Llama {
         let w = 1.0 / (d as f32).sqrt();
         let qkv_width = qd + 2 * kd;
         // Drawn input-major (`[in, out]`), the layout of burn's tensors, then turned into rows.
-        let mut layers: Vec<LayerRows> = (0..config.layers)
+        let layers: Vec<LayerRows> = (0..config.layers)
             .map(|_| {
                 let attn_norm = random_weights(&mut s, d, 0.2).iter().map(|x| 1.0 + x).collect();
                 let qkv = transpose(&random_weights(&mut s, d * qkv_width, w), d, qkv_width);
@@ -334,8 +334,8 @@ impl Llama {
             .collect();
         let embed = Matrix::from_f32(config.vocab, d, random_weights(&mut s, config.vocab * d, 0.1));
         let norm = vec![1.0; d];
-        layers.reverse();
-        let mut next = |_| Ok(Layer::from_rows(&config, layers.pop().expect("a layer per index")));
+        let mut layers = layers.into_iter();
+        let mut next = |_| Ok(Layer::from_rows(&config, layers.next().expect("a layer per index")));
         let weights = place(&config, placement.into(), embed, None, norm, &mut next, &mut |_| {})?;
         Ok(Self { config, weights })
     }
