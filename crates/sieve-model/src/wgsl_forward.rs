@@ -35,6 +35,7 @@ use burn::cubecl::client::Client;
 use burn::cubecl::server::Handle;
 use burn::cubecl::server::BufferBinding;
 use burn::tensor::{DType, Device, Shape, Tensor};
+use std::cell::Cell;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::error::ModelError;
@@ -358,28 +359,33 @@ impl WgslForward {
         if cache_bytes as u64 > max_bytes {
             return Err(too_large("a layer's keys for this context", cache_bytes, max_bytes));
         }
-        let zeros = floats(&client, &vec![0.0; qkv_width]);
         let embed = RowBlocks::upload(&client, embed, max_bytes, "the token embedding")?;
         let head = head.map(|h| RowBlocks::upload(&client, h, max_bytes, "the output head")).transpose()?;
-        let mut weight_bytes = embed.bytes() + head.as_ref().map_or(0, RowBlocks::bytes);
-        let mut matrix = |parts: &[&Matrix], what: &str| {
+        // Bytes of the buffers uploaded, as they are.
+        let weight_bytes = Cell::new(embed.bytes() + head.as_ref().map_or(0, RowBlocks::bytes));
+        let matrix = |parts: &[&Matrix], what: &str| {
             let m = GpuMatrix::upload(&client, parts, max_bytes, what)?;
-            weight_bytes += m.bytes;
+            weight_bytes.set(weight_bytes.get() + m.bytes);
             Ok::<_, ModelError>(m)
         };
+        let vector = |values: &[f32]| {
+            weight_bytes.set(weight_bytes.get() + 4 * values.len());
+            floats(&client, values)
+        };
+        let zeros = vector(&vec![0.0; qkv_width]);
         let mut layers = Vec::with_capacity(c.layers);
         for i in 0..c.layers {
             let l = layer(i)?;
             let [q, k, v] = &l.qkv;
             let [gate, up] = &l.gate_up;
             layers.push(LayerBuffers {
-                attn_norm: floats(&client, &l.attn_norm),
+                attn_norm: vector(&l.attn_norm),
                 wqkv: matrix(&[q, k, v], "a layer's Q/K/V projection")?,
-                qkv_bias: l.extras.qkv_bias.as_deref().map_or(zeros.clone(), |b| floats(&client, b)),
-                qk_norm: l.extras.qk_norm.as_ref().map(|norms| norms.each_ref().map(|n| floats(&client, n))),
-                post_norms: l.extras.post_norms.as_ref().map(|norms| norms.each_ref().map(|n| floats(&client, n))),
+                qkv_bias: l.extras.qkv_bias.as_deref().map_or(zeros.clone(), vector),
+                qk_norm: l.extras.qk_norm.as_ref().map(|norms| norms.each_ref().map(|n| vector(n))),
+                post_norms: l.extras.post_norms.as_ref().map(|norms| norms.each_ref().map(|n| vector(n))),
                 wo: matrix(&[&l.wo], "a layer's output projection")?,
-                ffn_norm: floats(&client, &l.ffn_norm),
+                ffn_norm: vector(&l.ffn_norm),
                 w_gate_up: matrix(&[gate, up], "a layer's gate/up projection")?,
                 w_down: matrix(&[&l.down], "a layer's down projection")?,
             });
@@ -393,9 +399,9 @@ impl WgslForward {
                 (floats(&client, &cos), floats(&client, &sin))
             })
             .collect();
-        let vectors = layers.len() * (2 * c.hidden + qkv_width + 2 * c.head_dim + 2 * c.hidden) + c.hidden;
+        let norm = vector(norm);
         Ok(Self {
-            norm: floats(&client, norm),
+            norm,
             ropes,
             embed,
             head,
@@ -405,7 +411,7 @@ impl WgslForward {
             burn_device: device.clone(),
             config: c.clone(),
             launches: AtomicUsize::new(0),
-            weight_bytes: weight_bytes + 4 * vectors,
+            weight_bytes: weight_bytes.get(),
         })
     }
 
