@@ -276,13 +276,48 @@ pub fn parse_pattern(pattern: &str) -> Result<Re, PatternError> {
     anchor(re)
 }
 
-/// Remove anchors, adding "any string" on each unanchored side.
+/// Remove anchors, adding "any string" on each unanchored side. Branches
+/// unanchored on the same sides share those: `(a|b)` searches as
+/// `.*(a|b).*`, not `.*a.*|.*b.*`, whose automaton keeps looking for each
+/// branch on its own after another has matched (its sets multiply).
 pub fn anchor(re: Re) -> Result<Re, PatternError> {
-    match re {
-        Re::Alt(branches) => Ok(Re::Alt(branches.into_iter().map(anchor).collect::<Result<_, _>>()?)),
-        Re::Concat(mut parts) if parts.len() == 1 && matches!(parts[0], Re::Alt(_)) => {
-            anchor(parts.remove(0))
+    let mut found = Vec::new();
+    branches(re, &mut found)?;
+    // Per pair of anchored sides, in order of first appearance: the cores.
+    let mut groups: Vec<((bool, bool), Vec<Re>)> = Vec::new();
+    for (sides, core) in found {
+        match groups.iter_mut().find(|g| g.0 == sides) {
+            Some(g) => g.1.push(core),
+            None => groups.push((sides, vec![core])),
         }
+    }
+    let mut alts: Vec<Re> = groups
+        .into_iter()
+        .map(|((start, end), mut cores)| {
+            let mut parts = Vec::new();
+            if !start {
+                parts.push(Re::any_string());
+            }
+            match (cores.len(), cores.pop()) {
+                (1, Some(Re::Concat(core))) => parts.extend(core),
+                (1, Some(core)) => parts.push(core),
+                (_, last) => parts.push(Re::Alt(cores.into_iter().chain(last).collect())),
+            }
+            if !end {
+                parts.push(Re::any_string());
+            }
+            Re::Concat(parts)
+        })
+        .collect();
+    Ok(if alts.len() == 1 { alts.remove(0) } else { Re::Alt(alts) })
+}
+
+/// The top-level branches of a pattern, each as whether it is anchored at
+/// its start and at its end, and what lies between.
+fn branches(re: Re, out: &mut Vec<((bool, bool), Re)>) -> Result<(), PatternError> {
+    match re {
+        Re::Alt(branches) => branches.into_iter().try_for_each(|b| self::branches(b, out)),
+        Re::Concat(mut parts) if parts.len() == 1 && matches!(parts[0], Re::Alt(_)) => branches(parts.remove(0), out),
         other => {
             let mut parts = match other {
                 Re::Concat(p) => p,
@@ -301,13 +336,8 @@ pub fn anchor(re: Re) -> Result<Re, PatternError> {
             if parts.iter().any(contains_anchor) {
                 return Err(PatternError::Unsupported("anchor inside the pattern"));
             }
-            if !start {
-                parts.insert(0, Re::any_string());
-            }
-            if !end {
-                parts.push(Re::any_string());
-            }
-            Ok(Re::Concat(parts))
+            out.push(((start, end), Re::Concat(parts)));
+            Ok(())
         }
     }
 }
@@ -478,6 +508,35 @@ mod tests {
         assert_eq!(re.length_range(), Some((2, None)));
         let re = parse_pattern("^ab$").unwrap();
         assert_eq!(re.length_range(), Some((2, Some(2))));
+    }
+
+    #[test]
+    fn branches_unanchored_alike_share_one_search() {
+        let lit = |s: &str| Re::Concat(s.chars().map(|c| Re::Set(CharSet::single(c as u32))).collect());
+        let re = parse_pattern("(ab|c)|^x|y$|d").unwrap();
+        let search = Re::Concat(vec![Re::any_string(), Re::Alt(vec![lit("ab"), lit("c"), lit("d")]), Re::any_string()]);
+        let prefix = Re::Concat(vec![Re::Set(CharSet::single('x' as u32)), Re::any_string()]);
+        let suffix = Re::Concat(vec![Re::any_string(), Re::Set(CharSet::single('y' as u32))]);
+        assert_eq!(re, Re::Alt(vec![search, prefix, suffix]));
+    }
+
+    /// Every string of up to four characters of `abc` against each
+    /// pattern: the same answers as a regex search.
+    #[test]
+    fn patterns_match_as_a_search_does() {
+        let patterns = ["a", "ab|c", "^a|b$", "(a|bc)+", "^(ab|b)$|ca", "a|^b|c$|^cc$", "(^a|b)", "(ab)|(b|c)a"];
+        let mut strings = vec![String::new()];
+        for _ in 0..4 {
+            let longer: Vec<String> = strings.iter().filter(|s| s.len() == strings.last().map_or(0, String::len)).flat_map(|s| ["a", "b", "c"].map(|c| format!("{s}{c}"))).collect();
+            strings.extend(longer);
+        }
+        for p in patterns {
+            let re = parse_pattern(p).unwrap();
+            let oracle = regex_automata::meta::Regex::new(p).unwrap();
+            for s in &strings {
+                assert_eq!(re.matches(s), oracle.is_match(s.as_str()), "{p} on {s:?}");
+            }
+        }
     }
 
     #[test]
