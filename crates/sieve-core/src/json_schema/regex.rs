@@ -137,6 +137,17 @@ impl Re {
     pub fn any_string() -> Re {
         Re::Repeat(Box::new(Re::Set(CharSet::any())), 0, None)
     }
+    /// Whether a branch searches: any string, then more. Its Thompson
+    /// automaton keeps every partial match alive at once, before a match
+    /// and after it, in sets that multiply with the branches; the minimal
+    /// DFA holds one state for what has matched so far.
+    pub fn is_search(&self) -> bool {
+        match self {
+            Re::Alt(branches) => branches.iter().any(Re::is_search),
+            Re::Concat(parts) => parts.len() > 1 && parts[0] == Re::any_string(),
+            _ => false,
+        }
+    }
     /// Shortest and longest match length in characters (`None`: unbounded).
     /// Returns `None` overall when the expression matches nothing.
     pub fn length_range(&self) -> Option<(u64, Option<u64>)> {

@@ -55,10 +55,12 @@ impl<'a> Compiler<'a> {
             let body = self.quoted(body);
             return Ok(Some(self.add("string", body)?));
         }
-        if res.len() == 1 && banned.is_empty()
-            && let Some(re) = with_length(res[0].0.clone(), min_len, max_len) {
-                return self.string_re(&re);
-            }
+        // One pattern within its bounds is an expression of the grammar as
+        // it is, unless it searches: then the minimal DFA where it fits.
+        let single = if res.len() == 1 && banned.is_empty() { with_length(res[0].0.clone(), min_len, max_len) } else { None };
+        if let Some(re) = single.as_ref().filter(|re| !re.is_search()) {
+            return self.string_re(re);
+        }
         // Intersections: every pattern/format and the length bounds at once,
         // minus the strings a `not` excluded.
         let mut exprs: Vec<Re> = res.iter().map(|r| r.0.clone()).collect();
@@ -84,6 +86,8 @@ impl<'a> Compiler<'a> {
                 Ok(Some(self.add("string", body)?))
             }
             Ok(None) => Ok(None),
+            // The search as it is: exact, only slower to mask.
+            Err(TooLarge) if let Some(re) = single => self.string_re(&re),
             Err(TooLarge) => {
                 let kw = res.first().map_or("not", |r| r.1);
                 self.unsupported(kw, ptr, "pattern, format, length bounds and excluded strings together exceed max_dfa_states")?;
