@@ -30,10 +30,12 @@ const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 /// Keeps freed memory in the process instead of handing it back to the OS.
 ///
 /// By default mimalloc returns free pages a second after they were freed, so
-/// the next request that needs them faults them in again: on a huge page that
-/// zeroes 2 MiB inside one mask and costs milliseconds. The engine's working
-/// set is bounded, so keeping it resident costs little; in the browser, wasm
-/// memory never shrinks either, so the CLI now times what the page does.
+/// the next request that needs them faults them in again. The engine's
+/// working set is bounded, so keeping it resident costs little; in the
+/// browser, wasm memory never shrinks either, so the CLI now times what the
+/// page does. Memory new to the process is still faulted in on first use:
+/// mimalloc is built without transparent huge pages (`no_thp`), where one
+/// fault zeroed 2 MiB inside a mask or a compile and cost milliseconds.
 fn keep_freed_memory() {
     // SAFETY: `mi_option_set` only writes mimalloc's option table; -1 is the
     // documented value for "never purge".
