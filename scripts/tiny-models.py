@@ -289,8 +289,9 @@ def qwen3_tokenizer(w, tokenizers, vocab):
 
 def write_qwen3(path, tokenizers, shape, mix, seed=11):
     """A random-weight Qwen3 of `shape` (QWEN3_SHAPES) with Qwen3's tokenizer, tied embeddings:
-    matrices in Q8_0 or Q4_0 (`mix` "q8_0", "q4_0") or as llama.cpp's Q4_K_M mixes them
-    ("q4_k_m": Q6_K for the embedding, attn_v and ffn_down, Q4_K elsewhere; random blocks)."""
+    matrices in F16, BF16, Q8_0 or Q4_0 (`mix` "f16", "bf16", "q8_0", "q4_0") or as llama.cpp's
+    Q4_K_M mixes them ("q4_k_m": Q6_K for the embedding, attn_v and ffn_down, Q4_K elsewhere;
+    random blocks)."""
     s = QWEN3_SHAPES[shape]
     rng = np.random.default_rng(seed)
     w = gguf.GGUFWriter(str(path), "qwen3")
@@ -305,14 +306,17 @@ def write_qwen3(path, tokenizers, shape, mix, seed=11):
     w.add_value_length(s["head_dim"])
     w.add_layer_norm_rms_eps(1e-6)
     w.add_rope_freq_base(1e6)
-    w.add_file_type(int({"q8_0": Q.Q8_0, "q4_0": Q.Q4_0}.get(mix, Q.Q4_K)))
+    F = gguf.LlamaFileType
+    w.add_file_type(int({"f16": F.MOSTLY_F16, "bf16": F.MOSTLY_BF16, "q8_0": F.MOSTLY_Q8_0, "q4_0": F.MOSTLY_Q4_0}.get(mix, F.MOSTLY_Q4_K_M)))
     qwen3_tokenizer(w, tokenizers, s["vocab"])
 
     def matrix(name, rows, cols):
-        qtype = Q.Q4_0 if mix == "q4_0" else Q.Q8_0
+        qtype = {"f16": Q.F16, "bf16": Q.BF16, "q4_0": Q.Q4_0}.get(mix, Q.Q8_0)
         if mix == "q4_k_m":
             qtype = Q.Q6_K if any(part in name for part in ("token_embd", "attn_v", "ffn_down")) else Q.Q4_K
-        if qtype in (Q.Q8_0, Q.Q4_0):
+        if qtype == Q.F16:
+            w.add_tensor(name, (rng.standard_normal((rows, cols), dtype=np.float32) / np.float32(cols ** 0.5)).astype(np.float16))
+        elif qtype in (Q.BF16, Q.Q8_0, Q.Q4_0):
             values = rng.standard_normal((rows, cols), dtype=np.float32) / np.float32(cols ** 0.5)
             w.add_tensor(name, gguf.quants.quantize(values, qtype), raw_dtype=qtype)
         else:
@@ -346,7 +350,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("out", type=Path, help="the fixtures' folder, or with --qwen3 the GGUF file to write")
     parser.add_argument("--qwen3", nargs=2, metavar=("SHAPE", "MIX"), help="write one random-weight Qwen3 (shapes: "
-                        f"{', '.join(QWEN3_SHAPES)}; mixes: q8_0, q4_0, q4_k_m) instead, for benchmarks")
+                        f"{', '.join(QWEN3_SHAPES)}; mixes: f16, bf16, q8_0, q4_0, q4_k_m) instead, for benchmarks")
     args = parser.parse_args()
     tokenizers = Path(__file__).resolve().parent.parent / "assets" / "tokenizers"
     if args.qwen3:

@@ -86,6 +86,10 @@ pub(crate) enum WeightForm {
     Int8 { run: u32 },
     /// Runs of `run` unsigned 4-bit values with a scale and a minimum: 1 or 0.75 bytes a weight.
     Nibbles { run: u32 },
+    /// IEEE half-precision values (F16 files), 2 bytes a weight.
+    F16,
+    /// bfloat16 values (BF16 files), 2 bytes a weight.
+    Bf16,
 }
 
 impl WeightForm {
@@ -95,13 +99,15 @@ impl WeightForm {
             Self::F32 => 0,
             Self::Int8 { .. } => 1,
             Self::Nibbles { .. } => 2,
+            Self::F16 => 3,
+            Self::Bf16 => 4,
         }
     }
 
-    /// Inputs of a run (`RUN`; 16 for f32, which has none).
+    /// Inputs of a run (`RUN`; 16 for the float forms, which have none).
     pub(crate) fn run(self) -> u32 {
         match self {
-            Self::F32 => 16,
+            Self::F32 | Self::F16 | Self::Bf16 => 16,
             Self::Int8 { run } | Self::Nibbles { run } => run,
         }
     }

@@ -39,6 +39,7 @@ use std::cell::Cell;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::error::ModelError;
+use crate::gguf::TensorType;
 use crate::kernels::{WeightForm, Wgsl};
 use crate::cpu::Layer;
 use crate::cpu::matrix::Matrix;
@@ -133,14 +134,25 @@ impl GpuMatrix {
             return Err(too_large(what, bytes, max_bytes));
         }
         let rows = parts.iter().flat_map(|m| (0..m.rows()).map(move |r| (*m, r)));
-        let mut words = vec![0u32; bytes / 4];
+        // Whole vec4s (the 16-bit forms' may end on half of one).
+        let mut words = vec![0u32; bytes.div_ceil(16) * 4];
         match form {
-            WeightForm::F32 => {
+            WeightForm::F32 | WeightForm::F16 | WeightForm::Bf16 => {
                 let mut row = vec![0.0; k];
                 for (col, (m, r)) in rows.enumerate() {
                     m.row_into(r, &mut row);
                     for (i, &v) in row.iter().enumerate() {
-                        words[i * n + col] = v.to_bits();
+                        // The file's own bits: the f32 values came from them.
+                        let half = match form {
+                            WeightForm::F16 => u32::from(half::f16::from_f32(v).to_bits()),
+                            WeightForm::Bf16 => v.to_bits() >> 16,
+                            _ => {
+                                words[i * n + col] = v.to_bits();
+                                continue;
+                            }
+                        };
+                        let at = i * n + col;
+                        words[at / 2] |= half << (16 * (at % 2));
                     }
                 }
             }
@@ -173,14 +185,20 @@ impl GpuMatrix {
             }
         }
         let buffer = client.create_from_slice(bytemuck::cast_slice(&words));
-        Ok(Self { buffer, form, bytes, rows: n as u32 })
+        Ok(Self { buffer, form, bytes: words.len() * 4, rows: n as u32 })
     }
 
     /// The form of `parts` stacked: runs of 32 or 16 values (the longest run over which every
     /// part's rows share their scales and that divides K) when every part is of a quantized
-    /// type, 4-bit ones where every part's values are; f32 otherwise.
+    /// type, 4-bit ones where every part's values are; F16 or BF16 where every part is;
+    /// f32 otherwise.
     fn form(parts: &[&Matrix]) -> WeightForm {
         let k = parts[0].cols();
+        for (ty, form) in [(TensorType::F16, WeightForm::F16), (TensorType::BF16, WeightForm::Bf16)] {
+            if parts.iter().all(|m| m.tensor_type() == ty) {
+                return form;
+            }
+        }
         let shared: Option<Vec<usize>> = parts.iter().map(|m| m.scale_run()).collect();
         let run = shared.and_then(|shared| [32, 16].into_iter().find(|&run| k.is_multiple_of(run) && shared.iter().all(|s| s.is_multiple_of(run))));
         match run {
@@ -195,6 +213,7 @@ impl GpuMatrix {
         let run = form.run() as usize;
         match form {
             WeightForm::F32 => 16 * k,
+            WeightForm::F16 | WeightForm::Bf16 => 8 * k,
             WeightForm::Int8 { .. } => k / run * (8 + run) * 4,
             WeightForm::Nibbles { .. } => k / run * (8 + run / 2) * 4,
         }

@@ -154,6 +154,11 @@ impl Matrix {
         Self { rows: range.len(), data, ..*self }
     }
 
+    /// How the rows are encoded (F32 for a matrix made from f32 values).
+    pub fn tensor_type(&self) -> TensorType {
+        self.ty
+    }
+
     /// Whether the rows are of a 4-bit block type (every `q` of [`Matrix::row_int8_blocks`]
     /// within 16 values).
     pub fn nibbles(&self) -> bool {
