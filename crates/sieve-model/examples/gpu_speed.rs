@@ -1,6 +1,7 @@
 //! Prefill and decode speed of the WGSL forward pass natively, on the adapter wgpu comes up on,
 //! for a model of SmolLM2-135M's shape with random f32 weights, or for a GGUF file's weights
-//! (`--model FILE`, in the file's encoding: 4-bit or int8 runs or f32, see shaders/weights.wgsl)
+//! (`--model FILE`, in its GPU form: runs of 4-, 6- or 8-bit values, 16-bit or f32 floats, see
+//! shaders/weights.wgsl)
 //! with made-up token ids: for machines the real model cannot be copied to (a lent GPU), where
 //! a random-weight file of a larger model's shape can be written (`scripts/tiny-models.py
 //! --qwen3`). Greedy, each token picked on the GPU (4 bytes read back), as the decode loop does;

@@ -144,6 +144,23 @@ impl TensorType {
         }
     }
 
+    /// Bits the GPU holds each of [`int8_blocks`]'s values in: 4 for the 4-bit types, 6 for
+    /// the 5- and 6-bit ones, 8 for Q8_0; `None` for the float types.
+    pub fn value_bits(self) -> Option<u32> {
+        match self {
+            Self::F32 | Self::F16 | Self::BF16 => None,
+            Self::Q4_0 | Self::Q4_1 | Self::Q4_K => Some(4),
+            Self::Q5_0 | Self::Q5_1 | Self::Q5_K | Self::Q6_K => Some(6),
+            Self::Q8_0 => Some(8),
+        }
+    }
+
+    /// Whether [`int8_blocks`] gives this type's runs no minimum: values centred on zero, a
+    /// scale only.
+    pub fn centred(self) -> bool {
+        matches!(self, Self::Q4_0 | Self::Q5_0 | Self::Q6_K | Self::Q8_0)
+    }
+
     /// (elements per block, bytes per block).
     pub fn block(self) -> (usize, usize) {
         match self {

@@ -82,10 +82,10 @@ pub(crate) struct Wgsl {
 pub(crate) enum WeightForm {
     /// f32 values, 4 bytes a weight.
     F32,
-    /// Runs of `run` (16 or 32) int8 with a scale and a minimum: 1.5 or 1.25 bytes a weight.
-    Int8 { run: u32 },
-    /// Runs of `run` unsigned 4-bit values with a scale and a minimum: 1 or 0.75 bytes a weight.
-    Nibbles { run: u32 },
+    /// Runs of `run` (16 or 32) inputs, unsigned values of `bits` (4, 6 or 8) with a scale and,
+    /// where `minimum`, a minimum (else the minimum is −2^(bits−1) scales): `bits / 8` bytes a
+    /// weight, and 4 bytes a run of a column (8 with a minimum).
+    Quantized { run: u32, bits: u32, minimum: bool },
     /// IEEE half-precision values (F16 files), 2 bytes a weight.
     F16,
     /// bfloat16 values (BF16 files), 2 bytes a weight.
@@ -97,10 +97,9 @@ impl WeightForm {
     fn code(self) -> u32 {
         match self {
             Self::F32 => 0,
-            Self::Int8 { .. } => 1,
-            Self::Nibbles { .. } => 2,
-            Self::F16 => 3,
-            Self::Bf16 => 4,
+            Self::Quantized { .. } => 1,
+            Self::F16 => 2,
+            Self::Bf16 => 3,
         }
     }
 
@@ -108,8 +107,21 @@ impl WeightForm {
     pub(crate) fn run(self) -> u32 {
         match self {
             Self::F32 | Self::F16 | Self::Bf16 => 16,
-            Self::Int8 { run } | Self::Nibbles { run } => run,
+            Self::Quantized { run, .. } => run,
         }
+    }
+
+    /// Bits of a quantized value (`BITS`; 0 for the float forms).
+    fn bits(self) -> u32 {
+        match self {
+            Self::Quantized { bits, .. } => bits,
+            _ => 0,
+        }
+    }
+
+    /// Whether runs hold a minimum (`MINIMUM`).
+    fn minimum(self) -> bool {
+        matches!(self, Self::Quantized { minimum: true, .. })
     }
 }
 
@@ -121,10 +133,12 @@ impl KernelSource for Wgsl {
             .register("slices", self.slices.to_string())
             .register("weights", self.weights.code().to_string())
             .register("run", self.weights.run().to_string())
+            .register("bits", self.weights.bits().to_string())
+            .register("minimum", self.weights.minimum().to_string())
     }
 
     fn id(&self) -> KernelId {
-        KernelId::new::<Self>().info((self.name, self.workgroup_size, self.rows, self.slices, self.weights.code(), self.weights.run()))
+        KernelId::new::<Self>().info((self.name, self.workgroup_size, self.rows, self.slices, self.weights))
     }
 
     fn lang(&self) -> &'static str {

@@ -123,12 +123,6 @@ impl GpuMatrix {
         let quads = n / 4;
         let form = Self::form(parts);
         let run = form.run() as usize;
-        // Words of a cell's values (a run of inputs of a column quad); its scale and minimum
-        // take eight more.
-        let value_words = match form {
-            WeightForm::Nibbles { .. } => run / 2,
-            _ => run,
-        };
         let bytes = quads * Self::quad_bytes(form, k);
         if bytes as u64 > max_bytes {
             return Err(too_large(what, bytes, max_bytes));
@@ -156,8 +150,13 @@ impl GpuMatrix {
                     }
                 }
             }
-            _ => {
+            WeightForm::Quantized { bits, minimum, .. } => {
                 let cells = k / run * quads;
+                // Words of a cell's values (a run of inputs of a column quad), after the cells'
+                // scales (and minimums).
+                let value_words = run * bits as usize / 8;
+                let values = if minimum { 8 } else { 4 } * cells;
+                let zero = 1i32 << (bits - 1);
                 let mut runs: Vec<(f32, f32, [i8; 16])> = Vec::with_capacity(k / 16);
                 for (col, (m, r)) in rows.enumerate() {
                     let (quad, lane) = (col / 4, col % 4);
@@ -166,18 +165,29 @@ impl GpuMatrix {
                     for (c, cell_runs) in runs.chunks_exact(run / 16).enumerate() {
                         let cell = c * quads + quad;
                         let (scale, min, _) = cell_runs[0];
-                        // Values from -8 are moved to 0.. and the minimum takes the shift.
-                        let shift = matches!(form, WeightForm::Nibbles { .. }) && cell_runs.iter().any(|(_, _, q)| q.iter().any(|&q| q < 0));
+                        // Signed values are moved up by 2^(bits - 1) and the minimum takes the
+                        // shift (without one, the shader's minimum is that shift).
+                        let shift = !minimum || cell_runs.iter().any(|(_, _, q)| q.iter().any(|&q| q < 0));
+                        let shift = if shift { zero } else { 0 };
                         words[cell * 4 + lane] = scale.to_bits();
-                        words[(cells + cell) * 4 + lane] = if shift { min - 8.0 * scale } else { min }.to_bits();
-                        let base = 8 * cells + cell * value_words;
+                        if minimum {
+                            words[(cells + cell) * 4 + lane] = (min - shift as f32 * scale).to_bits();
+                        }
+                        let base = values + cell * value_words;
+                        let lane = 8 * lane;
                         for (j, &q) in cell_runs.iter().flat_map(|(_, _, q)| q).enumerate() {
-                            let q = if shift { (q + 8) as u8 } else { q as u8 };
-                            match form {
-                                // Word j / 2 holds inputs j and j + 1 of the four columns, a byte
-                                // each: the first in the low nibble.
-                                WeightForm::Nibbles { .. } => words[base + j / 2] |= u32::from(q & 0x0f) << (8 * lane + 4 * (j % 2)),
-                                _ => words[base + j] |= u32::from(q) << (8 * lane),
+                            let u = (i32::from(q) + shift) as u32;
+                            if bits == 8 {
+                                // Word j holds input j of the four columns, a byte each.
+                                words[base + j] |= u << lane;
+                                continue;
+                            }
+                            // Word j / 2 holds the low nibbles of inputs j and j + 1 of the four
+                            // columns, a byte each, the first in the low nibble; for 6 bits,
+                            // word RUN / 2 + j / 4 their top two bits, two bits an input.
+                            words[base + j / 2] |= (u & 0x0f) << (lane + 4 * (j % 2));
+                            if bits == 6 {
+                                words[base + run / 2 + j / 4] |= (u >> 4) << (lane + 2 * (j % 4));
                             }
                         }
                     }
@@ -188,10 +198,10 @@ impl GpuMatrix {
         Ok(Self { buffer, form, bytes: words.len() * 4, rows: n as u32 })
     }
 
-    /// The form of `parts` stacked: runs of 32 or 16 values (the longest run over which every
-    /// part's rows share their scales and that divides K) when every part is of a quantized
-    /// type, 4-bit ones where every part's values are; F16 or BF16 where every part is;
-    /// f32 otherwise.
+    /// The form of `parts` stacked: F16 or BF16 where every part is; where every part is of a
+    /// quantized type, runs of 32 or 16 values (the longest run over which every part's rows
+    /// share their scales and that divides K) of as many bits as the widest part's, with
+    /// minimums unless every part's values are centred on zero; f32 otherwise.
     fn form(parts: &[&Matrix]) -> WeightForm {
         let k = parts[0].cols();
         for (ty, form) in [(TensorType::F16, WeightForm::F16), (TensorType::BF16, WeightForm::Bf16)] {
@@ -201,10 +211,14 @@ impl GpuMatrix {
         }
         let shared: Option<Vec<usize>> = parts.iter().map(|m| m.scale_run()).collect();
         let run = shared.and_then(|shared| [32, 16].into_iter().find(|&run| k.is_multiple_of(run) && shared.iter().all(|s| s.is_multiple_of(run))));
-        match run {
-            Some(run) if parts.iter().all(|m| m.nibbles()) => WeightForm::Nibbles { run: run as u32 },
-            Some(run) => WeightForm::Int8 { run: run as u32 },
-            None => WeightForm::F32,
+        let bits: Option<Vec<u32>> = parts.iter().map(|m| m.tensor_type().value_bits()).collect();
+        match (run, bits) {
+            (Some(run), Some(bits)) => WeightForm::Quantized {
+                run: run as u32,
+                bits: bits.into_iter().max().unwrap_or(8),
+                minimum: !parts.iter().all(|m| m.tensor_type().centred()),
+            },
+            _ => WeightForm::F32,
         }
     }
 
@@ -214,8 +228,7 @@ impl GpuMatrix {
         match form {
             WeightForm::F32 => 16 * k,
             WeightForm::F16 | WeightForm::Bf16 => 8 * k,
-            WeightForm::Int8 { .. } => k / run * (8 + run) * 4,
-            WeightForm::Nibbles { .. } => k / run * (8 + run / 2) * 4,
+            WeightForm::Quantized { bits, minimum, .. } => k / run * (if minimum { 32 } else { 16 } + run * bits as usize / 2),
         }
     }
 }

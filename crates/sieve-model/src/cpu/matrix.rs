@@ -159,12 +159,6 @@ impl Matrix {
         self.ty
     }
 
-    /// Whether the rows are of a 4-bit block type (every `q` of [`Matrix::row_int8_blocks`]
-    /// within 16 values).
-    pub fn nibbles(&self) -> bool {
-        matches!(self.data, Data::Encoded(_)) && matches!(self.ty, TensorType::Q4_0 | TensorType::Q4_1 | TensorType::Q4_K)
-    }
-
     /// Inputs of a row that share one scale and minimum in [`Matrix::row_int8_blocks`]'s runs
     /// ([`TensorType::scale_run`]); `None` for float rows.
     pub fn scale_run(&self) -> Option<usize> {
