@@ -136,17 +136,13 @@ impl GpuMatrix {
                 for (col, (m, r)) in rows.enumerate() {
                     m.row_into(r, &mut row);
                     for (i, &v) in row.iter().enumerate() {
-                        // The file's own bits: the f32 values came from them.
-                        let half = match form {
-                            WeightForm::F16 => u32::from(half::f16::from_f32(v).to_bits()),
-                            WeightForm::Bf16 => v.to_bits() >> 16,
-                            _ => {
-                                words[i * n + col] = v.to_bits();
-                                continue;
-                            }
-                        };
                         let at = i * n + col;
-                        words[at / 2] |= half << (16 * (at % 2));
+                        // The 16-bit forms hold the file's own bits: the f32 values came from them.
+                        match form {
+                            WeightForm::F16 => words[at / 2] |= u32::from(half::f16::from_f32(v).to_bits()) << (16 * (at % 2)),
+                            WeightForm::Bf16 => words[at / 2] |= (v.to_bits() >> 16) << (16 * (at % 2)),
+                            _ => words[at] = v.to_bits(),
+                        }
                     }
                 }
             }
