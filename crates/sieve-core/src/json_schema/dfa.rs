@@ -15,6 +15,9 @@ use std::hash::BuildHasher;
 
 const DEAD: u32 = u32::MAX;
 
+/// Most Thompson states one state of [`Dfa::search`] stands for.
+const MAX_SEARCH_SET: usize = 64;
+
 /// Why an automaton was not built.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TooLarge;
@@ -196,8 +199,18 @@ impl Dfa {
         }
         match Dfa::trie(exprs, max_states) {
             Some(dfa) => dfa,
-            None => Dfa::subsets(exprs, max_states),
+            None => Dfa::subsets(exprs, max_states, usize::MAX),
         }
+    }
+
+    /// The DFA of one expression that searches ([`Re::is_search`]), where
+    /// it stays close to deterministic: `TooLarge` once one of its states
+    /// stands for more than [`MAX_SEARCH_SET`] states of the Thompson
+    /// automaton (an alternation of hundreds of words, whose every state
+    /// carries a partial match of each: the construction's work grows with
+    /// the words times the states, seconds for 500 words).
+    pub fn search(expr: &Re, max_states: usize) -> Result<Dfa, TooLarge> {
+        Dfa::subsets(std::slice::from_ref(expr), max_states, MAX_SEARCH_SET)
     }
 
     /// [`Dfa::tagged`] of literal strings and "any string" (the declared
@@ -396,7 +409,7 @@ impl Dfa {
     }
 
     /// [`Dfa::tagged`] by the subset construction over a Thompson automaton.
-    fn subsets(exprs: &[Re], max_states: usize) -> Result<Dfa, TooLarge> {
+    fn subsets(exprs: &[Re], max_states: usize, max_set: usize) -> Result<Dfa, TooLarge> {
         let mut nfa = Nfa { eps: Vec::new(), edges: Vec::new(), sets: Vec::new(), tag: Vec::new(), max_states: max_states * 8 };
         let start = nfa.state()?;
         for (i, e) in exprs.iter().enumerate() {
@@ -440,6 +453,9 @@ impl Dfa {
         let mut i = 0;
         while i < order.len() {
             let cur = std::mem::take(&mut order[i]);
+            if cur.len() > max_set {
+                return Err(TooLarge);
+            }
             dfa.tags.push(cur.iter().filter_map(|&s| nfa.tag[s]).fold(0u64, |acc, t| acc | 1 << t));
             // Classes split by the states they lead to before closure: one
             // group per distinct move (refined edge by edge), not one walk per class.
@@ -892,6 +908,23 @@ mod tests {
     /// `b` read two characters at a time take one looping rule, and the
     /// same strings.
     #[test]
+    fn searches_of_a_few_words_are_automata_and_of_hundreds_are_not() {
+        let words = |n: usize| (0..n).map(|i| format!("w{i:03}x")).collect::<Vec<_>>().join("|");
+        let few = Dfa::search(&parse_pattern(&words(8)).unwrap(), 1000).unwrap();
+        // The DFA follows the search: a word anywhere, after a false start.
+        let accepts = |s: &str| {
+            let end = s.chars().try_fold(0usize, |st, c| match few.next(st, c as u32) {
+                DEAD => None,
+                t => Some(t as usize),
+            });
+            end.is_some_and(|e| few.tags[e] == 1)
+        };
+        assert!(accepts("ww005x") && accepts("w00w007x!") && !accepts("w008x") && !accepts("w00"));
+        // Each state of a search of 100 words stands for a partial match of each.
+        assert_eq!(Dfa::search(&parse_pattern(&words(100)).unwrap(), 100_000).err(), Some(TooLarge));
+    }
+
+    #[test]
     fn written_automata_are_minimal() {
         let d = Dfa::tagged(&[parse_pattern("^((a|b)[ab])*[ab]?$").unwrap()], 100).unwrap();
         let mut rules = Writer::default();
@@ -947,7 +980,7 @@ mod tests {
                 exprs.extend(words);
             }
             let trie = Dfa::trie(&exprs, 1000).unwrap().unwrap();
-            let subsets = Dfa::subsets(&exprs, 1000).unwrap();
+            let subsets = Dfa::subsets(&exprs, 1000, usize::MAX).unwrap();
             proptest::prop_assert_eq!(trie.signatures(), subsets.signatures());
             for sig in subsets.signatures() {
                 let written = [&trie, &subsets].map(|d| {

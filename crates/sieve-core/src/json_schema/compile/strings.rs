@@ -56,7 +56,8 @@ impl<'a> Compiler<'a> {
             return Ok(Some(self.add("string", body)?));
         }
         // One pattern within its bounds is an expression of the grammar as
-        // it is, unless it searches: then the minimal DFA where it fits.
+        // it is, unless it searches: then the minimal DFA where it fits
+        // (see `Dfa::search`).
         let single = if res.len() == 1 && banned.is_empty() { with_length(res[0].0.clone(), min_len, max_len) } else { None };
         if let Some(re) = single.as_ref().filter(|re| !re.is_search()) {
             return self.string_re(re);
@@ -78,7 +79,8 @@ impl<'a> Compiler<'a> {
             forbid |= 1 << (exprs.len() - 1);
         }
         let max_states = self.limits.max_dfa_states;
-        let built = Dfa::tagged(&exprs, max_states)
+        let dfa = if single.is_some() { Dfa::search(&exprs[0], max_states) } else { Dfa::tagged(&exprs, max_states) };
+        let built = dfa
             .and_then(|d| d.emit(&|t| t & all == all && t & forbid == 0, min_len, max_len, &mut self.rules, max_states));
         match built {
             Ok(Some(body)) => {
