@@ -169,6 +169,12 @@ pub(super) fn analyze(
         if node.depth == 1 {
             root_end = node.end as usize;
         }
+        // Tokens allowed as a block already: nothing below needs the walk
+        // (the stacks catch up at the next node walked).
+        if skip.is_some_and(|(reach, d)| reach[i] <= d) {
+            i = node.end as usize;
+            continue;
+        }
         while free.last().is_some_and(|&(f, _)| node.depth <= f) {
             free.pop();
         }
@@ -200,10 +206,6 @@ pub(super) fn analyze(
             for &t in trie.subtree_tokens(i) {
                 allowed[(t / 32) as usize] |= 1 << (t % 32);
             }
-            i = node.end as usize;
-            continue;
-        }
-        if skip.is_some_and(|(reach, d)| reach[i] <= d) {
             i = node.end as usize;
             continue;
         }
