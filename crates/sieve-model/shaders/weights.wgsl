@@ -78,8 +78,9 @@ fn weight_in(run: Run, i: u32, col: u32, quads: u32) -> vec4<f32> {
     if (FORM == 2u || FORM == 3u) {
         let quad = i * quads + col;
         let pair = w[quad / 2u];
-        let lo = pair[2u * (quad % 2u)];
-        let hi = pair[2u * (quad % 2u) + 1u];
+        let odd = (quad & 1u) == 1u;
+        let lo = select(pair.x, pair.z, odd);
+        let hi = select(pair.y, pair.w, odd);
         if (FORM == 2u) {
             return vec4<f32>(unpack2x16float(lo), unpack2x16float(hi));
         }
