@@ -309,10 +309,9 @@ pub fn anchor(re: Re) -> Result<Re, PatternError> {
             if !start {
                 parts.push(Re::any_string());
             }
-            match (cores.len(), cores.pop()) {
-                (1, Some(Re::Concat(core))) => parts.extend(core),
-                (1, Some(core)) => parts.push(core),
-                (_, last) => parts.push(Re::Alt(cores.into_iter().chain(last).collect())),
+            match if cores.len() == 1 { cores.remove(0) } else { Re::Alt(cores) } {
+                Re::Concat(core) => parts.extend(core),
+                core => parts.push(core),
             }
             if !end {
                 parts.push(Re::any_string());
