@@ -45,13 +45,9 @@ fn run_of(b: u32, col: u32, quads: u32, k_len: u32) -> Run {
         let cell = b * quads + col;
         let cells = (k_len / RUN) * quads;
         run.scale = bitcast<vec4<f32>>(w[cell]);
-        if (MINIMUM) {
-            run.minimum = bitcast<vec4<f32>>(w[cells + cell]);
-            run.words = 2u * cells + cell * (BITS * RUN / 32u);
-        } else {
-            run.minimum = -ZERO * run.scale;
-            run.words = cells + cell * (BITS * RUN / 32u);
-        }
+        run.minimum = -ZERO * run.scale;
+        if (MINIMUM) { run.minimum = bitcast<vec4<f32>>(w[cells + cell]); }
+        run.words = select(1u, 2u, MINIMUM) * cells + cell * (BITS * RUN / 32u);
     }
     return run;
 }

@@ -61,8 +61,9 @@ fn to_u32(what: &'static str, value: usize) -> Result<u32, KernelError> {
     u32::try_from(value).map_err(|_| KernelError::TooLarge { what, value })
 }
 
-/// A WGSL shader from `shaders/`, launched with its `{{ workgroup_size }}`, `{{ rows }}`,
-/// `{{ slices }}`, `{{ weights }}` and `{{ run }}` filled in.
+/// A WGSL shader from `shaders/`, launched with its `{{ workgroup_size }}`, `{{ rows }}` and
+/// `{{ slices }}` filled in, and its weight form's `{{ weights }}`, `{{ run }}`, `{{ bits }}`
+/// and `{{ minimum }}`.
 #[derive(Clone, Copy)]
 pub(crate) struct Wgsl {
     /// The shader's file name; with the constants it keys burn's pipeline cache.

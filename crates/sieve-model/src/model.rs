@@ -274,8 +274,9 @@ fn dense(m: &Matrix) -> Vec<f32> {
 
 impl Llama {
     /// Loads the weights of a GGUF where `placement` says: kept in their encoding for the CPU
-    /// path, uploaded for the WGSL kernels on a wgpu device (quantized matrices as runs of
-    /// int8 or 4-bit values, see shaders/weights.wgsl), dequantized to f32 burn tensors on another device.
+    /// path, uploaded for the WGSL kernels on a wgpu device (quantized matrices as runs of 4-,
+    /// 6- or 8-bit values, F16 and BF16 ones 16-bit, see shaders/weights.wgsl), dequantized to
+    /// f32 burn tensors on another device.
     pub fn from_gguf(gguf: &Gguf<'_>, config: LlamaConfig, placement: impl Into<Placement>) -> Result<Self, ModelError> {
         Self::from_gguf_with_progress(gguf, config, placement, &mut |_| {})
     }
