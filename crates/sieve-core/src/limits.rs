@@ -19,11 +19,14 @@ pub struct Limits {
     pub max_regex_bytes: usize,
     /// Automaton states (default 20,000): of a regex's lazy DFA per
     /// vocabulary (each about 1 KiB of transitions plus, once its mask is
-    /// cached, `ceil(width / 32) * 4` bytes), and of one string language a
-    /// JSON Schema builds from patterns, formats and length bounds together
-    /// (times length counts).
+    /// cached, `ceil(width / 32) * 4` bytes), and of the automaton a JSON
+    /// Schema builds from one string's patterns, formats and excluded
+    /// strings together.
     pub max_dfa_states: usize,
-    /// Grammar automaton states (default 1,000,000, about 20 bytes each).
+    /// Grammar automaton states (default 1,000,000, about 20 bytes each);
+    /// it also bounds the products a JSON Schema writes into the grammar: a
+    /// string's automaton times its length counts (a `maxLength: 255`
+    /// email is 510 states times 256), a number range's times remainders.
     pub max_grammar_states: usize,
     /// Earley items created while computing one mask or taking one token
     /// (default 50,000,000; one item costs a few nanoseconds).

@@ -597,11 +597,20 @@ impl Dfa {
         // A product state's live successors (their representatives), grouped
         // by target, each with its characters: `succ.of(v)`.
         let mut succ = Successors::default();
+        // The pattern states' own successors, the same at every count.
+        let mut pattern = Successors::default();
+        pattern.reset(n);
+        for s in 0..n {
+            for (from, end, t) in self.moves(s).filter(|m| m.2 != DEAD) {
+                pattern.add(t as usize, self.span(from, end));
+            }
+            pattern.close(s);
+        }
         let successors = |v: usize, rep: &[usize], succ: &mut Successors| {
             let Some(k2) = step((v % width) as u64) else { return };
-            for (from, end, t) in self.moves(v / width) {
-                if t != DEAD && live[idx(t as usize, k2)] {
-                    succ.add(rep[idx(t as usize, k2)], self.span(from, end));
+            for &(t, a, b) in pattern.of(v / width) {
+                if live[idx(t, k2)] {
+                    succ.add(rep[idx(t, k2)], pattern.ranges[a as usize..b as usize].iter().copied());
                 }
             }
             succ.close(v);
@@ -627,9 +636,17 @@ impl Dfa {
             rep = minimize(root, &next, &accepts, total);
             (comp, ncomp) = graph(&rep, &mut succ);
         }
-        let mut members: Vec<Vec<usize>> = vec![Vec::new(); ncomp];
+        // Each component's states, `members[at[c]..at[c + 1]]`.
+        let mut at = vec![0usize; ncomp + 1];
+        comp.iter().filter(|&&c| c != usize::MAX).for_each(|&c| at[c + 1] += 1);
+        for c in 0..ncomp {
+            at[c + 1] += at[c];
+        }
+        let mut members = vec![0usize; at[ncomp]];
+        let mut fill = at.clone();
         for (v, &c) in comp.iter().enumerate().filter(|x| *x.1 != usize::MAX) {
-            members[c].push(v);
+            members[fill[c]] = v;
+            fill[c] += 1;
         }
         // Automaton states (`index`: each product state's), successors
         // first, their edges in one array (`same`: states outside any
@@ -645,8 +662,8 @@ impl Dfa {
                 }
             }
         };
-        for component in members {
-            if let [w] = component[..]
+        for component in at.windows(2).map(|w| &members[w[0]..w[1]]) {
+            if let [w] = *component
                 && succ.of(w).iter().all(|g| g.0 != w)
             {
                 let at = edges.len();
@@ -668,11 +685,11 @@ impl Dfa {
                     }
                 };
             } else {
-                for &w in &component {
+                for &w in component {
                     index[w] = states.len() as u32;
                     states.push((accepts(w), 0, 0));
                 }
-                for &w in &component {
+                for &w in component {
                     let at = edges.len() as u32;
                     moves(w, &index, rules, &mut edges);
                     states[index[w] as usize] = (accepts(w), at, edges.len() as u32);
@@ -801,9 +818,20 @@ impl Successors {
 
     fn close(&mut self, v: usize) {
         let first = self.list.len() as u32;
-        for (target, ranges) in &self.open[..self.used] {
+        for (target, ranges) in &mut self.open[..self.used] {
             let a = self.ranges.len() as u32;
-            self.ranges.extend_from_slice(ranges);
+            // Groups that met (targets merged as one) come in out of order.
+            if ranges.is_sorted() {
+                self.ranges.extend_from_slice(ranges);
+            } else {
+                ranges.sort_unstable();
+                for &(lo, hi) in ranges.iter() {
+                    match self.ranges[a as usize..].last_mut() {
+                        Some(l) if l.1 + 1 >= lo => l.1 = l.1.max(hi),
+                        _ => self.ranges.push((lo, hi)),
+                    }
+                }
+            }
             self.list.push((*target, a, self.ranges.len() as u32));
         }
         self.at[v] = (first, self.list.len() as u32);

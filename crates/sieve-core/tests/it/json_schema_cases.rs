@@ -183,6 +183,33 @@ fn patterns_combine_with_lengths_and_property_regions() {
     }
 }
 
+/// A format's automaton times its length counts (an email of at most 255
+/// characters: hundreds of states times 256) is bounded by the grammar's
+/// states, not by one automaton's: it compiles, counts exactly, and a
+/// grammar too small for it is a limit error that says so.
+#[test]
+fn formats_with_length_bounds_are_bounded_as_grammar_states() {
+    let schema = json!({"type": "string", "format": "email", "maxLength": 255});
+    let c = compile(schema.clone(), &JsonSchemaOptions::default());
+    let email = |len: usize| format!("\"{}@example.com\"", "a".repeat(len - "@example.com".len()));
+    for (len, ok) in [(20, true), (254, true), (255, true), (256, false), (300, false)] {
+        assert_eq!(accepts(&c, &email(len)), ok, "length {len}");
+    }
+    assert!(!accepts(&c, "\"not an email\""));
+    let small = Limits { max_grammar_states: 50_000, ..Limits::default() };
+    let err = Constraint::json_schema_with_limits(&schema, &JsonSchemaOptions::default(), &small).err().unwrap();
+    assert!(err.to_string().contains("max_grammar_states"), "{err}");
+}
+
+/// An unanchored pattern is a search through its minimal DFA: once it has
+/// matched, any character follows, whichever characters led there.
+#[test]
+fn searches_take_any_character_after_a_match() {
+    let cases = [("\"\"", false), ("\"x\"", false), ("\"a\"", true), ("\"aa\"", true), ("\"ba\"", true), ("\"xa\"", true), ("\"a~é\"", true), ("\"xyz\"", false)];
+    table(json!({"type": "string", "pattern": "[ab]"}), &cases);
+    table(json!({"type": "string", "pattern": "[0-9]", "minLength": 3}), &[("\"a7\"", false), ("\"a7b\"", true), ("\"77a\"", true), ("\"abc\"", false), ("\"~é7\"", true)]);
+}
+
 /// Lengths past the 1000 a repetition holds are written in blocks; every
 /// kind of character, escapes included, counts once, at every length near
 /// each bound and block edge.

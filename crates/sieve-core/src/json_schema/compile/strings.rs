@@ -78,10 +78,16 @@ impl<'a> Compiler<'a> {
             exprs.push(b);
             forbid |= 1 << (exprs.len() - 1);
         }
+        // The patterns' automaton is bounded as one automaton; its product
+        // with the length counts is written into the grammar, and bounded
+        // as the grammar's states are. Each error names the limit it met.
         let max_states = self.limits.max_dfa_states;
         let dfa = if single.is_some() { Dfa::search(&exprs[0], max_states) } else { Dfa::tagged(&exprs, max_states) };
-        let built = dfa
-            .and_then(|d| d.emit(&|t| t & all == all && t & forbid == 0, min_len, max_len, &mut self.rules, max_states));
+        let accept = |t: u64| t & all == all && t & forbid == 0;
+        let built = match dfa {
+            Ok(d) => d.emit(&accept, min_len, max_len, &mut self.rules, self.limits.max_grammar_states).map_err(|_| "max_grammar_states"),
+            Err(TooLarge) => Err("max_dfa_states"),
+        };
         match built {
             Ok(Some(body)) => {
                 let body = self.quoted(body);
@@ -89,10 +95,10 @@ impl<'a> Compiler<'a> {
             }
             Ok(None) => Ok(None),
             // The search as it is: exact, only slower to mask.
-            Err(TooLarge) if let Some(re) = single => self.string_re(&re),
-            Err(TooLarge) => {
+            Err(_) if let Some(re) = single => self.string_re(&re),
+            Err(limit) => {
                 let kw = res.first().map_or("not", |r| r.1);
-                self.unsupported(kw, ptr, "pattern, format, length bounds and excluded strings together exceed max_dfa_states")?;
+                self.unsupported(kw, ptr, &format!("pattern, format, length bounds and excluded strings together exceed {limit}"))?;
                 match res.first() {
                     Some(r) => self.string_re(&r.0),
                     None => Ok(None),
