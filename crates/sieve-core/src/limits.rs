@@ -24,9 +24,9 @@ pub struct Limits {
     /// strings together.
     pub max_dfa_states: usize,
     /// Grammar automaton states (default 1,000,000, about 20 bytes each);
-    /// it also bounds the products a JSON Schema writes into the grammar: a
-    /// string's automaton times its length counts (a `maxLength: 255`
-    /// email is 510 states times 256), a number range's times remainders.
+    /// it also bounds a string's automaton times its length counts, which a
+    /// JSON Schema writes into the grammar (a `maxLength: 255` email is 510
+    /// states times 256).
     pub max_grammar_states: usize,
     /// Earley items created while computing one mask or taking one token
     /// (default 50,000,000; one item costs a few nanoseconds).

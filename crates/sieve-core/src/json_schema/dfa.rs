@@ -539,7 +539,7 @@ impl Dfa {
         if n.saturating_mul(width) > max_states {
             return Err(TooLarge);
         }
-        let idx = |s: usize, k: u64| s * width + k as usize;
+        let idx = |s: usize, k: u64| k as usize * n + s;
         let total = n * width;
         let step = |k: u64| -> Option<u64> {
             match max {
@@ -585,8 +585,8 @@ impl Dfa {
         // A product state's live targets: `(first class, end class, target)`.
         let live = &live;
         let next = |v: usize| {
-            let k2 = step((v % width) as u64);
-            self.moves(v / width).map(move |(from, end, t)| {
+            let k2 = step((v / n) as u64);
+            self.moves(v % n).map(move |(from, end, t)| {
                 let to = k2.and_then(|k2| (t != DEAD && live[idx(t as usize, k2)]).then(|| idx(t as usize, k2)));
                 (from, end, to)
             })
@@ -607,34 +607,51 @@ impl Dfa {
             pattern.close(s);
         }
         let successors = |v: usize, rep: &[usize], succ: &mut Successors| {
-            let Some(k2) = step((v % width) as u64) else { return };
-            for &(t, a, b) in pattern.of(v / width) {
+            let Some(k2) = step((v / n) as u64) else { return };
+            for &(t, a, b) in pattern.of(v % n) {
                 if live[idx(t, k2)] {
                     succ.add(rep[idx(t, k2)], pattern.ranges[a as usize..b as usize].iter().copied());
                 }
             }
             succ.close(v);
         };
-        // Components of states, successors first: the automaton is made
-        // minimal where a cycle passes through several states; elsewhere a
-        // state takes the place of any equivalent one written before.
+        // Layers by count: a state below the cap steps to the next count; at
+        // the cap it steps within the cap where `max` is unbounded (the
+        // patterns' automaton, cycles and all) and nowhere where it is
+        // bounded. The states the root reaches, layer by layer:
         let root = idx(0, 0);
-        let graph = |rep: &[usize], succ: &mut Successors| {
+        let mut reached = vec![false; total];
+        reached[root] = true;
+        for k in 0..cap {
+            for s in 0..n {
+                if reached[idx(s, k)] {
+                    for &(t, _, _) in pattern.of(s) {
+                        reached[idx(t, k + 1)] |= live[idx(t, k + 1)];
+                    }
+                }
+            }
+        }
+        let accepts = |v: usize| (v / n) as u64 >= min && accept(self.tags[v % n]);
+        // The cap's layer: components of states, successors first, minimal
+        // where a cycle passes through several states.
+        let mut roots: Vec<usize> = (0..n).map(|s| idx(s, cap)).filter(|&v| reached[v]).collect();
+        let graph = |roots: &[usize], rep: &[usize], succ: &mut Successors| {
             succ.reset(total);
-            components(total, [root], |v, i| {
+            components(total, roots.iter().copied(), |v, i| {
                 if i == 0 {
                     successors(v, rep, succ);
                 }
                 succ.of(v).get(i).map(|e| e.0)
             })
         };
-        let (mut comp, mut ncomp) = graph(&rep, &mut succ);
-        let accepts = |v: usize| (v % width) as u64 >= min && accept(self.tags[v / width]);
+        let (mut comp, mut ncomp) = graph(&roots, &rep, &mut succ);
         let mut sizes = vec![0u32; ncomp];
         comp.iter().filter(|&&c| c != usize::MAX).for_each(|&c| sizes[c] += 1);
         if sizes.iter().any(|&n| n > 1) {
-            rep = minimize(root, &next, &accepts, total);
-            (comp, ncomp) = graph(&rep, &mut succ);
+            rep = minimize(&roots, &next, &accepts, total);
+            roots = roots.iter().map(|&v| rep[v]).collect();
+            roots.dedup();
+            (comp, ncomp) = graph(&roots, &rep, &mut succ);
         }
         // Each component's states, `members[at[c]..at[c + 1]]`.
         let mut at = vec![0usize; ncomp + 1];
@@ -648,56 +665,86 @@ impl Dfa {
             members[fill[c]] = v;
             fill[c] += 1;
         }
-        // Automaton states (`index`: each product state's), successors
-        // first, their edges in one array (`same`: states outside any
-        // cycle by a hash of what they hold).
+        // Automaton states (`index`: each product state's representative's),
+        // successors first, their edges in one array; a state outside any
+        // cycle takes the place of an equivalent one written before.
         let mut index = vec![u32::MAX; total];
-        let mut states: Vec<(bool, u32, u32)> = Vec::new();
-        let mut edges: Vec<(Ex, u32)> = Vec::new();
-        let mut same: FastMap<u64, u32> = FastMap::default();
-        let moves = |v: usize, index: &[u32], rules: &mut Writer, edges: &mut Vec<(Ex, u32)>| {
-            for &(t, a, b) in succ.of(v) {
-                if let Some(c) = rules.json_char(&succ.ranges[a as usize..b as usize]) {
-                    edges.push((c, index[t]));
-                }
-            }
-        };
+        let mut written = Written::default();
         for component in at.windows(2).map(|w| &members[w[0]..w[1]]) {
             if let [w] = *component
                 && succ.of(w).iter().all(|g| g.0 != w)
             {
-                let at = edges.len();
-                moves(w, &index, rules, &mut edges);
-                let key = same.hasher().hash_one((accepts(w), &edges[at..]));
-                let old = same.get(&key).copied().filter(|&o| {
-                    let (a, x, y) = states[o as usize];
-                    a == accepts(w) && edges[x as usize..y as usize] == edges[at..]
-                });
-                index[w] = match old {
-                    Some(o) => {
-                        edges.truncate(at);
-                        o
+                let at = written.edges.len();
+                for &(t, a, b) in succ.of(w) {
+                    if let Some(c) = rules.json_char(&succ.ranges[a as usize..b as usize]) {
+                        written.edges.push((c, index[t]));
                     }
-                    None => {
-                        states.push((accepts(w), at as u32, edges.len() as u32));
-                        same.entry(key).or_insert(states.len() as u32 - 1);
-                        states.len() as u32 - 1
-                    }
-                };
+                }
+                index[w] = written.state(accepts(w), at);
             } else {
                 for &w in component {
-                    index[w] = states.len() as u32;
-                    states.push((accepts(w), 0, 0));
+                    index[w] = written.states.len() as u32;
+                    written.states.push((accepts(w), 0, 0));
                 }
                 for &w in component {
-                    let at = edges.len() as u32;
-                    moves(w, &index, rules, &mut edges);
-                    states[index[w] as usize] = (accepts(w), at, edges.len() as u32);
+                    let at = written.edges.len() as u32;
+                    for &(t, a, b) in succ.of(w) {
+                        if let Some(c) = rules.json_char(&succ.ranges[a as usize..b as usize]) {
+                            written.edges.push((c, index[t]));
+                        }
+                    }
+                    written.states[index[w] as usize] = (accepts(w), at, written.edges.len() as u32);
                 }
             }
         }
+        // The layers below the cap, from the top down: a state's successors
+        // are written before it, so equivalent states meet as equal ones.
+        // Its edges follow its pattern state's groups of characters (alike
+        // at every count, as twins need), one edge per target.
+        let mut chars: Vec<Option<Option<Ex>>> = vec![None; pattern.list.len()];
+        let mut targets: Vec<(u32, usize, usize)> = Vec::new();
+        let mut union: Vec<(u32, u32)> = Vec::new();
+        for k in (0..cap).rev() {
+            for s in (0..n).filter(|&s| reached[idx(s, k)]) {
+                targets.clear();
+                let (first, end) = pattern.at[s];
+                for g in first as usize..end as usize {
+                    let w = idx(pattern.list[g].0, k + 1);
+                    if !live[w] {
+                        continue;
+                    }
+                    let t = index[rep[w]];
+                    match targets.iter_mut().find(|x| x.0 == t) {
+                        Some(x) => x.2 += 1,
+                        None => targets.push((t, g, 1)),
+                    }
+                }
+                let at = written.edges.len();
+                for &(t, g, count) in &targets {
+                    let ranges = |g: usize| {
+                        let (_, a, b) = pattern.list[g];
+                        &pattern.ranges[a as usize..b as usize]
+                    };
+                    let c = if count == 1 {
+                        *chars[g].get_or_insert_with(|| rules.json_char(ranges(g)))
+                    } else {
+                        // Groups whose targets were written as one state.
+                        union.clear();
+                        for h in (g..end as usize).filter(|&h| live[idx(pattern.list[h].0, k + 1)] && index[rep[idx(pattern.list[h].0, k + 1)]] == t) {
+                            union.extend_from_slice(ranges(h));
+                        }
+                        rules.json_char(&joined(&mut union))
+                    };
+                    if let Some(c) = c {
+                        written.edges.push((c, t));
+                    }
+                }
+                index[idx(s, k)] = written.state(accepts(idx(s, k)), at);
+            }
+        }
+        let Written { mut states, mut edges, .. } = written;
         // The root's state first.
-        let first = index[root];
+        let first = index[rep[root]];
         states.swap(0, first as usize);
         let swap = |e: u32| if e == first { 0 } else if e == 0 { first } else { e };
         for e in &mut edges {
@@ -705,7 +752,7 @@ impl Dfa {
         }
         let twins = match max {
             Some(max) => {
-                let state = |v: usize| (comp[rep[v]] != usize::MAX).then(|| swap(index[rep[v]]));
+                let state = |v: usize| (index[rep[v]] != u32::MAX).then(|| swap(index[rep[v]]));
                 self.twins(accept, min, max, &preds, |s, k| state(idx(s, k)).filter(|_| live[idx(s, k)]), states.len())
             }
             None => Vec::new(),
@@ -745,12 +792,12 @@ impl Dfa {
         }
         let far = dist.iter().copied().filter(|&d| d != u64::MAX).max().unwrap_or(0);
         let mut twins = vec![None; count];
-        for s in (0..n).filter(|&s| dist[s] != u64::MAX) {
-            let mut lowest = None;
-            for k in min..max.saturating_sub(far) {
+        let mut lowest = vec![None; n];
+        for k in min..max.saturating_sub(far) {
+            for s in (0..n).filter(|&s| dist[s] != u64::MAX) {
                 let Some(a) = state(s, k) else { continue };
-                match lowest {
-                    None => lowest = Some(a),
+                match lowest[s] {
+                    None => lowest[s] = Some(a),
                     Some(t) if t != a && twins[a as usize].is_none() => {
                         twins[a as usize] = Some((t, u32::try_from(max - k - far).unwrap_or(u32::MAX)));
                     }
@@ -821,17 +868,10 @@ impl Successors {
         for (target, ranges) in &mut self.open[..self.used] {
             let a = self.ranges.len() as u32;
             // Groups that met (targets merged as one) come in out of order.
-            if ranges.is_sorted() {
-                self.ranges.extend_from_slice(ranges);
-            } else {
-                ranges.sort_unstable();
-                for &(lo, hi) in ranges.iter() {
-                    match self.ranges[a as usize..].last_mut() {
-                        Some(l) if l.1 + 1 >= lo => l.1 = l.1.max(hi),
-                        _ => self.ranges.push((lo, hi)),
-                    }
-                }
+            if !ranges.is_sorted() {
+                joined(ranges);
             }
+            self.ranges.extend_from_slice(ranges);
             self.list.push((*target, a, self.ranges.len() as u32));
         }
         self.at[v] = (first, self.list.len() as u32);
@@ -839,13 +879,59 @@ impl Successors {
     }
 }
 
-/// For each state reachable from `root` (by its moves `next(state)`:
+/// Automaton states written so far and their edges; a state outside any
+/// cycle is written once (`same`: by a hash of what it holds).
+#[derive(Default)]
+struct Written {
+    states: Vec<(bool, u32, u32)>,
+    edges: Vec<(Ex, u32)>,
+    same: FastMap<u64, u32>,
+}
+
+impl Written {
+    /// The state that accepts as `accepts` says with edges `edges[at..]`:
+    /// an equal one written before (those edges dropped), or a new one.
+    fn state(&mut self, accepts: bool, at: usize) -> u32 {
+        let key = self.same.hasher().hash_one((accepts, &self.edges[at..]));
+        let old = self.same.get(&key).copied().filter(|&o| {
+            let (a, x, y) = self.states[o as usize];
+            a == accepts && self.edges[x as usize..y as usize] == self.edges[at..]
+        });
+        match old {
+            Some(o) => {
+                self.edges.truncate(at);
+                o
+            }
+            None => {
+                self.states.push((accepts, at as u32, self.edges.len() as u32));
+                let s = self.states.len() as u32 - 1;
+                self.same.entry(key).or_insert(s);
+                s
+            }
+        }
+    }
+}
+
+/// `ranges` sorted, those that meet or overlap joined.
+fn joined(ranges: &mut Vec<(u32, u32)>) -> &[(u32, u32)] {
+    ranges.sort_unstable();
+    ranges.dedup_by(|r, prev| {
+        let meet = prev.1 + 1 >= r.0;
+        if meet {
+            prev.1 = prev.1.max(r.1);
+        }
+        meet
+    });
+    ranges
+}
+
+/// For each state reachable from `roots` (by its moves `next(state)`:
 /// `(first class, end class, target)` in class order, covering them all),
 /// the first reached of the states equivalent to it: alike in `accepts`,
 /// and moving to equivalent states (or to none) on each character class
 /// (Moore's refinement).
 fn minimize<I: Iterator<Item = (usize, usize, Option<usize>)>>(
-    root: usize,
+    roots: &[usize],
     next: &dyn Fn(usize) -> I,
     accepts: &dyn Fn(usize) -> bool,
     total: usize,
@@ -853,9 +939,11 @@ fn minimize<I: Iterator<Item = (usize, usize, Option<usize>)>>(
     const NONE: u32 = u32::MAX;
     // States by when they are reached; each one's moves as runs of
     // consecutive classes with one target (its position here, or NONE).
-    let mut order = vec![root];
+    let mut order = roots.to_vec();
     let mut pos = vec![NONE; total];
-    pos[root] = 0;
+    for (i, &r) in roots.iter().enumerate() {
+        pos[r] = i as u32;
+    }
     let mut runs: Vec<Vec<(u32, u32)>> = Vec::new();
     while runs.len() < order.len() {
         let v = order[runs.len()];

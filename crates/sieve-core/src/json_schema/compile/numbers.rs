@@ -124,23 +124,21 @@ impl<'a> Compiler<'a> {
 
     /// The integers in range (written as `written` says) that are multiples
     /// of `k` and of none of `not`: the range's automaton times the
-    /// remainder modulo their least common multiple. `None` when the range's
-    /// automaton is over `max_dfa_states` or that product over
-    /// `max_grammar_states` (an error, or a warning in lenient mode).
+    /// remainder modulo their least common multiple. `None` when that is
+    /// over `max_dfa_states` (an error, or a warning in lenient mode).
     fn remainders(&mut self, lo: Option<&Bound>, hi: Option<&Bound>, written: Numbers, k: u64, not: &[u64], ptr: &str) -> Res<Option<Expr>> {
         let Some(range) = number::range(lo, hi, written) else { return Ok(Some(None)) };
         let modulus = not.iter().try_fold(k, |l, &j| (j > 0).then(|| l / gcd(l, j)).and_then(|x| x.checked_mul(j)));
         let accept = |r: u64| r.is_multiple_of(k) && not.iter().all(|&j| !r.is_multiple_of(j));
-        let built = match (modulus, Dfa::tagged(&[range], self.limits.max_dfa_states)) {
-            (Some(l), Ok(d)) => d.emit_remainders(l, &accept, &mut self.rules, self.limits.max_grammar_states).map_err(|_| "max_grammar_states"),
-            (None, _) => Err("max_grammar_states"),
-            (_, Err(TooLarge)) => Err("max_dfa_states"),
-        };
+        let max_states = self.limits.max_dfa_states;
+        let built = modulus
+            .ok_or(TooLarge)
+            .and_then(|l| Dfa::tagged(&[range], max_states).and_then(|d| d.emit_remainders(l, &accept, &mut self.rules, max_states)));
         match built {
             Ok(Some(body)) => Ok(Some(Some(self.add("multiple", body)?))),
             Ok(None) => Ok(Some(None)),
-            Err(limit) => {
-                self.unsupported("multipleOf", ptr, &format!("multipleOf with bounds or excluded multiples exceeds {limit}"))?;
+            Err(TooLarge) => {
+                self.unsupported("multipleOf", ptr, "multipleOf with bounds or excluded multiples exceeds max_dfa_states")?;
                 Ok(None)
             }
         }
