@@ -159,20 +159,22 @@ fn literals(re: &Re) -> Option<Vec<Vec<u32>>> {
     }
 }
 
-/// Adds to `states` those its epsilon moves reach; sorts them.
-fn closure(eps: &Moves<usize>, states: &mut Vec<usize>) {
+/// Adds to `states` those its epsilon moves reach; sorts them and drops
+/// repeats. `on` has a flag per NFA state, all false before and after.
+fn closure(eps: &Moves<usize>, states: &mut Vec<usize>, on: &mut [bool]) {
+    states.retain(|&s| !std::mem::replace(&mut on[s], true));
     let mut i = 0;
     while i < states.len() {
-        let s = states[i];
-        for &t in eps.of(s) {
-            if !states.contains(&t) {
+        for &t in eps.of(states[i]) {
+            if !on[t] {
+                on[t] = true;
                 states.push(t);
             }
         }
         i += 1;
     }
+    states.iter().for_each(|&s| on[s] = false);
     states.sort_unstable();
-    states.dedup();
 }
 
 fn partition(sets: &[CharSet]) -> Vec<CharSet> {
@@ -444,9 +446,11 @@ impl Dfa {
             all[words - 1] = (1u64 << (classes.len() % 64)) - 1;
         }
         let mut ids: FastMap<Vec<usize>, u32> = FastMap::default();
+        let mut moved: FastMap<Vec<usize>, u32> = FastMap::default();
         let mut order: Vec<Vec<usize>> = Vec::new();
+        let mut on = vec![false; nfa.tag.len()];
         let mut first = vec![start];
-        closure(&eps, &mut first);
+        closure(&eps, &mut first, &mut on);
         ids.insert(first.clone(), 0);
         order.push(first);
         let mut dfa = Dfa { classes: Vec::new(), runs: Vec::new(), at: vec![0], tags: Vec::new() };
@@ -485,16 +489,28 @@ impl Dfa {
                 if next.is_empty() {
                     continue;
                 }
-                closure(&eps, &mut next);
-                let id = match ids.get(&next) {
+                // The same moves lead to the same state: the closure is taken
+                // once per distinct set of moves.
+                next.sort_unstable();
+                next.dedup();
+                let id = match moved.get(&next) {
                     Some(&id) => id,
                     None => {
-                        if order.len() >= max_states {
-                            return Err(TooLarge);
-                        }
-                        let id = order.len() as u32;
-                        ids.insert(next.clone(), id);
-                        order.push(next);
+                        let moves = next.clone();
+                        closure(&eps, &mut next, &mut on);
+                        let id = match ids.get(&next) {
+                            Some(&id) => id,
+                            None => {
+                                if order.len() >= max_states {
+                                    return Err(TooLarge);
+                                }
+                                let id = order.len() as u32;
+                                ids.insert(next.clone(), id);
+                                order.push(next);
+                                id
+                            }
+                        };
+                        moved.insert(moves, id);
                         id
                     }
                 };
@@ -560,12 +576,12 @@ impl Dfa {
         }
         let mut live = vec![false; total];
         let mut queue = Vec::new();
-        for s in 0..n {
+        // Whether each pattern state's tags accept.
+        let ends: Vec<bool> = self.tags.iter().map(|&t| accept(t)).collect();
+        for s in (0..n).filter(|&s| ends[s]) {
             for k in min.min(cap + 1)..=cap {
-                if accept(self.tags[s]) {
-                    live[idx(s, k)] = true;
-                    queue.push((s, k));
-                }
+                live[idx(s, k)] = true;
+                queue.push((s, k));
             }
         }
         while let Some((t, k2)) = queue.pop() {
@@ -631,7 +647,7 @@ impl Dfa {
                 }
             }
         }
-        let accepts = |v: usize| (v / n) as u64 >= min && accept(self.tags[v % n]);
+        let accepts = |v: usize| (v / n) as u64 >= min && ends[v % n];
         // The cap's layer: components of states, successors first, minimal
         // where a cycle passes through several states.
         let mut roots: Vec<usize> = (0..n).map(|s| idx(s, cap)).filter(|&v| reached[v]).collect();
