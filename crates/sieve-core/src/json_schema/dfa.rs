@@ -715,44 +715,22 @@ impl Dfa {
         }
         // The layers below the cap, from the top down: a state's successors
         // are written before it, so equivalent states meet as equal ones.
-        // Its edges follow its pattern state's groups of characters (alike
-        // at every count, as twins need), one edge per target.
+        // Its edges are its pattern state's groups of characters, in their
+        // order at every count (as twins need), each made once.
         let mut chars: Vec<Option<Option<Ex>>> = vec![None; pattern.list.len()];
-        let mut targets: Vec<(u32, usize, usize)> = Vec::new();
-        let mut union: Vec<(u32, u32)> = Vec::new();
         for k in (0..cap).rev() {
             for s in (0..n).filter(|&s| reached[idx(s, k)]) {
-                targets.clear();
+                let at = written.edges.len();
                 let (first, end) = pattern.at[s];
                 for g in first as usize..end as usize {
-                    let w = idx(pattern.list[g].0, k + 1);
+                    let (t, a, b) = pattern.list[g];
+                    let w = idx(t, k + 1);
                     if !live[w] {
                         continue;
                     }
-                    let t = index[rep[w]];
-                    match targets.iter_mut().find(|x| x.0 == t) {
-                        Some(x) => x.2 += 1,
-                        None => targets.push((t, g, 1)),
-                    }
-                }
-                let at = written.edges.len();
-                for &(t, g, count) in &targets {
-                    let ranges = |g: usize| {
-                        let (_, a, b) = pattern.list[g];
-                        &pattern.ranges[a as usize..b as usize]
-                    };
-                    let c = if count == 1 {
-                        *chars[g].get_or_insert_with(|| rules.json_char(ranges(g)))
-                    } else {
-                        // Groups whose targets were written as one state.
-                        union.clear();
-                        for h in (g..end as usize).filter(|&h| live[idx(pattern.list[h].0, k + 1)] && index[rep[idx(pattern.list[h].0, k + 1)]] == t) {
-                            union.extend_from_slice(ranges(h));
-                        }
-                        rules.json_char(&joined(&mut union))
-                    };
-                    if let Some(c) = c {
-                        written.edges.push((c, t));
+                    let ranges = &pattern.ranges[a as usize..b as usize];
+                    if let Some(c) = *chars[g].get_or_insert_with(|| rules.json_char(ranges)) {
+                        written.edges.push((c, index[rep[w]]));
                     }
                 }
                 index[idx(s, k)] = written.state(accepts(idx(s, k)), at);
@@ -885,7 +863,7 @@ impl Successors {
             let a = self.ranges.len() as u32;
             // Groups that met (targets merged as one) come in out of order.
             if !ranges.is_sorted() {
-                joined(ranges);
+                join(ranges);
             }
             self.ranges.extend_from_slice(ranges);
             self.list.push((*target, a, self.ranges.len() as u32));
@@ -928,8 +906,8 @@ impl Written {
     }
 }
 
-/// `ranges` sorted, those that meet or overlap joined.
-fn joined(ranges: &mut Vec<(u32, u32)>) -> &[(u32, u32)] {
+/// Sorts `ranges` and joins those that meet or overlap.
+fn join(ranges: &mut Vec<(u32, u32)>) {
     ranges.sort_unstable();
     ranges.dedup_by(|r, prev| {
         let meet = prev.1 + 1 >= r.0;
@@ -938,7 +916,6 @@ fn joined(ranges: &mut Vec<(u32, u32)>) -> &[(u32, u32)] {
         }
         meet
     });
-    ranges
 }
 
 /// For each state reachable from `roots` (by its moves `next(state)`:
