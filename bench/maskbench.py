@@ -13,7 +13,9 @@ Everything runs single-threaded on the CPU.
         --sieve target/release/sieve --out-dir /tmp/mb DIR_OR_FILES...
 
 Each engine writes <out-dir>/<engine>.jsonl (one line per file, the same shape
-as `sieve maskbench --out`), and the script prints the summary tables side by side.
+as `sieve maskbench --out`), and the script prints the summary tables side by side;
+`--table-only` prints them from the records already there (an engine run apart,
+such as xgrammar for hours, joins the others' table).
 The Python engines run in a worker process: a file that takes more than
 --timeout-s seconds (an engine's compile can run for minutes) is recorded as
 failed with `"timeout": true`, counted among the compile errors, and its time
@@ -318,7 +320,7 @@ def fastest_of(paths, out_path):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--tokenizer", required=True, help="tokenizer.json (e.g. assets/tokenizers/llama3.json)")
+    ap.add_argument("--tokenizer", help="tokenizer.json (e.g. assets/tokenizers/llama3.json)")
     ap.add_argument("--sieve", default="target/release/sieve", help="the sieve binary")
     ap.add_argument("--engines", default="sieve,sieve-py,llguidance,xgrammar")
     ap.add_argument("--out-dir", required=True)
@@ -326,14 +328,22 @@ def main():
     ap.add_argument("--every", type=int, default=1, help="take every Nth file (sorted by name), for a quick run")
     ap.add_argument("--runs", type=int, default=1, help="run each engine this many times and keep each mask's and "
                     "compile's least time (the tails of one run on a shared or virtual machine are its pauses)")
-    ap.add_argument("paths", nargs="+")
+    ap.add_argument("--table-only", action="store_true", help="run nothing: print the table of the engines' "
+                    "records already in --out-dir (engines run at different times, e.g. xgrammar's hours)")
+    ap.add_argument("paths", nargs="*")
     a = ap.parse_args()
+    if not a.table_only and not (a.paths and a.tokenizer):
+        ap.error("give --tokenizer and the MaskBench files or folders to run")
     os.makedirs(a.out_dir, exist_ok=True)
     files = files_of(a.paths)[a.every - 1 :: a.every]
     engines = a.engines.split(",")
     done = []
     for e in engines:
         out = os.path.join(a.out_dir, f"{e}.jsonl")
+        if a.table_only:
+            if os.path.exists(out):
+                done.append((e, summary(out)))
+            continue
         if e != "sieve":
             try:
                 __import__(MODULES[e])
