@@ -50,9 +50,31 @@ pub(crate) struct Chart {
 /// item of the state, and that item's origin. Most items are the only one of
 /// their state in a set, so this decides most additions at once. A clone
 /// starts empty (so forking a matcher copies nothing): marks are only ever
-/// a shortcut.
+/// a shortcut. Kept in pages, each allocated when a state of it is first
+/// met: a chart over a large grammar (strings of bounded length are
+/// automata of a hundred thousand states) meets few of its states, and a
+/// mark per state of the grammar, zeroed at once, cost milliseconds.
 #[derive(Debug, Default)]
-struct Marks(Vec<(u64, u32)>);
+struct Marks(Vec<Option<Box<[(u64, u32)]>>>);
+
+/// States per page of [`Marks`].
+const MARKS_PAGE: usize = 1024;
+
+impl Marks {
+    #[inline]
+    fn get_mut(&mut self, s: usize) -> &mut (u64, u32) {
+        let (page, i) = (s / MARKS_PAGE, s % MARKS_PAGE);
+        if page >= self.0.len() {
+            self.0.resize_with(page + 1, || None);
+        }
+        &mut self.0[page].get_or_insert_with(|| vec![(u64::MAX, 0); MARKS_PAGE].into_boxed_slice())[i]
+    }
+
+    /// Approximate heap bytes held.
+    fn memory(&self) -> usize {
+        self.0.capacity() * 8 + self.0.iter().flatten().count() * MARKS_PAGE * std::mem::size_of::<(u64, u32)>()
+    }
+}
 
 impl Clone for Marks {
     fn clone(&self) -> Marks {
@@ -94,7 +116,7 @@ impl Chart {
     pub fn memory(&self) -> usize {
         self.items.capacity() * std::mem::size_of::<Item>()
             + (self.starts.capacity() + self.outer_end.capacity()) * 4
-            + self.marks.0.capacity() * std::mem::size_of::<(u64, u32)>()
+            + self.marks.memory()
             + self.index.1.capacity() * std::mem::size_of::<Item>()
     }
 
@@ -199,11 +221,7 @@ impl Chart {
 
     #[inline]
     fn add(&mut self, it: Item) {
-        let s = it.state as usize;
-        if s >= self.marks.0.len() {
-            self.marks.0.resize(s + 1, (u64::MAX, 0));
-        }
-        let mark = &mut self.marks.0[s];
+        let mark = self.marks.get_mut(it.state as usize);
         if mark.0 != self.opened {
             *mark = (self.opened, it.origin);
             self.items.push(it);
