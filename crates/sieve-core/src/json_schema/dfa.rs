@@ -686,16 +686,19 @@ impl Dfa {
         // cycle takes the place of an equivalent one written before.
         let mut index = vec![u32::MAX; total];
         let mut written = Written::default();
+        let moves = |w: usize, index: &[u32], rules: &mut Writer, edges: &mut Vec<(Ex, u32)>| {
+            for &(t, a, b) in succ.of(w) {
+                if let Some(c) = rules.json_char(&succ.ranges[a as usize..b as usize]) {
+                    edges.push((c, index[t]));
+                }
+            }
+        };
         for component in at.windows(2).map(|w| &members[w[0]..w[1]]) {
             if let [w] = *component
                 && succ.of(w).iter().all(|g| g.0 != w)
             {
                 let at = written.edges.len();
-                for &(t, a, b) in succ.of(w) {
-                    if let Some(c) = rules.json_char(&succ.ranges[a as usize..b as usize]) {
-                        written.edges.push((c, index[t]));
-                    }
-                }
+                moves(w, &index, rules, &mut written.edges);
                 index[w] = written.state(accepts(w), at);
             } else {
                 for &w in component {
@@ -704,11 +707,7 @@ impl Dfa {
                 }
                 for &w in component {
                     let at = written.edges.len() as u32;
-                    for &(t, a, b) in succ.of(w) {
-                        if let Some(c) = rules.json_char(&succ.ranges[a as usize..b as usize]) {
-                            written.edges.push((c, index[t]));
-                        }
-                    }
+                    moves(w, &index, rules, &mut written.edges);
                     written.states[index[w] as usize] = (accepts(w), at, written.edges.len() as u32);
                 }
             }
@@ -1013,9 +1012,8 @@ mod tests {
         assert!(sigs.contains(&0b11) && sigs.contains(&0b01) && sigs.contains(&0b10) && sigs.contains(&0));
     }
 
-    /// Equivalent states in a cycle are written as one: strings of `a` and
-    /// `b` read two characters at a time take one looping rule, and the
-    /// same strings.
+    /// A search of a few words is a DFA that follows it; one of a hundred
+    /// words is refused (each state would carry a partial match of each).
     #[test]
     fn searches_of_a_few_words_are_automata_and_of_hundreds_are_not() {
         let words = |n: usize| (0..n).map(|i| format!("w{i:03}x")).collect::<Vec<_>>().join("|");
@@ -1033,6 +1031,9 @@ mod tests {
         assert_eq!(Dfa::search(&parse_pattern(&words(100)).unwrap(), 100_000).err(), Some(TooLarge));
     }
 
+    /// Equivalent states in a cycle are written as one: strings of `a` and
+    /// `b` read two characters at a time take one looping rule, and the
+    /// same strings.
     #[test]
     fn written_automata_are_minimal() {
         let d = Dfa::tagged(&[parse_pattern("^((a|b)[ab])*[ab]?$").unwrap()], 100).unwrap();
