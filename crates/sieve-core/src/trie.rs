@@ -71,9 +71,10 @@ pub(crate) struct Slice {
     /// subtrees of nodes with at most `c`.
     pub reach: Box<[u8]>,
     /// Per node of the vocabulary's trie: the bytes of the tokens in its
-    /// subtree, as [`byte_bit`] marks them. A walk that allows the
-    /// tokens without some characters as a block skips the subtrees
-    /// without them.
+    /// subtree from the node's own byte on, as [`byte_bit`] marks them
+    /// (with those of the path above, all their bytes). A walk that allows
+    /// the tokens without some characters as a block, from the root or
+    /// from a node above, skips the subtrees without them.
     pub bytes: Box<[u128]>,
     /// Per node of the vocabulary's trie: the fewest leading bytes past
     /// which every token of its subtree is a string of the class starting
@@ -83,6 +84,10 @@ pub(crate) struct Slice {
     pub class_from: Box<[u8]>,
     /// The bits of the class's bytes as [`Slice::bytes`] marks them.
     pub class_bits: u128,
+    /// Per node of the vocabulary's trie: the most bytes of a token in its
+    /// subtree (`u8::MAX` from 255 on). A walk that leaves the tokens of
+    /// at most `n` bytes to another analysis skips the subtrees of at most `n`.
+    pub deepest: Box<[u8]>,
     /// Per node of the vocabulary's trie: whether every byte below it is
     /// JSON whitespace. Below a node whose set every whitespace byte leads
     /// back to, its subtree's tokens are allowed whole (the many runs of
@@ -195,12 +200,13 @@ impl Slice {
         let mut bytes = vec![0u128; trie.nodes.len()].into_boxed_slice();
         let mut class_from = vec![0u8; trie.nodes.len()].into_boxed_slice();
         let mut blank_below = vec![true; trie.nodes.len()].into_boxed_slice();
+        let mut deepest = vec![0u8; trie.nodes.len()].into_boxed_slice();
         let mut path: Vec<u8> = Vec::new();
         for (i, node) in trie.nodes.iter().enumerate() {
             path.truncate(node.depth as usize - 1);
             path.push(node.byte);
+            bytes[i] = byte_bit(node.byte);
             if node.tok_end > node.tok_start {
-                bytes[i] = path.iter().fold(0, |m, &b| m | byte_bit(b));
                 // The suffixes of a string of the class that start at a
                 // character are strings of the class: the first that is not.
                 let starts = (0..path.len()).rev().filter(|&k| path[k] & 0xC0 != 0x80);
@@ -211,9 +217,13 @@ impl Slice {
         for (i, node) in trie.nodes.iter().enumerate().rev() {
             let own = &trie.tokens[node.tok_start as usize..node.tok_end as usize];
             let mut r = own.iter().map(|&t| if chars[t as usize] == 0 { u8::MAX } else { chars[t as usize] }).max().unwrap_or(0);
+            if !own.is_empty() {
+                deepest[i] = node.depth.min(u8::MAX as u32) as u8;
+            }
             let mut child = i + 1;
             while child < node.end as usize {
                 r = r.max(reach[child]);
+                deepest[i] = deepest[i].max(deepest[child]);
                 bytes[i] |= bytes[child];
                 class_from[i] = class_from[i].max(class_from[child]);
                 blank_below[i] &= blank_below[child] && BLANKS.contains(&trie.nodes[child].byte);
@@ -226,7 +236,7 @@ impl Slice {
             .map(|i| rest.subtree_tokens(i).iter().all(|&t| split[t as usize] as u32 >= rest.nodes[i].depth))
             .collect();
         let class_bits = (b' '..0x80).filter(|&b| in_class(&[b])).chain(0xC2..=0xF4).fold(0, |m, b| m | byte_bit(b));
-        Slice { class: CLASS, mask, max_chars, short: short.into(), long: long.into(), rest, tails, split, whole, long_rest, reach, bytes, class_from, class_bits, blank_below }
+        Slice { class: CLASS, mask, max_chars, short: short.into(), long: long.into(), rest, tails, split, whole, long_rest, reach, bytes, class_from, class_bits, deepest, blank_below }
     }
 }
 

@@ -193,6 +193,16 @@ impl Grammar {
         out.dedup();
         Some(out)
     }
+
+    /// The fewest bytes that a state standing in for one of `states` stands
+    /// in for ([`Grammar::stand_in`] of that many replaces each that has one);
+    /// `None` when none has one.
+    pub fn stand_in_bound(&self, states: &[u32]) -> Option<u32> {
+        if self.stand_ins.is_empty() {
+            return None;
+        }
+        states.iter().filter_map(|s| self.stand_ins.get(s)).map(|t| t.1).min()
+    }
 }
 
 /// Narrows `alike`, a range of bytes around `byte`, to the side of the

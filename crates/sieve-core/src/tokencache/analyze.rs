@@ -6,7 +6,7 @@ use super::dfa::{SetDfa, DEAD};
 use super::walker::SetWalker;
 use crate::error::MatchError;
 use crate::grammar::{Chart, ChartWalker, FollowSets, Grammar};
-use crate::trie::{Slice, Walker};
+use crate::trie::{byte_bit, Slice, Walker};
 use crate::vocab::Vocabulary;
 
 /// What [`analyze`] finds: the tokens allowed, those that die after the
@@ -43,6 +43,9 @@ impl Follow<'_> {
 /// Tokens alive at their end are allowed; tokens that die after the rule
 /// could have ended at depth `k` get the suffix `bytes[k..]` when its first
 /// byte is in `follow` (the bytes that may come after the rule's end).
+/// With `longer_than` (0: none), it walks only the subtrees of the
+/// vocabulary's trie that hold a longer token (some of the shorter tokens
+/// may still be decided).
 #[allow(clippy::too_many_arguments)]
 pub(super) fn analyze(
     g: &Grammar,
@@ -51,6 +54,7 @@ pub(super) fn analyze(
     chart: &mut Chart,
     slice_seqs: &[ByteSequence],
     states: &[u32],
+    longer_than: u32,
     follow: &mut Follow,
     fuel: &mut usize,
     limit: usize,
@@ -71,7 +75,8 @@ pub(super) fn analyze(
     // trie but the subtrees of allowed tokens only.
     let slice = vocab.string_slice();
     // Subtrees of the vocabulary's trie whose tokens are all allowed as a
-    // block (see [`Slice::reach`]) are skipped: `(reach, d)`.
+    // block (see [`Slice::reach`]), or left to another analysis (see
+    // [`Slice::deepest`]), are skipped: `(reach, d)`.
     let mut skip: Option<(&[u8], u8)> = None;
     // Where a character of the slice dies at once, the tokens of at most
     // `d` characters without any that die (see [`SetWalker::fewer_characters`])
@@ -88,7 +93,12 @@ pub(super) fn analyze(
     let mut cuts: Option<Vec<(u32, u32)>> = None;
     // Asked of the rule's automaton first, where it is cheaper (the set
     // may still be its own link, which the split below takes).
-    let depth = if walker.dfa.living.lives(g, states, slice_seqs) {
+    // Left the tokens of at most `longer_than` bytes, the walk takes few:
+    // no block is worth looking for.
+    let few = longer_than > 0;
+    let depth = if few {
+        Ok((0, false))
+    } else if walker.dfa.living.lives(g, states, slice_seqs) {
         walker.loop_set(slice_seqs).map(|_| (usize::MAX, false))
     } else {
         walker.alive_depth(seed, slice_seqs, slice.max_chars)
@@ -111,6 +121,10 @@ pub(super) fn analyze(
         Ok((d, _)) if d > 0 => {
             slice.up_to(d, &mut allowed);
             skip = Some((&slice.reach, d as u8));
+            vocab.trie()
+        }
+        Ok(_) if few => {
+            skip = Some((&slice.deepest, longer_than.min(u32::from(u8::MAX) - 1) as u8));
             vocab.trie()
         }
         Ok(_) => match walker.fewer_characters(seed, slice_seqs, slice.max_chars) {
@@ -169,8 +183,9 @@ pub(super) fn analyze(
         if node.depth == 1 {
             root_end = node.end as usize;
         }
-        // Tokens allowed as a block already: nothing below needs the walk
-        // (the stacks catch up at the next node walked).
+        // Tokens allowed as a block already, or left to another analysis:
+        // nothing below needs the walk (the stacks catch up at the next
+        // node walked).
         if skip.is_some_and(|(reach, d)| reach[i] <= d) {
             i = node.end as usize;
             continue;
@@ -196,12 +211,15 @@ pub(super) fn analyze(
         }
         // (Entries are only pushed on the vocabulary's trie, whose nodes
         // the slice's arrays describe.)
+        // Whether none of the path's bytes past depth `f` is one of `set`
+        // (asked last: the subtree's own bytes rule out most).
+        let clean = |f: u32, set: u128| path.get(f as usize..).unwrap_or_default().iter().all(|&b| byte_bit(b) & set == 0);
         let whole = |&(f, strays): &(u32, u128)| {
             let from = slice.class_from[i];
             (strays & slice.class_bits == 0 && from < u8::MAX && from as u32 <= f)
-                || (slice.reach[i] != u8::MAX && slice.bytes[i] & strays == 0)
+                || (slice.reach[i] != u8::MAX && slice.bytes[i] & strays == 0 && clean(f, strays))
         };
-        let surely_lives = |(d, dying): (u8, u128)| slice.reach[i] <= d && slice.bytes[i] & dying == 0;
+        let surely_lives = |(d, dying): (u8, u128)| slice.reach[i] <= d && slice.bytes[i] & dying == 0 && clean(0, dying);
         if free.iter().any(whole) || without.is_some_and(surely_lives) {
             for &t in trie.subtree_tokens(i) {
                 allowed[(t / 32) as usize] |= 1 << (t % 32);

@@ -29,7 +29,10 @@
 //! than the vocabulary's longest token, so a state may stand in for another
 //! that takes every string that long alike ([`Grammar::stand_in`]): the
 //! states of a patterned string of bounded length, far from its bound,
-//! make the same sets at every count.
+//! make the same sets at every count. Nearer the bound a state stands in
+//! for another only for strings shorter than some tokens: the tokens that
+//! short go as they do in the other's analysis, shared by every count, and
+//! the walk takes only the subtrees of the trie that hold a longer one.
 //!
 //! Inside a string body most of the vocabulary is allowed, and walking it
 //! all is what costs. When every string of JSON string characters keeps the
@@ -77,7 +80,7 @@ use characters::{byte_sequences, ByteSequence};
 use dfa::SetDfa;
 use crate::error::MatchError;
 use crate::grammar::{Chart, ChartWalker, FollowSets, Grammar};
-use crate::trie::{byte_bit, TokenTrie};
+use crate::trie::{byte_bit, Slice, TokenTrie};
 use crate::vocab::Vocabulary;
 use crate::hash::FastMap;
 use std::sync::Arc;
@@ -176,8 +179,24 @@ impl TokenCache {
         let a = match shared {
             Some(a) => a,
             None => {
+                // States that others stand in for, for strings shorter than
+                // the longest tokens (a string near its length bound): the
+                // tokens that short go as they do from those others, whose
+                // analysis serves every count; the walk takes the longer,
+                // few when they are longer than `Slice::SHORT` (nearer the
+                // bound the walk is short and takes every token).
+                let asked_here = follow.set;
+                let short = match g.stand_in_bound(&states) {
+                    Some(b) if b as usize >= Slice::SHORT => {
+                        let twins = g.stand_in(&states, b).unwrap_or_default();
+                        Some((b, self.analysis(g, vocab, rule, twins, fuel, limit)?))
+                    }
+                    _ => None,
+                };
+                let mut follow = Follow { sets: self.follow.get_or_insert_with(|| g.follow_sets()), rule, set: asked_here };
                 let local = self.local.get_or_insert_with(Chart::local);
-                let walked = analyze(g, vocab, &mut self.dfa, local, &self.slice_seqs, &states, &mut follow, fuel, limit);
+                let longer_than = short.as_ref().map_or(0, |s| s.0);
+                let walked = analyze(g, vocab, &mut self.dfa, local, &self.slice_seqs, &states, longer_than, &mut follow, fuel, limit);
                 let mut asked = follow.set;
                 // A failed walk may leave sets open.
                 if local.bytes() != 0 {
@@ -203,6 +222,12 @@ impl TokenCache {
                     let has = |t: u32| below[(t / 32) as usize] >> (t % 32) & 1 == 1;
                     pending.extend(tails.suffix_ends(vocab).filter(|&(t, _)| has(t)));
                     asked = asked.or(tails.follow);
+                }
+                if let Some((b, twins)) = short {
+                    let fits = |t: u32| vocab.token_bytes(t).is_some_and(|x| x.len() as u32 <= b);
+                    twins.allowed.add_where(&mut allowed, fits);
+                    pending.extend(twins.suffix_ends(vocab).filter(|&(t, _)| fits(t)));
+                    asked = asked.or(twins.follow);
                 }
                 let a = Arc::new(Analysis::new(vocab, allowed, &pending, asked));
                 self.bytes += a.allowed.memory() + a.suffixes.nodes.len() * 20 + a.suffixes.roots.len() * 8 + a.suffixes.tokens.len() * 4 + 64;
@@ -303,6 +328,29 @@ impl Tokens {
         match self {
             Tokens::Dense(bits) => mask.iter_mut().zip(bits.iter()).for_each(|(m, &w)| *m |= w),
             Tokens::Sparse(tokens) => tokens.iter().for_each(|&t| mask[(t / 32) as usize] |= 1 << (t % 32)),
+        }
+    }
+
+    /// Adds to bitmask `mask` the tokens of the set that `keep` keeps.
+    fn add_where(&self, mask: &mut [u32], keep: impl Fn(u32) -> bool) {
+        match self {
+            Tokens::Dense(bits) => {
+                for (m, (i, &w)) in mask.iter_mut().zip(bits.iter().enumerate()) {
+                    let mut w = w & !*m;
+                    while w != 0 {
+                        let bit = w.trailing_zeros();
+                        if keep(i as u32 * 32 + bit) {
+                            *m |= 1 << bit;
+                        }
+                        w &= w - 1;
+                    }
+                }
+            }
+            Tokens::Sparse(tokens) => {
+                for &t in tokens.iter().filter(|&&t| keep(t)) {
+                    mask[(t / 32) as usize] |= 1 << (t % 32);
+                }
+            }
         }
     }
 
@@ -432,24 +480,28 @@ mod tests {
     /// Masks inside strings of a pattern and bounded length (the pattern's
     /// product with the count) equal taking each token on the parser, where
     /// the states at one count stand in for those at another (far from the
-    /// bound) and near the bound, where they may not. Every fourth walk
-    /// takes the last token allowed: one character at a time.
+    /// bound) and near the bound, where they may not but for tokens short
+    /// enough, whose longer ones (past [`Slice::SHORT`] bytes) are walked
+    /// alone. Every fourth walk takes the last token allowed: one character
+    /// at a time.
     #[test]
     fn bounded_patterns_match_the_parser() {
         use crate::{Constraint, Vocabulary};
         let tokens = [
             &b"\""[..], b"a", b"b", b"ab", b"abc", b"abcab", b"aaaaaaaa", b"@", b"a@b", b"b@", b".", b".uk", b"a.b", b"b.uk",
             b"a\"", b"b.uk\"", b"uk", b"u", b"k", b" ", b"a b", b"\\n", "é".as_bytes(), "aé".as_bytes(), "中".as_bytes(),
-            b"\xe4", b"\xb8\xad", "é@".as_bytes(), b"\"a", b"\"ab@",
+            b"\xe4", b"\xb8\xad", "é@".as_bytes(), b"\"a", b"\"ab@", b"abcabcabcabcabcabcab", b"a b c a b c a b c a b", b" abcabcabcabcabcabc",
+            b"abc abc abc abc abc abc", b"ab@ab.ab.ab.ab.ab.ab.uk", b"a b",
         ];
         let vocab = std::sync::Arc::new(Vocabulary::from_token_bytes(tokens.iter().map(|b| Some(b.to_vec())).collect()));
         let schemas = [
             serde_json::json!({"type": "string", "pattern": "^[a-c]+@[a-c]+(\\.[a-c]+)*$", "minLength": 3, "maxLength": 40}),
             serde_json::json!({"type": "string", "pattern": "^[^@\\s]+@[^@.\\s]+(\\.[^@.\\s]*)*\\.uk", "minLength": 5, "maxLength": 30}),
+            serde_json::json!({"type": "string", "pattern": "^[a-c]+(?: [a-c]+){0,7}$", "maxLength": 50}),
         ];
         let mut seed = 11u64;
-        for i in 0..48 {
-            let (c, _) = Constraint::json_schema(&schemas[i % 2], &Default::default()).unwrap();
+        for i in 0..72 {
+            let (c, _) = Constraint::json_schema(&schemas[i % 3], &Default::default()).unwrap();
             let crate::constraint::Program::Grammar(g) = c.program() else { panic!("a schema compiles to a grammar") };
             assert!(g.stand_in_count() > 0);
             walk_matches_parser(&c, &vocab, 60, &mut seed, i % 4 == 3);
