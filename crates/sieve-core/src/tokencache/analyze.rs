@@ -91,56 +91,54 @@ pub(super) fn analyze(
     // all lead back to, its subtree is cut: `(node, set)`, for that set's
     // analysis (of the tails) to decide.
     let mut cuts: Option<Vec<(u32, u32)>> = None;
-    // Asked of the rule's automaton first, where it is cheaper (the set
-    // may still be its own link, which the split below takes).
     // Left the tokens of at most `longer_than` bytes, the walk takes few:
-    // no block is worth looking for.
-    let few = longer_than > 0;
-    let depth = if few {
-        Ok((0, false))
-    } else if walker.dfa.living.lives(g, states, slice_seqs) {
-        walker.loop_set(slice_seqs).map(|_| (usize::MAX, false))
+    // no block is worth looking for, and the others' subtrees are skipped.
+    let trie = if longer_than > 0 {
+        skip = Some((&slice.deepest, longer_than.min(u32::from(u8::MAX) - 1) as u8));
+        vocab.trie()
     } else {
-        walker.alive_depth(seed, slice_seqs, slice.max_chars)
-    };
-    let trie = match depth {
-        Ok((d, _)) if d >= slice.max_chars => {
-            allowed.iter_mut().zip(slice.mask.iter()).for_each(|(a, &m)| *a = m);
-            if walker.dfa.links.get(&seed) == Some(&seed) {
-                split = Some(&slice.split);
-                &slice.tails
-            } else {
-                cuts = Some(Vec::new());
-                &slice.rest
+        // Asked of the rule's automaton first, where it is cheaper (the set
+        // may still be its own link, which the split below takes).
+        let depth = if walker.dfa.living.lives(g, states, slice_seqs) {
+            walker.loop_set(slice_seqs).map(|_| (usize::MAX, false))
+        } else {
+            walker.alive_depth(seed, slice_seqs, slice.max_chars)
+        };
+        match depth {
+            Ok((d, _)) if d >= slice.max_chars => {
+                allowed.iter_mut().zip(slice.mask.iter()).for_each(|(a, &m)| *a = m);
+                if walker.dfa.links.get(&seed) == Some(&seed) {
+                    split = Some(&slice.split);
+                    &slice.tails
+                } else {
+                    cuts = Some(Vec::new());
+                    &slice.rest
+                }
             }
-        }
-        Ok((d, closed)) if closed || d >= Slice::SHORT => {
-            slice.up_to(d, &mut allowed);
-            if closed { &slice.rest } else { &slice.long_rest }
-        }
-        Ok((d, _)) if d > 0 => {
-            slice.up_to(d, &mut allowed);
-            skip = Some((&slice.reach, d as u8));
-            vocab.trie()
-        }
-        Ok(_) if few => {
-            skip = Some((&slice.deepest, longer_than.min(u32::from(u8::MAX) - 1) as u8));
-            vocab.trie()
-        }
-        Ok(_) => match walker.fewer_characters(seed, slice_seqs, slice.max_chars) {
-            Ok(Some((d, dying))) => {
-                without = Some((d, dying));
+            Ok((d, closed)) if closed || d >= Slice::SHORT => {
+                slice.up_to(d, &mut allowed);
+                if closed { &slice.rest } else { &slice.long_rest }
+            }
+            Ok((d, _)) if d > 0 => {
+                slice.up_to(d, &mut allowed);
+                skip = Some((&slice.reach, d as u8));
                 vocab.trie()
             }
-            Ok(None) => vocab.trie(),
+            Ok(_) => match walker.fewer_characters(seed, slice_seqs, slice.max_chars) {
+                Ok(Some((d, dying))) => {
+                    without = Some((d, dying));
+                    vocab.trie()
+                }
+                Ok(None) => vocab.trie(),
+                Err(e) => {
+                    *fuel = walker.inner.fuel;
+                    return Err(e);
+                }
+            },
             Err(e) => {
                 *fuel = walker.inner.fuel;
                 return Err(e);
             }
-        },
-        Err(e) => {
-            *fuel = walker.inner.fuel;
-            return Err(e);
         }
     };
     let mut ends: Vec<u32> = Vec::new(); // depths where the rule could end, on the current path
