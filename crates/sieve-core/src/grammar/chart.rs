@@ -55,10 +55,13 @@ pub(crate) struct Chart {
 /// automata of a hundred thousand states) meets few of its states, and a
 /// mark per state of the grammar, zeroed at once, cost milliseconds.
 #[derive(Debug, Default)]
-struct Marks(Vec<Option<Box<[(u64, u32)]>>>);
+struct Marks(Vec<Option<MarksPage>>);
 
 /// States per page of [`Marks`].
 const MARKS_PAGE: usize = 1024;
+
+/// The marks of [`MARKS_PAGE`] states.
+type MarksPage = Box<[(u64, u32)]>;
 
 impl Marks {
     #[inline]

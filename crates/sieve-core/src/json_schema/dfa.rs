@@ -721,14 +721,14 @@ impl Dfa {
             for s in (0..n).filter(|&s| reached[idx(s, k)]) {
                 let at = written.edges.len();
                 let (first, end) = pattern.at[s];
-                for g in first as usize..end as usize {
-                    let (t, a, b) = pattern.list[g];
+                let group = first as usize..end as usize;
+                for (&(t, a, b), char) in pattern.list[group.clone()].iter().zip(&mut chars[group]) {
                     let w = idx(t, k + 1);
                     if !live[w] {
                         continue;
                     }
                     let ranges = &pattern.ranges[a as usize..b as usize];
-                    if let Some(c) = *chars[g].get_or_insert_with(|| rules.json_char(ranges)) {
+                    if let Some(c) = *char.get_or_insert_with(|| rules.json_char(ranges)) {
                         written.edges.push((c, index[rep[w]]));
                     }
                 }
