@@ -143,6 +143,7 @@ pub(super) fn analyze(
     };
     let mut ends: Vec<u32> = Vec::new(); // depths where the rule could end, on the current path
     let mut path: Vec<u8> = Vec::new(); // the bytes of the current path
+    let mut path_chars: Vec<u32> = Vec::new(); // per byte of the path: the characters begun up to it
     let mut follows = |b: u8| follow.has(g, b);
     let mut pending: Vec<(u32, u32)> = Vec::new(); // (token, depth of the end)
     let mut kept: Vec<u32> = Vec::new();
@@ -155,12 +156,14 @@ pub(super) fn analyze(
     // and where every character of the slice does, those of tokens
     // that are strings of the slice past `f` bytes (see [`Slice::class_from`]).
     let full = std::ptr::eq(trie, vocab.trie());
-    let mut free: Vec<(u32, u128)> = Vec::new();
+    let mut free: Vec<Free> = Vec::new();
+    // Whether a set of the walk has a lifespan (see `outlived` below).
+    let mut lasting = false;
     // The seed's own (a first character that leads into a string's loop).
     if full {
         match walker.strays(slice_seqs) {
             Ok(u128::MAX) => {}
-            Ok(strays) => free.push((0, strays)),
+            Ok(strays) => free.push(Free::new(0, strays)),
             Err(e) => {
                 *fuel = walker.inner.fuel;
                 return Err(e);
@@ -188,17 +191,25 @@ pub(super) fn analyze(
             i = node.end as usize;
             continue;
         }
-        while free.last().is_some_and(|&(f, _)| node.depth <= f) {
+        while free.last().is_some_and(|f| node.depth <= f.depth) {
             free.pop();
         }
-        while depth >= node.depth {
-            walker.pop();
-            depth -= 1;
+        if depth >= node.depth {
+            while depth >= node.depth {
+                walker.pop();
+                depth -= 1;
+            }
+            while ends.last().is_some_and(|&d| d > depth) {
+                ends.pop();
+            }
+            path.truncate(depth as usize);
+            path_chars.truncate(depth as usize);
+            for f in &mut free {
+                if f.stray_at > depth {
+                    f.stray_at = u32::MAX;
+                }
+            }
         }
-        while ends.last().is_some_and(|&d| d > depth) {
-            ends.pop();
-        }
-        path.truncate(depth as usize);
         // Most bytes kill most sets: skip them before any other work
         // where no end on the path could keep a suffix of their tokens
         // (as below, where a push fails).
@@ -209,16 +220,29 @@ pub(super) fn analyze(
         }
         // (Entries are only pushed on the vocabulary's trie, whose nodes
         // the slice's arrays describe.)
-        // Whether none of the path's bytes past depth `f` is one of `set`
-        // (asked last: the subtree's own bytes rule out most).
-        let clean = |f: u32, set: u128| path.get(f as usize..).unwrap_or_default().iter().all(|&b| byte_bit(b) & set == 0);
-        let whole = |&(f, strays): &(u32, u128)| {
+        let whole = |f: &Free| {
             let from = slice.class_from[i];
-            (strays & slice.class_bits == 0 && from < u8::MAX && from as u32 <= f)
-                || (slice.reach[i] != u8::MAX && slice.bytes[i] & strays == 0 && clean(f, strays))
+            (f.strays & slice.class_bits == 0 && from < u8::MAX && from as u32 <= f.depth)
+                || (f.stray_at == u32::MAX && slice.reach[i] != u8::MAX && slice.bytes[i] & f.strays == 0)
         };
-        let surely_lives = |(d, dying): (u8, u128)| slice.reach[i] <= d && slice.bytes[i] & dying == 0 && clean(0, dying);
-        if free.iter().any(whole) || without.is_some_and(surely_lives) {
+        // (Whether none of the path's bytes is dying is asked last: the
+        // subtree's own bytes rule out most.)
+        let surely_lives = |(d, dying): (u8, u128)| {
+            slice.reach[i] <= d && slice.bytes[i] & dying == 0 && path.iter().all(|&b| byte_bit(b) & dying == 0)
+        };
+        // Below a set that every string of `n` characters of the slice
+        // keeps alive (its lifespan), a subtree whose tokens have no more
+        // past the path is allowed whole (the long tokens' last bytes, in
+        // a string that only some sequence of characters kills).
+        let outlived = || {
+            lasting
+                && slice.reach[i] != u8::MAX
+                && node.byte & 0xC0 != 0x80
+                && walker.known_lifespan().is_some_and(|n| {
+                    u32::from(slice.reach[i]) <= path_chars.last().copied().unwrap_or(0) + u32::from(n)
+                })
+        };
+        if free.iter().any(whole) || without.is_some_and(surely_lives) || outlived() {
             for &t in trie.subtree_tokens(i) {
                 allowed[(t / 32) as usize] |= 1 << (t % 32);
             }
@@ -259,6 +283,13 @@ pub(super) fn analyze(
                 }
                 depth += 1;
                 path.push(node.byte);
+                path_chars.push(path_chars.last().copied().unwrap_or(0) + u32::from(node.byte & 0xC0 != 0x80));
+                let bit = byte_bit(node.byte);
+                for f in &mut free {
+                    if f.stray_at == u32::MAX && f.strays & bit != 0 {
+                        f.stray_at = depth;
+                    }
+                }
                 for &t in &trie.tokens[node.tok_start as usize..node.tok_end as usize] {
                     allowed[(t / 32) as usize] |= 1 << (t % 32);
                 }
@@ -281,8 +312,20 @@ pub(super) fn analyze(
                     let strays = if node.end as usize - i > FREE_MIN_NODES { walker.strays(slice_seqs).map(Some) } else { Ok(walker.known_strays()) };
                     match strays {
                         Ok(None | Some(u128::MAX)) => {}
-                        Ok(Some(strays)) => free.push((depth, strays)),
+                        // One above with fewer strays, and none on the path
+                        // since, allows every subtree this one would.
+                        Ok(Some(strays))
+                            if free.last().is_some_and(|f| {
+                                f.stray_at == u32::MAX && f.strays & !strays == 0 && strays & slice.class_bits != 0
+                            }) => {}
+                        Ok(Some(strays)) => free.push(Free::new(depth, strays)),
                         Err(e) => break Err(e),
+                    }
+                    if node.end as usize - i > FREE_MIN_NODES {
+                        match walker.lifespan(slice_seqs, slice.max_chars) {
+                            Ok(n) => lasting |= n > 0,
+                            Err(e) => break Err(e),
+                        }
                     }
                 }
                 i += 1;
@@ -306,6 +349,25 @@ pub(super) fn analyze(
     *fuel = walker.inner.fuel;
     result?;
     Ok(Walked { allowed, pending, cuts: cuts.unwrap_or_default() })
+}
+
+/// A set on the walk's path that some characters of the slice keep alive
+/// for good: below it, the subtrees of strings of those characters are
+/// allowed whole while no other (a stray) is on the path since.
+struct Free {
+    /// The depth of its node.
+    depth: u32,
+    /// The other characters, as [`Slice::bytes`] marks them.
+    strays: u128,
+    /// The depth of the first stray byte on the path below it
+    /// (`u32::MAX`: none yet).
+    stray_at: u32,
+}
+
+impl Free {
+    fn new(depth: u32, strays: u128) -> Free {
+        Free { depth, strays, stray_at: u32::MAX }
+    }
 }
 
 /// Fewest nodes below a node of the vocabulary's trie for which an

@@ -54,6 +54,11 @@ pub(super) struct SetDfa {
     /// Per outer set and per open set: its [`SetDfa::strays`] for the
     /// string slice, once computed.
     pub(super) strays: [Vec<Option<u128>>; 2],
+    /// Per outer set and per open set: its lifespan
+    /// ([`SetWalker::lifespan`]), once computed.
+    ///
+    /// [`SetWalker::lifespan`]: super::walker::SetWalker::lifespan
+    pub(super) lifespans: [Vec<Option<u8>>; 2],
     /// Approximate heap bytes held.
     pub(super) bytes: usize,
     /// Scratch for the states after a byte ([`SetDfa::next`]).

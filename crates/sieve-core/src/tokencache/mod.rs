@@ -46,7 +46,11 @@
 //! that surely live are allowed by whole subtrees of the trie. Where a
 //! walk of the whole trie reaches a set that some characters lead back to
 //! (a key past the declared names, a pattern's `[^-]*`), the subtrees of
-//! tokens whose rest is made of them are allowed whole too. Where a walk of
+//! tokens whose rest is made of them are allowed whole too, while none of
+//! the others is on the path since; below a set that every string of a
+//! few characters keeps alive (its lifespan: a string that only some
+//! sequence kills, as a second match of exactly one of several unanchored
+//! patterns), the subtrees of tokens with no more left. Where a walk of
 //! the slice's other tokens reaches, past whole characters, a set that every
 //! character leads back to (a key past the declared names, once off their
 //! prefixes), the tokens below go where their tails do from that set: its
@@ -505,6 +509,28 @@ mod tests {
             let crate::constraint::Program::Grammar(g) = c.program() else { panic!("a schema compiles to a grammar") };
             assert!(g.stand_in_count() > 0);
             walk_matches_parser(&c, &vocab, 60, &mut seed, i % 4 == 3);
+        }
+    }
+
+    /// Masks inside strings that only some sequences of characters kill
+    /// (exactly one of two unanchored patterns: a string dies once it holds
+    /// both), where tokens short enough past the path surely live and the
+    /// walk allows their subtrees whole, equal taking each token on the
+    /// parser.
+    #[test]
+    fn strings_killed_by_sequences_match_the_parser() {
+        use crate::{Constraint, Vocabulary};
+        let tokens = [
+            &b"["[..], b"]", b",", b"\"", b"\",", b"\"]", b"a", b"b", b"c", b"x", b"xx", b"xxxx", b"xxxxxxxx", b"ab", b"ca", b"cab",
+            b"abx", b"xxab", b"xcxx", b"x\"", b"ab\"", b"ca\"]", b"cxxxxxxxa", b"xxxxxxxca", b"xxxxxxxxab", b"bxxxxxxxxxc", b"xaxbxc",
+            "é".as_bytes(), "éab".as_bytes(), "xxé".as_bytes(), b"\xc3", b"\xa9ab", b"a\\n", b"\\n",
+        ];
+        let vocab = std::sync::Arc::new(Vocabulary::from_token_bytes(tokens.iter().map(|b| Some(b.to_vec())).collect()));
+        let schema = serde_json::json!({"type": "array", "items": {"type": "string", "oneOf": [{"pattern": "ab"}, {"pattern": "ca"}]}});
+        let (c, _) = Constraint::json_schema(&schema, &Default::default()).unwrap();
+        let mut seed = 3u64;
+        for i in 0..60 {
+            walk_matches_parser(&c, &vocab, 40, &mut seed, i % 5 == 4);
         }
     }
 
