@@ -310,18 +310,28 @@ enum Tokens {
 /// as much as ORing a few words of a bitmask.
 const SPARSE_MAX: usize = 256;
 
+/// Words of a bitmask checked together for being empty (one vector OR).
+const ZERO_CHUNK: usize = 16;
+
 impl Tokens {
     /// The set of the tokens whose bits `bits` has.
     fn new(bits: Box<[u32]>) -> Tokens {
         let mut tokens = Vec::new();
-        for (i, &w) in bits.iter().enumerate().filter(|x| *x.1 != 0) {
-            let mut w = w;
-            while w != 0 {
-                if tokens.len() == SPARSE_MAX {
-                    return Tokens::Dense(bits);
+        // Most words of a sparse set are empty: they are skipped a chunk
+        // at a time.
+        for (c, chunk) in bits.chunks(ZERO_CHUNK).enumerate() {
+            if chunk.iter().fold(0, |a, &w| a | w) == 0 {
+                continue;
+            }
+            for (j, &w) in chunk.iter().enumerate() {
+                let mut w = w;
+                while w != 0 {
+                    if tokens.len() == SPARSE_MAX {
+                        return Tokens::Dense(bits);
+                    }
+                    tokens.push((c * ZERO_CHUNK + j) as u32 * 32 + w.trailing_zeros());
+                    w &= w - 1;
                 }
-                tokens.push(i as u32 * 32 + w.trailing_zeros());
-                w &= w - 1;
             }
         }
         Tokens::Sparse(tokens.into_boxed_slice())
