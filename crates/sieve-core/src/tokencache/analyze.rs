@@ -310,6 +310,12 @@ pub(super) fn analyze(
                 // `f` ends a character.)
                 if full && node.end as usize - i > 1 {
                     let strays = if node.end as usize - i > FREE_MIN_NODES { walker.strays(slice_seqs).map(Some) } else { Ok(walker.known_strays()) };
+                    // A set that some characters keep alive for good and
+                    // others (strays) may kill, after a few: its lifespan
+                    // allows the subtrees short enough (elsewhere it is
+                    // not worth its exploration: a string of bounded length
+                    // lives as long as its bound, or dies at once).
+                    let some_stray = matches!(strays, Ok(Some(s)) if s != 0 && s != u128::MAX);
                     match strays {
                         Ok(None | Some(u128::MAX)) => {}
                         // One above with fewer strays, and none on the path
@@ -321,7 +327,7 @@ pub(super) fn analyze(
                         Ok(Some(strays)) => free.push(Free::new(depth, strays)),
                         Err(e) => break Err(e),
                     }
-                    if node.end as usize - i > FREE_MIN_NODES {
+                    if some_stray && node.end as usize - i > FREE_MIN_NODES {
                         match walker.lifespan(slice_seqs, slice.max_chars) {
                             Ok(n) => lasting |= n > 0,
                             Err(e) => break Err(e),
