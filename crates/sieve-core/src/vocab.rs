@@ -26,6 +26,10 @@ pub struct Vocabulary {
     /// Built with the trie (vocabulary preparation), not by the first
     /// grammar mask, which would take milliseconds longer.
     string_slice: Slice,
+    /// The tokens of more than [`Slice::SHORT`] bytes, longest first, with
+    /// their lengths: the few a set of tokens of at most some length leaves
+    /// out.
+    longest: Box<[(u32, u32)]>,
 }
 
 /// How the vocabulary strings of a tokenizer.json encode bytes.
@@ -101,7 +105,13 @@ impl Vocabulary {
         let trie = TokenTrie::new(&tokens);
         let width = tokens.len();
         let string_slice = Slice::string_body(&tokens, &trie);
-        Vocabulary { tokens, eos, width, trie, string_slice }
+        let mut longest: Vec<(u32, u32)> = (0u32..)
+            .zip(&tokens)
+            .filter_map(|(t, b)| b.as_ref().map(|b| (b.len() as u32, t)))
+            .filter(|&(n, _)| n as usize > Slice::SHORT)
+            .collect();
+        longest.sort_unstable_by(|a, b| b.cmp(a));
+        Vocabulary { tokens, eos, width, trie, string_slice, longest: longest.into_boxed_slice() }
     }
 
     /// Sets the end-of-sequence ids (one or several; may be empty).
@@ -147,6 +157,13 @@ impl Vocabulary {
     /// The bytes token `id` writes, or `None` for special, unknown and padding ids.
     pub fn token_bytes(&self, id: u32) -> Option<&[u8]> {
         self.tokens.get(id as usize).and_then(|t| t.as_deref())
+    }
+
+    /// The tokens of more than `bytes` bytes, longest first; `bytes` is at
+    /// least [`Slice::SHORT`] (the tokens up to it are not listed).
+    pub(crate) fn longer_than(&self, bytes: u32) -> impl Iterator<Item = u32> + '_ {
+        debug_assert!(bytes as usize >= Slice::SHORT);
+        self.longest.iter().take_while(move |x| x.0 > bytes).map(|x| x.1)
     }
 
     /// The end-of-sequence ids.

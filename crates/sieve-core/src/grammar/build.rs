@@ -75,9 +75,10 @@ pub(super) struct Builder<'a> {
     /// The entries of the alternatives being compiled, innermost last
     /// (each alternation takes its own off when it ends).
     entries: Vec<u32>,
-    /// Automaton states that compile alike with their twin
-    /// ([`gbnf::State::twin`]): `(state, twin, characters)`, each state
-    /// its epsilon state.
+    /// States that compile alike with their twin for strings of at most
+    /// some bytes: `(state, twin, bytes)`, each state its epsilon state.
+    /// An automaton's ([`gbnf::State::twin`], characters: no fewer bytes)
+    /// and a repetition's copies (see [`Builder::copies`]).
     twins: Vec<(u32, u32, u32)>,
     max_states: usize,
 }
@@ -225,7 +226,17 @@ impl Grammar {
         let mut stand_ins = FastMap::default();
         for &(x, y, chars) in &b.twins {
             let ((from, end), (twin_from, twin_end)) = (closure(x, &mut succ), closure(y, &mut succ));
-            if end - from != twin_end - twin_from {
+            let (mine, theirs) = (&succ[from as usize..end as usize], &succ[twin_from as usize..twin_end as usize]);
+            // (Each pair does the same on each byte: a guard on the builder's
+            // order, which makes them so.)
+            let alike = |s: u32, t: u32| match (core[s as usize].kind, core[t as usize].kind) {
+                (Kind::Ranges { first: a, end: b, .. }, Kind::Ranges { first: c, end: d, .. }) => {
+                    let span = |x: u32, y: u32| alts[x as usize..y as usize].iter().map(|r| (r.0, r.1));
+                    span(a, b).eq(span(c, d))
+                }
+                (k, l) => k == l,
+            };
+            if mine.len() != theirs.len() || mine.iter().zip(theirs).any(|(&s, &t)| !alike(s, t)) {
                 continue;
             }
             for (&s, &t) in succ[from as usize..end as usize].iter().zip(&succ[twin_from as usize..twin_end as usize]) {
@@ -336,6 +347,10 @@ impl<'a> Builder<'a> {
     /// a state with epsilon moves to it and to `next`, and their entries are
     /// pushed on `chain`.
     ///
+    /// A copy with fewer copies left has the first (or, in a chain, the
+    /// one with the most left) as its twin, for the strings too short to
+    /// reach past the copies it has left.
+    ///
     /// Copies are alike but for their continuation, so a copy whose states
     /// lead only among themselves, to its continuation and to `next` is
     /// compiled once and then replicated, renumbered. Replicas share no
@@ -344,6 +359,10 @@ impl<'a> Builder<'a> {
     fn copies(&mut self, e: u32, count: u32, mut tail: u32, next: u32, mut chain: Option<&mut Vec<u32>>) -> Result<u32, CompileError> {
         let optional = chain.is_some();
         let mut template = None;
+        // The entries of required copies: the one with `r` copies left
+        // takes every string of fewer than `r` bytes as the first one
+        // (with `count` left) does where no copy is empty: it ends none.
+        let mut required = Vec::new();
         for i in 0..count {
             tail = match template {
                 Some(t) => self.replicate(t, tail)?,
@@ -364,8 +383,14 @@ impl<'a> Builder<'a> {
                     entry
                 }
             };
-            if let Some(chain) = chain.as_deref_mut() {
-                chain.push(tail);
+            match chain.as_deref_mut() {
+                Some(chain) => chain.push(tail),
+                None => required.push(tail),
+            }
+        }
+        if count > 2 && !self.facts.nullable(self.p, e) {
+            for (left, &entry) in (1u32..).zip(&required).skip(1).take(count as usize - 2) {
+                self.twins.push((entry, tail, left - 1));
             }
         }
         Ok(tail)
@@ -425,8 +450,17 @@ impl<'a> Builder<'a> {
         let key = (self.p.expr(e), next);
         let mut chain = self.chains.remove(&key).unwrap_or_else(|| vec![next]);
         if chain.len() <= count as usize {
-            let (more, last) = (count + 1 - chain.len() as u32, chain[chain.len() - 1]);
+            let (more, last, built) = (count + 1 - chain.len() as u32, chain[chain.len() - 1], chain.len());
             self.copies(e, more, last, next, Some(&mut chain))?;
+            // The step with `c` copies left takes every string of at most
+            // `c` bytes as the top one does where no copy is empty: a
+            // string of bounded length stands in for its highest count.
+            if !self.facts.nullable(self.p, e) {
+                let top = chain[count as usize];
+                for (c, &entry) in chain.iter().enumerate().take(count as usize).skip(built.max(1) - 1).filter(|x| x.0 > 0) {
+                    self.twins.push((entry, top, c as u32));
+                }
+            }
         }
         let entry = chain[count as usize];
         self.chains.insert(key, chain);

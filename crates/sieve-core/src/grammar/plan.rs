@@ -207,6 +207,11 @@ impl Facts {
         self.expr(p, e).0
     }
 
+    /// Whether `e` derives the empty string (its rules' facts final).
+    pub(super) fn nullable(&mut self, p: &gbnf::Rules, e: u32) -> bool {
+        self.expr(p, e).1
+    }
+
     /// Whether automaton `states[first..end]` is productive and nullable;
     /// its states' [`Facts::live`] flags on the way.
     fn automaton(&mut self, p: &gbnf::Rules, first: u32, end: u32) -> (bool, bool) {

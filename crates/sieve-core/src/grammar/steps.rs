@@ -172,7 +172,8 @@ impl Grammar {
     }
 
     /// `states` with each state replaced by the one that stands in for it
-    /// for at least `bytes` bytes (see [`gbnf::State::twin`]), sorted and
+    /// for at least `bytes` bytes (an automaton's twin, see
+    /// [`gbnf::State::twin`], or a repetition's copy with more left), sorted and
     /// without repeats; `None` when none is. Every string of at most
     /// `bytes` bytes leaves the two groups both alive or both dead, and
     /// ends the rule after it in both or neither: a token cache that only
