@@ -424,9 +424,20 @@ impl Language for Tagged {
 /// text with two tools whose argument schemas overlap, a tag required first
 /// and alone, triggers that end together (`b` ends `ab`) and a multi-byte
 /// one; walks follow outputs that reach the triggers, split across tokens
-/// however the vocabulary splits them.
+/// however the vocabulary splits them. In two halves: in the browser a test
+/// holds the page until it ends, and the page must answer within 30 s.
 #[test]
 fn structural_tags_equal_the_oracle() {
+    structural_tag_cases_equal_the_oracle(0..2);
+}
+
+/// The other half of [`structural_tags_equal_the_oracle`].
+#[test]
+fn more_structural_tags_equal_the_oracle() {
+    structural_tag_cases_equal_the_oracle(2..5);
+}
+
+fn structural_tag_cases_equal_the_oracle(which: std::ops::Range<usize>) {
     use sieve_core::json_schema::{JsonSchemaOptions, Whitespace};
     use sieve_core::{ConstraintSource, Limits, StructuralTag, Tag, TagContent};
     let compact = JsonSchemaOptions {
@@ -475,7 +486,8 @@ fn structural_tags_equal_the_oracle() {
             plans: vec!["cabX12;b(no) é→[abc] a b(yes)".into(), "abX7;abX8;".into(), "aab(yes)".into()],
         },
     ];
-    for (i, case) in cases.iter().enumerate() {
+    assert!(which.end <= cases.len());
+    for (i, case) in cases.iter().enumerate().filter(|(i, _)| which.contains(i)) {
         let tag = StructuralTag {
             tags: case.tags.iter().map(|(b, c, _, e)| Tag { begin: b.to_string(), content: c.clone(), end: e.to_string() }).collect(),
             triggers: case.triggers.iter().map(|t| t.to_string()).collect(),
