@@ -239,7 +239,7 @@ impl Grammar {
             if mine.len() != theirs.len() || mine.iter().zip(theirs).any(|(&s, &t)| !alike(s, t)) {
                 continue;
             }
-            for (&s, &t) in mine.iter().zip(theirs) {
+            for (&s, &t) in succ[from as usize..end as usize].iter().zip(&succ[twin_from as usize..twin_end as usize]) {
                 if s != t {
                     stand_ins.entry(s).or_insert((t, chars));
                 }
@@ -389,9 +389,8 @@ impl<'a> Builder<'a> {
             }
         }
         if count > 2 && !self.facts.nullable(self.p, e) {
-            // `required[i]` has `i + 1` copies left; the last is the first.
-            for (i, &entry) in required.iter().enumerate().take(required.len() - 1).skip(1) {
-                self.twins.push((entry, tail, i as u32));
+            for (left, &entry) in (1u32..).zip(&required).skip(1).take(count as usize - 2) {
+                self.twins.push((entry, tail, left - 1));
             }
         }
         Ok(tail)
@@ -457,8 +456,8 @@ impl<'a> Builder<'a> {
             // `c` bytes as the top one does where no copy is empty: a
             // string of bounded length stands in for its highest count.
             if !self.facts.nullable(self.p, e) {
-                let (top, from) = (chain[count as usize], (built - 1).max(1));
-                for (c, &entry) in (from..).zip(&chain[from..count as usize]) {
+                let top = chain[count as usize];
+                for (c, &entry) in chain.iter().enumerate().take(count as usize).skip(built.max(1) - 1).filter(|x| x.0 > 0) {
                     self.twins.push((entry, top, c as u32));
                 }
             }
