@@ -195,13 +195,16 @@ fn partition(sets: &[CharSet]) -> Vec<CharSet> {
 
 impl Dfa {
     /// The DFA of several expressions at once (at most 64), each tagged.
-    pub fn tagged(exprs: &[Re], max_states: usize) -> Result<Dfa, TooLarge> {
+    /// `required`: the expressions (bits) that every string to be accepted
+    /// matches; a state from which one of them can no longer match is left
+    /// out (an intersection explores only what all its parts allow).
+    pub fn tagged(exprs: &[Re], required: u64, max_states: usize) -> Result<Dfa, TooLarge> {
         if exprs.len() > 64 {
             return Err(TooLarge);
         }
         match Dfa::trie(exprs, max_states) {
             Some(dfa) => dfa,
-            None => Dfa::subsets(exprs, max_states, usize::MAX),
+            None => Dfa::subsets(exprs, required, max_states, usize::MAX),
         }
     }
 
@@ -212,7 +215,7 @@ impl Dfa {
     /// carries a partial match of each: the construction's work grows with
     /// the words times the states, seconds for 500 words).
     pub fn search(expr: &Re, max_states: usize) -> Result<Dfa, TooLarge> {
-        Dfa::subsets(std::slice::from_ref(expr), max_states, MAX_SEARCH_SET)
+        Dfa::subsets(std::slice::from_ref(expr), 1, max_states, MAX_SEARCH_SET)
     }
 
     /// [`Dfa::tagged`] of literal strings and "any string" (the declared
@@ -411,9 +414,12 @@ impl Dfa {
     }
 
     /// [`Dfa::tagged`] by the subset construction over a Thompson automaton.
-    fn subsets(exprs: &[Re], max_states: usize, max_set: usize) -> Result<Dfa, TooLarge> {
+    fn subsets(exprs: &[Re], required: u64, max_states: usize, max_set: usize) -> Result<Dfa, TooLarge> {
         let mut nfa = Nfa { eps: Vec::new(), edges: Vec::new(), sets: Vec::new(), tag: Vec::new(), max_states: max_states * 8 };
         let start = nfa.state()?;
+        // Each expression's states are a run of their own: `ends[i]` is
+        // the first state past expression `i`'s.
+        let mut ends = Vec::with_capacity(exprs.len());
         for (i, e) in exprs.iter().enumerate() {
             let s = nfa.state()?;
             nfa.eps.push((start, s));
@@ -421,7 +427,11 @@ impl Dfa {
             let t = nfa.state()?;
             nfa.eps.push((end, t));
             nfa.tag[t] = Some(i as u8);
+            ends.push(t + 1);
         }
+        // The expressions a set of states can still match (none leads from
+        // one expression's states into another's).
+        let matchable = |set: &[usize]| set.iter().filter(|&&s| s != start).fold(0u64, |acc, &s| acc | 1 << ends.partition_point(|&e| e <= s));
         let eps = Moves::new(nfa.tag.len(), &nfa.eps);
         let edges = Moves::new(nfa.tag.len(), &nfa.edges);
         let classes = partition(&nfa.sets);
@@ -500,6 +510,7 @@ impl Dfa {
                         closure(&eps, &mut next, &mut on);
                         let id = match ids.get(&next) {
                             Some(&id) => id,
+                            None if required & !matchable(&next) != 0 => DEAD,
                             None => {
                                 if order.len() >= max_states {
                                     return Err(TooLarge);
@@ -1007,7 +1018,7 @@ mod tests {
     fn signatures_split_overlapping_patterns() {
         let a = parse_pattern("^a").unwrap();
         let b = parse_pattern("b$").unwrap();
-        let d = Dfa::tagged(&[a, b], 100).unwrap();
+        let d = Dfa::tagged(&[a, b], 0, 100).unwrap();
         let sigs = d.signatures();
         assert!(sigs.contains(&0b11) && sigs.contains(&0b01) && sigs.contains(&0b10) && sigs.contains(&0));
     }
@@ -1036,7 +1047,7 @@ mod tests {
     /// same strings.
     #[test]
     fn written_automata_are_minimal() {
-        let d = Dfa::tagged(&[parse_pattern("^((a|b)[ab])*[ab]?$").unwrap()], 100).unwrap();
+        let d = Dfa::tagged(&[parse_pattern("^((a|b)[ab])*[ab]?$").unwrap()], 0, 100).unwrap();
         let mut rules = Writer::default();
         let root = d.emit(&|t| t == 1, 0, None, &mut rules, 1000).unwrap().unwrap();
         let grammar = rules.quoted_text(root);
@@ -1055,7 +1066,7 @@ mod tests {
         let mut rules = Writer::default();
         let mut roots = Vec::new();
         for p in ["^x(ab)*$", "^y(ab)*$", "^x(ab)*$"] {
-            let d = Dfa::tagged(&[parse_pattern(p).unwrap()], 100).unwrap();
+            let d = Dfa::tagged(&[parse_pattern(p).unwrap()], 0, 100).unwrap();
             roots.push(d.emit(&|t| t == 1, 0, None, &mut rules, 1000).unwrap().unwrap());
         }
         assert_eq!(roots[0], roots[2]);
@@ -1090,7 +1101,7 @@ mod tests {
                 exprs.extend(words);
             }
             let trie = Dfa::trie(&exprs, 1000).unwrap().unwrap();
-            let subsets = Dfa::subsets(&exprs, 1000, usize::MAX).unwrap();
+            let subsets = Dfa::subsets(&exprs, 0, 1000, usize::MAX).unwrap();
             proptest::prop_assert_eq!(trie.signatures(), subsets.signatures());
             for sig in subsets.signatures() {
                 let written = [&trie, &subsets].map(|d| {
@@ -1103,6 +1114,52 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        /// An intersection built with its parts required leaves out the
+        /// states where a part can no longer match, and takes the same
+        /// strings (every string of up to five of `a`, `b`, `c`) as the
+        /// whole construction, whatever its length bounds.
+        #[test]
+        fn required_parts_prune_intersections(
+            picks in proptest::collection::vec(0..8usize, 1..4),
+            min in 0..3u64,
+            max in proptest::option::of(2..6u64),
+        ) {
+            const PARTS: [&str; 8] = ["^....$", "ab", "b", "^[ab]*$", "a.*c", "^a", "c$", "^(ab|c)+$"];
+            let exprs: Vec<Re> = picks.iter().map(|&i| parse_pattern(PARTS[i]).unwrap()).collect();
+            let all = (1u64 << exprs.len()) - 1;
+            let [whole, pruned] = [0, all].map(|required| Dfa::subsets(&exprs, required, 1000, usize::MAX).unwrap());
+            proptest::prop_assert!(pruned.tags.len() <= whole.tags.len());
+            let [a, b] = [&whole, &pruned].map(|d| {
+                let mut rules = Writer::default();
+                d.emit(&|t| t == all, min, max, &mut rules, 100_000).unwrap().map(|root| crate::Constraint::gbnf(&rules.quoted_text(root)).unwrap())
+            });
+            proptest::prop_assert_eq!(a.is_some(), b.is_some());
+            let (Some(a), Some(b)) = (a, b) else { return Ok(()) };
+            let mut strings = vec![String::new()];
+            for len in 0..5 {
+                let longer: Vec<String> = strings.iter().filter(|s| s.len() == len).flat_map(|s| ["a", "b", "c"].map(|c| format!("{s}{c}"))).collect();
+                strings.extend(longer);
+            }
+            for s in strings {
+                let quoted = format!("\"{s}\"");
+                proptest::prop_assert_eq!(a.matches(quoted.as_bytes()).unwrap(), b.matches(quoted.as_bytes()).unwrap(), "{:?}", s);
+            }
+        }
+    }
+
+    /// Four characters holding `ab`: past four characters the search goes
+    /// on alone, and the intersection has no state there.
+    #[test]
+    fn intersections_stop_where_a_part_dies() {
+        let exprs = [parse_pattern("^....$").unwrap(), parse_pattern("ab").unwrap()];
+        let [whole, pruned] = [0, 3].map(|required| Dfa::tagged(&exprs, required, 1000).unwrap());
+        let after = |d: &Dfa, s: &str| s.chars().try_fold(0, |at, c| Some(d.next(at, c as u32)).filter(|&t| t != DEAD).map(|t| t as usize));
+        assert!(after(&pruned, "xabx").is_some() && after(&pruned, "xabxy").is_none());
+        assert!(after(&whole, "xabxy").is_some());
+        assert!(pruned.tags.len() < whole.tags.len());
+    }
+
     /// A key automaton (any string but the declared names) written twice:
     /// it takes every short string over the names' characters (`/` with
     /// its two spellings, `"` escaped, a non-ASCII one) exactly when it is
@@ -1112,7 +1169,7 @@ mod tests {
         let names = ["ab", "c/b", "ab\u{e9}", "c\"a"];
         let mut exprs = vec![Re::any_string()];
         exprs.extend(names.iter().map(|n| literal(n)));
-        let d = Dfa::tagged(&exprs, 100).unwrap();
+        let d = Dfa::tagged(&exprs, 0, 100).unwrap();
         let other = |tags: u64| tags == 1;
         let mut rules = Writer::default();
         let first = d.emit(&other, 0, None, &mut rules, 1000).unwrap().unwrap();

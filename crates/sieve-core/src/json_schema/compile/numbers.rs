@@ -54,7 +54,7 @@ impl<'a> Compiler<'a> {
             let Some(range) = number::range(lo.as_ref(), hi.as_ref(), Numbers::Real) else { return Ok(None) };
             let frac = regex::parse_pattern("^-?(0|[1-9][0-9]*)\\.[0-9]*[1-9][0-9]*$").map_err(|e| invalid("type", ptr, &e.to_string()))?;
             let max_states = self.limits.max_dfa_states;
-            let built = Dfa::tagged(&[range, frac], max_states)
+            let built = Dfa::tagged(&[range, frac], 3, max_states)
                 .and_then(|d| d.emit(&|t| t & 3 == 3, 0, None, &mut self.rules, max_states));
             return match built {
                 Ok(Some(body)) => Ok(Some(self.add("number", body)?)),
@@ -133,7 +133,7 @@ impl<'a> Compiler<'a> {
         let max_states = self.limits.max_dfa_states;
         let built = modulus
             .ok_or(TooLarge)
-            .and_then(|l| Dfa::tagged(&[range], max_states).and_then(|d| d.emit_remainders(l, &accept, &mut self.rules, max_states)));
+            .and_then(|l| Dfa::tagged(&[range], 1, max_states).and_then(|d| d.emit_remainders(l, &accept, &mut self.rules, max_states)));
         match built {
             Ok(Some(body)) => Ok(Some(Some(self.add("multiple", body)?))),
             Ok(None) => Ok(Some(None)),

@@ -410,7 +410,7 @@ impl<'a> Compiler<'a> {
         // those states, and the limit bounds what the patterns add to them.
         let max_states = self.limits.max_dfa_states + known.iter().map(|k| k.len() + 1).sum::<usize>();
         let names_keyword = if patterns.is_empty() { "properties" } else { "patternProperties" };
-        let dfa = match Dfa::tagged(&exprs, max_states) {
+        let dfa = match Dfa::tagged(&exprs, 0, max_states) {
             Ok(d) => d,
             Err(TooLarge) => {
                 self.unsupported(names_keyword, ptr, "property name patterns exceed max_dfa_states")?;

@@ -82,7 +82,7 @@ impl<'a> Compiler<'a> {
         // with the length counts is written into the grammar, and bounded
         // as the grammar's states are. Each error names the limit it met.
         let max_states = self.limits.max_dfa_states;
-        let dfa = if single.is_some() { Dfa::search(&exprs[0], max_states) } else { Dfa::tagged(&exprs, max_states) };
+        let dfa = if single.is_some() { Dfa::search(&exprs[0], max_states) } else { Dfa::tagged(&exprs, all, max_states) };
         let accept = |t: u64| t & all == all && t & forbid == 0;
         let built = match dfa {
             Ok(d) => d.emit(&accept, min_len, max_len, &mut self.rules, self.limits.max_grammar_states).map_err(|_| "max_grammar_states"),
