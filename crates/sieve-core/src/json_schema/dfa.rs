@@ -575,8 +575,6 @@ impl Dfa {
                 None => Some((k + 1).min(cap)),
             }
         };
-        // Live states: those that reach an accepting one (searched backwards
-        // from the accepting ones).
         let mut preds: Vec<Vec<usize>> = vec![Vec::new(); n];
         for s in 0..n {
             for (_, _, t) in self.moves(s) {
@@ -585,25 +583,47 @@ impl Dfa {
                 }
             }
         }
-        let mut live = vec![false; total];
-        let mut queue = Vec::new();
         // Whether each pattern state's tags accept.
         let ends: Vec<bool> = self.tags.iter().map(|&t| accept(t)).collect();
-        for s in (0..n).filter(|&s| ends[s]) {
-            for k in min.min(cap + 1)..=cap {
-                live[idx(s, k)] = true;
-                queue.push((s, k));
+        // The pattern states' own successors, the same at every count.
+        let mut pattern = Successors::default();
+        pattern.reset(n);
+        for s in 0..n {
+            for (from, end, t) in self.moves(s).filter(|m| m.2 != DEAD) {
+                pattern.add(t as usize, self.span(from, end));
             }
+            pattern.close(s);
         }
-        while let Some((t, k2)) = queue.pop() {
-            // The counts that step to `k2`: one less, or the cap itself.
-            for k in [k2.checked_sub(1), Some(k2)].into_iter().flatten().filter(|&k| step(k) == Some(k2)) {
-                for &s in &preds[t] {
-                    if !live[idx(s, k)] {
-                        live[idx(s, k)] = true;
-                        queue.push((s, k));
-                    }
+        // A count that can no longer bind: from pattern state `s`, every
+        // string to acceptance fits the bounds at each count in
+        // `free[s].0..=free[s].1`, where `(s, k)` takes the strings that
+        // `(s, free[s].1)` takes (the top one, or the cap's where `max` is
+        // unbounded): such states are written once (an email's domain,
+        // bounded, past the counts that near `max`).
+        let shortest = self.shortest(&ends, &preds);
+        let longest = self.longest(&shortest, &pattern);
+        let free: Vec<(u64, u64)> = (0..n)
+            .map(|s| {
+                let lo = min.saturating_sub(shortest[s]);
+                match max {
+                    _ if shortest[s] == u64::MAX => (1, 0),
+                    None => (lo, cap),
+                    Some(m) => m.checked_sub(longest[s]).map_or((1, 0), |hi| (lo, hi)),
                 }
+            })
+            .collect();
+        let is_free = |s: usize, k: u64| k < cap && free[s].0 <= k && k <= free[s].1;
+        let canon = |s: usize, k: u64| if is_free(s, k) { idx(s, free[s].1) } else { idx(s, k) };
+        // Live states: those that reach an accepting one, layer by layer from
+        // the cap's (where `max` is unbounded, the pattern's states that reach
+        // one; where bounded, the accepting ones).
+        let mut live = vec![false; total];
+        for s in 0..n {
+            live[idx(s, cap)] = if max.is_some() { ends[s] && cap >= min } else { shortest[s] != u64::MAX };
+        }
+        for k in (0..cap).rev() {
+            for s in 0..n {
+                live[idx(s, k)] = is_free(s, k) || (ends[s] && k >= min) || pattern.of(s).iter().any(|g| live[idx(g.0, k + 1)]);
             }
         }
         if !live[idx(0, 0)] {
@@ -624,15 +644,6 @@ impl Dfa {
         // A product state's live successors (their representatives), grouped
         // by target, each with its characters: `succ.of(v)`.
         let mut succ = Successors::default();
-        // The pattern states' own successors, the same at every count.
-        let mut pattern = Successors::default();
-        pattern.reset(n);
-        for s in 0..n {
-            for (from, end, t) in self.moves(s).filter(|m| m.2 != DEAD) {
-                pattern.add(t as usize, self.span(from, end));
-            }
-            pattern.close(s);
-        }
         let successors = |v: usize, rep: &[usize], succ: &mut Successors| {
             let Some(k2) = step((v / n) as u64) else { return };
             for &(t, a, b) in pattern.of(v % n) {
@@ -646,14 +657,14 @@ impl Dfa {
         // the cap it steps within the cap where `max` is unbounded (the
         // patterns' automaton, cycles and all) and nowhere where it is
         // bounded. The states the root reaches, layer by layer:
-        let root = idx(0, 0);
+        let root = canon(0, 0);
         let mut reached = vec![false; total];
         reached[root] = true;
         for k in 0..cap {
             for s in 0..n {
                 if reached[idx(s, k)] {
                     for &(t, _, _) in pattern.of(s) {
-                        reached[idx(t, k + 1)] |= live[idx(t, k + 1)];
+                        reached[canon(t, k + 1)] |= live[idx(t, k + 1)];
                     }
                 }
             }
@@ -740,10 +751,10 @@ impl Dfa {
                     }
                     let ranges = &pattern.ranges[a as usize..b as usize];
                     if let Some(c) = *char.get_or_insert_with(|| rules.json_char(ranges)) {
-                        written.edges.push((c, index[rep[w]]));
+                        written.edges.push((c, index[rep[canon(t, k + 1)]]));
                     }
                 }
-                index[idx(s, k)] = written.state(accepts(idx(s, k)), at);
+                index[idx(s, k)] = written.state(k >= min && ends[s], at);
             }
         }
         let Written { mut states, mut edges, .. } = written;
@@ -757,7 +768,12 @@ impl Dfa {
         let twins = match max {
             Some(max) => {
                 let state = |v: usize| (index[rep[v]] != u32::MAX).then(|| swap(index[rep[v]]));
-                self.twins(accept, min, max, &preds, |s, k| state(idx(s, k)).filter(|_| live[idx(s, k)]), states.len())
+                // A free count's state is its first free count's.
+                let state = |s: usize, k: u64| match is_free(s, k) && k > free[s].0.max(min) {
+                    true => None,
+                    false => state(canon(s, k)).filter(|_| live[idx(s, k)]),
+                };
+                self.twins(min, max, &shortest, state, states.len())
             }
             None => Vec::new(),
         };
@@ -771,29 +787,10 @@ impl Dfa {
     /// alike as long as the one with the higher count does not near the
     /// bound: for strings of at most `max - k - far` characters, where
     /// `far` is the longest of the shortest ways to acceptance. The twin
-    /// of each is the one with the lowest count written.
-    fn twins(
-        &self,
-        accept: &dyn Fn(u64) -> bool,
-        min: u64,
-        max: u64,
-        preds: &[Vec<usize>],
-        state: impl Fn(usize, u64) -> Option<u32>,
-        count: usize,
-    ) -> Vec<Option<(u32, u32)>> {
+    /// of each is the one with the lowest count written (`dist`: per
+    /// pattern state, [`Dfa::shortest`]).
+    fn twins(&self, min: u64, max: u64, dist: &[u64], state: impl Fn(usize, u64) -> Option<u32>, count: usize) -> Vec<Option<(u32, u32)>> {
         let n = self.tags.len();
-        // Characters from each pattern state to acceptance, fewest.
-        let mut dist = vec![u64::MAX; n];
-        let mut queue: std::collections::VecDeque<usize> = (0..n).filter(|&s| accept(self.tags[s])).collect();
-        queue.iter().for_each(|&s| dist[s] = 0);
-        while let Some(t) = queue.pop_front() {
-            for &s in &preds[t] {
-                if dist[s] == u64::MAX {
-                    dist[s] = dist[t] + 1;
-                    queue.push_back(s);
-                }
-            }
-        }
         let far = dist.iter().copied().filter(|&d| d != u64::MAX).max().unwrap_or(0);
         let mut twins = vec![None; count];
         let mut lowest = vec![None; n];
@@ -814,6 +811,44 @@ impl Dfa {
         let has: Vec<bool> = twins.iter().map(Option::is_some).collect();
         twins.iter_mut().filter(|t| t.is_some_and(|(t, _)| has[t as usize])).for_each(|t| *t = None);
         twins
+    }
+}
+
+impl Dfa {
+    /// Per state, the fewest characters to an accepting one (`ends`), or
+    /// `u64::MAX` where none is reached (`preds`: each state's predecessors).
+    fn shortest(&self, ends: &[bool], preds: &[Vec<usize>]) -> Vec<u64> {
+        let mut dist = vec![u64::MAX; self.tags.len()];
+        let mut queue: std::collections::VecDeque<usize> = (0..dist.len()).filter(|&s| ends[s]).collect();
+        queue.iter().for_each(|&s| dist[s] = 0);
+        while let Some(t) = queue.pop_front() {
+            for &s in &preds[t] {
+                if dist[s] == u64::MAX {
+                    dist[s] = dist[t] + 1;
+                    queue.push_back(s);
+                }
+            }
+        }
+        dist
+    }
+
+    /// Per state that reaches an accepting one (`shortest` finite), the
+    /// most characters to one: `u64::MAX` where a cycle is on the way.
+    fn longest(&self, shortest: &[u64], pattern: &Successors) -> Vec<u64> {
+        let n = self.tags.len();
+        let on_way = |v: usize| pattern.of(v).iter().map(|g| g.0).filter(|&t| shortest[t] != u64::MAX);
+        let (comp, ncomp) = components(n, (0..n).filter(|&s| shortest[s] != u64::MAX), |v, i| on_way(v).nth(i));
+        let mut members = vec![Vec::new(); ncomp];
+        (0..n).filter(|&v| comp[v] != usize::MAX).for_each(|v| members[comp[v]].push(v));
+        let mut longest = vec![u64::MAX; n];
+        // Components complete successors first.
+        for states in &members {
+            let cyclic = states.len() > 1 || on_way(states[0]).any(|t| t == states[0]);
+            for &s in states.iter().filter(|_| !cyclic) {
+                longest[s] = on_way(s).map(|t| longest[t].saturating_add(1)).max().unwrap_or(0);
+            }
+        }
+        longest
     }
 }
 
@@ -1144,6 +1179,37 @@ mod tests {
             for s in strings {
                 let quoted = format!("\"{s}\"");
                 proptest::prop_assert_eq!(a.matches(quoted.as_bytes()).unwrap(), b.matches(quoted.as_bytes()).unwrap(), "{:?}", s);
+            }
+        }
+    }
+
+    proptest::proptest! {
+        /// A pattern within length bounds takes exactly the strings the
+        /// pattern's automaton accepts that have a length in bounds (every
+        /// string of up to six of `a`, `b`, `c`): counts where a bounded
+        /// tail cannot reach the bound are written once, the others per count.
+        #[test]
+        fn counted_automata_take_the_strings_in_bounds(
+            pick in 0..8usize,
+            min in 0..4u64,
+            max in proptest::option::of(0..7u64),
+        ) {
+            const PATTERNS: [&str; 8] = ["^a*b[ac]{0,2}$", "ab", "^[ab]{1,3}c?$", "^(a|bc)*c?[ab]{0,3}$", "^c.{0,2}$", "^(ab|c)+$", "b[abc]{2}$", "^a?b?c?a?b?$"];
+            let d = Dfa::tagged(&[parse_pattern(PATTERNS[pick]).unwrap()], 1, 1000).unwrap();
+            let mut rules = Writer::default();
+            let written = d.emit(&|t| t == 1, min, max, &mut rules, 100_000).unwrap();
+            let c = written.map(|root| crate::Constraint::gbnf(&rules.quoted_text(root)).unwrap());
+            let mut strings = vec![String::new()];
+            for len in 0..6 {
+                let longer: Vec<String> = strings.iter().filter(|s| s.len() == len).flat_map(|s| ["a", "b", "c"].map(|c| format!("{s}{c}"))).collect();
+                strings.extend(longer);
+            }
+            for s in strings {
+                let end = s.chars().try_fold(0usize, |at, ch| Some(d.next(at, ch as u32)).filter(|&t| t != DEAD).map(|t| t as usize));
+                let len = s.len() as u64;
+                let want = end.is_some_and(|e| d.tags[e] == 1) && len >= min && max.is_none_or(|m| len <= m);
+                let got = c.as_ref().is_some_and(|c| c.matches(format!("\"{s}\"").as_bytes()).unwrap());
+                proptest::prop_assert_eq!(got, want, "{:?}", s);
             }
         }
     }
