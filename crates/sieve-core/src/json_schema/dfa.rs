@@ -1171,12 +1171,7 @@ mod tests {
             });
             proptest::prop_assert_eq!(a.is_some(), b.is_some());
             let (Some(a), Some(b)) = (a, b) else { return Ok(()) };
-            let mut strings = vec![String::new()];
-            for len in 0..5 {
-                let longer: Vec<String> = strings.iter().filter(|s| s.len() == len).flat_map(|s| ["a", "b", "c"].map(|c| format!("{s}{c}"))).collect();
-                strings.extend(longer);
-            }
-            for s in strings {
+            for s in strings_of_abc(5) {
                 let quoted = format!("\"{s}\"");
                 proptest::prop_assert_eq!(a.matches(quoted.as_bytes()).unwrap(), b.matches(quoted.as_bytes()).unwrap(), "{:?}", s);
             }
@@ -1199,12 +1194,7 @@ mod tests {
             let mut rules = Writer::default();
             let written = d.emit(&|t| t == 1, min, max, &mut rules, 100_000).unwrap();
             let c = written.map(|root| crate::Constraint::gbnf(&rules.quoted_text(root)).unwrap());
-            let mut strings = vec![String::new()];
-            for len in 0..6 {
-                let longer: Vec<String> = strings.iter().filter(|s| s.len() == len).flat_map(|s| ["a", "b", "c"].map(|c| format!("{s}{c}"))).collect();
-                strings.extend(longer);
-            }
-            for s in strings {
+            for s in strings_of_abc(6) {
                 let end = s.chars().try_fold(0usize, |at, ch| Some(d.next(at, ch as u32)).filter(|&t| t != DEAD).map(|t| t as usize));
                 let len = s.len() as u64;
                 let want = end.is_some_and(|e| d.tags[e] == 1) && len >= min && max.is_none_or(|m| len <= m);
@@ -1259,6 +1249,16 @@ mod tests {
         for (s, spelled) in strings {
             assert_eq!(key.matches(format!("\"{spelled}\"").as_bytes()).unwrap(), !names.contains(&s.as_str()), "{spelled:?}");
         }
+    }
+
+    /// Every string of `a`, `b` and `c` of at most `longest` characters.
+    fn strings_of_abc(longest: usize) -> Vec<String> {
+        let mut strings = vec![String::new()];
+        for len in 0..longest {
+            let longer: Vec<String> = strings.iter().filter(|s| s.len() == len).flat_map(|s| ["a", "b", "c"].map(|c| format!("{s}{c}"))).collect();
+            strings.extend(longer);
+        }
+        strings
     }
 
     fn literal(s: &str) -> Re {
