@@ -6,6 +6,8 @@
 //! embedded IPv4 part, host names longer than four labels), so no invalid
 //! string gets through and every kind of value stays writable.
 
+use std::sync::LazyLock;
+
 /// Formats the JSON Schema specification defines but that are not regular or
 /// not written here; they are an error in strict mode.
 pub const UNSUPPORTED: &[&str] =
@@ -82,7 +84,19 @@ fn email() -> String {
 
 /// The anchored pattern for a format, `None` when the format is not one
 /// written here (see [`UNSUPPORTED`]; other names are annotations only).
-pub fn pattern(format: &str) -> Option<String> {
+/// Written once per format.
+pub fn pattern(format: &str) -> Option<&'static str> {
+    static WRITTEN: LazyLock<Vec<(&str, String)>> = LazyLock::new(|| FORMATS.iter().filter_map(|&f| Some((f, write(f)?))).collect());
+    WRITTEN.iter().find(|w| w.0 == format).map(|w| w.1.as_str())
+}
+
+/// The formats [`pattern`] writes.
+const FORMATS: &[&str] = &[
+    "date", "time", "date-time", "duration", "email", "hostname", "ipv4", "ipv6", "uuid", "uri", "uri-reference", "json-pointer",
+    "relative-json-pointer",
+];
+
+fn write(format: &str) -> Option<String> {
     let body = match format {
         "date" => date(),
         "time" => time(),
@@ -118,13 +132,20 @@ mod tests {
     use super::*;
 
     fn check(format: &str, good: &[&str], bad: &[&str]) {
-        let re = parse_pattern(&pattern(format).unwrap()).unwrap();
+        let re = parse_pattern(pattern(format).unwrap()).unwrap();
         for s in good {
             assert!(re.matches(s), "{format} should accept {s}");
         }
         for s in bad {
             assert!(!re.matches(s), "{format} should reject {s}");
         }
+    }
+
+    /// Every listed format is written, and no other name is one.
+    #[test]
+    fn listed_formats_are_written() {
+        assert!(FORMATS.iter().all(|f| pattern(f).is_some_and(|p| p.starts_with('^'))));
+        assert_eq!(pattern("color"), None);
     }
 
     #[test]

@@ -87,6 +87,9 @@ fn strict_errors_name_keyword_and_pointer() {
     assert_eq!(e.keyword, "uniqueItems");
     assert_eq!(e.pointer, "/properties/a");
     assert!(matches!(e.kind, SchemaErrorKind::Unsupported(_)));
+    // A name with `~` and `/` is escaped in the pointer (RFC 6901).
+    let e = to_grammar(&json!({"properties": {"é~/x": {"uniqueItems": true}}}), &JsonSchemaOptions::default(), &Limits::default()).unwrap_err();
+    assert_eq!(e.pointer, "/properties/é~0~1x");
     let e = to_grammar(&json!({"pattern": "a(?=b)"}), &JsonSchemaOptions::default(), &Limits::default()).unwrap_err();
     assert_eq!(e.keyword, "pattern");
     assert!(e.to_string().contains("lookaround"));

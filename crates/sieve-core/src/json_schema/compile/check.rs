@@ -119,7 +119,7 @@ impl<'a> Compiler<'a> {
                             "maxLength" => Some(len <= kv.as_u64()?),
                             "pattern" => Some(self.pattern(kv.as_str()?).ok()?.matches(sv)),
                             _ => match format::pattern(kv.as_str()?) {
-                                Some(p) => Some(self.pattern(&p).ok()?.matches(sv)),
+                                Some(p) => Some(self.pattern(p).ok()?.matches(sv)),
                                 None if format::UNSUPPORTED.contains(&kv.as_str()?) => None,
                                 None => Some(true),
                             },

@@ -112,14 +112,23 @@ pub(super) fn is_constraint_keyword(k: &str) -> bool {
 /// `number` here only when `number` is absent).
 pub(super) fn effective_types(m: &Map<String, Value>) -> Vec<&'static str> {
     let mut types: Vec<&'static str> = match m.get("type") {
-        Some(t) => TYPES.iter().copied().filter(|x| type_list(t).iter().any(|y| y == x)).collect(),
+        Some(t) => TYPES.iter().copied().filter(|x| lists_type(t, x)).collect(),
         None => TYPES.to_vec(),
     };
-    let values = m.get("const").map(|c| vec![c.clone()]).or_else(|| m.get("enum").and_then(Value::as_array).cloned());
+    let values = m.get("const").map(std::slice::from_ref).or_else(|| m.get("enum").and_then(Value::as_array).map(Vec::as_slice));
     if let Some(vals) = values {
         types.retain(|t| vals.iter().any(|v| has_type(v, t)));
     }
     types
+}
+
+/// Whether the value of a `type` keyword names `name`.
+pub(super) fn lists_type(t: &Value, name: &str) -> bool {
+    match t {
+        Value::String(s) => s == name,
+        Value::Array(a) => a.iter().any(|x| x.as_str() == Some(name)),
+        _ => false,
+    }
 }
 
 pub(super) fn type_list(t: &Value) -> Vec<Value> {

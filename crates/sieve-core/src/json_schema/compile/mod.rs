@@ -88,7 +88,17 @@ fn invalid(keyword: &str, pointer: &str, msg: &str) -> SchemaError {
     err(keyword, pointer, SchemaErrorKind::Invalid(msg.to_string()))
 }
 fn child(ptr: &str, key: &str) -> String {
-    format!("{ptr}/{}", key.replace('~', "~0").replace('/', "~1"))
+    let mut out = String::with_capacity(ptr.len() + key.len() + 1);
+    out.push_str(ptr);
+    out.push('/');
+    for c in key.chars() {
+        match c {
+            '~' => out.push_str("~0"),
+            '/' => out.push_str("~1"),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// The translation state.

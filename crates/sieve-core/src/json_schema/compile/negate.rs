@@ -2,7 +2,7 @@
 //! share, and the exact negation of a flattened map as alternatives.
 
 use super::super::format;
-use super::keywords::{effective_types, is_annotation, json_eq, type_list};
+use super::keywords::{effective_types, is_annotation, json_eq, lists_type};
 use super::{CONTAINS, FRACTION, NOT_MULTIPLE, NOT_PATTERNS, NOT_STRINGS, PATTERNS, SOME_KEY, TYPES};
 use super::super::number::Dec;
 use serde_json::{Map, Value};
@@ -125,7 +125,7 @@ fn objects_disjoint(a: &Map<String, Value>, b: &Map<String, Value>) -> bool {
 pub(super) fn negate(nm: &Map<String, Value>, want: &[&'static str], int_only: bool, legacy: bool) -> Result<Vec<Value>, String> {
     use serde_json::json;
     let nm_types: Vec<&'static str> = match nm.get("type") {
-        Some(t) => TYPES.iter().copied().filter(|x| type_list(t).iter().any(|y| y == x)).collect(),
+        Some(t) => TYPES.iter().copied().filter(|x| lists_type(t, x)).collect(),
         None => TYPES.to_vec(),
     };
     let has = |k: &str| nm_types.iter().any(|t| kind_of(t) == k) && want.contains(&kind_of(k));

@@ -2,7 +2,7 @@
 //! order, counted members, additional and pattern properties, and
 //! `propertyNames`.
 
-use super::keywords::{count, is_annotation, json_text, keyword, type_list};
+use super::keywords::{count, is_annotation, json_text, keyword, lists_type};
 use super::strings::literal_re;
 use super::{child, invalid, Compiler, Expr, Res, PATTERNS};
 use super::super::PropertyOrder;
@@ -465,7 +465,7 @@ impl<'a> Compiler<'a> {
         for (k, v) in &m {
             match k.as_str() {
                 k if is_annotation(k) => {}
-                "type" if type_list(v).iter().any(|t| t == "string") => {}
+                "type" if lists_type(v, "string") => {}
                 "pattern" | PATTERNS => {
                     let patterns = if k == PATTERNS { v.as_array().map_or(&[][..], Vec::as_slice) } else { std::slice::from_ref(v) };
                     for p in patterns {
@@ -480,7 +480,7 @@ impl<'a> Compiler<'a> {
                 "format" => {
                     let f = v.as_str().unwrap_or("");
                     if let Some(p) = format::pattern(f) {
-                        res.push(Re::clone(&*self.pattern(&p).map_err(|e| invalid("format", &nptr, &e.to_string()))?));
+                        res.push(Re::clone(&*self.pattern(p).map_err(|e| invalid("format", &nptr, &e.to_string()))?));
                     } else if format::UNSUPPORTED.contains(&f) {
                         self.unsupported("propertyNames", &nptr, "a format in propertyNames that is not a regular language here")?;
                     }

@@ -19,7 +19,7 @@ impl<'a> Compiler<'a> {
         let mut res: Vec<(Re, &str)> = Vec::new();
         if let Some(f) = m.get("format").and_then(Value::as_str) {
             if let Some(p) = format::pattern(f) {
-                let re = self.pattern(&p).map_err(|e| invalid("format", ptr, &e.to_string()))?;
+                let re = self.pattern(p).map_err(|e| invalid("format", ptr, &e.to_string()))?;
                 res.push((Re::clone(&re), "format"));
             } else if format::UNSUPPORTED.contains(&f) {
                 self.unsupported("format", ptr, &format!("format {f:?} is not a regular language here"))?;
