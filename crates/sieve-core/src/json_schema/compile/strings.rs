@@ -8,6 +8,7 @@ use super::super::format;
 use super::super::gbnf::{self, Encoding, Ex, Writer};
 use super::super::regex::{self, Re};
 use serde_json::{Map, Value};
+use std::rc::Rc;
 
 impl<'a> Compiler<'a> {
     pub(super) fn string(&mut self, m: &Map<String, Value>, ptr: &str) -> Res<Expr> {
@@ -16,11 +17,11 @@ impl<'a> Compiler<'a> {
         if max_len.is_some_and(|x| x < min_len) {
             return Ok(None);
         }
-        let mut res: Vec<(Re, &str)> = Vec::new();
+        let mut res: Vec<(Rc<Re>, &str)> = Vec::new();
         if let Some(f) = m.get("format").and_then(Value::as_str) {
             if let Some(p) = format::pattern(f) {
                 let re = self.pattern(p).map_err(|e| invalid("format", ptr, &e.to_string()))?;
-                res.push((Re::clone(&re), "format"));
+                res.push((re, "format"));
             } else if format::UNSUPPORTED.contains(&f) {
                 self.unsupported("format", ptr, &format!("format {f:?} is not a regular language here"))?;
             }
@@ -29,7 +30,7 @@ impl<'a> Compiler<'a> {
         for p in m.get("pattern").into_iter().chain(more.iter()) {
             let p = p.as_str().ok_or_else(|| invalid("pattern", ptr, "must be a string"))?;
             match self.pattern(p) {
-                Ok(re) => res.push((Re::clone(&re), "pattern")),
+                Ok(re) => res.push((re, "pattern")),
                 Err(e @ regex::PatternError::Unsupported(_)) => self.unsupported("pattern", ptr, &e.to_string())?,
                 Err(e) => return Err(invalid("pattern", ptr, &e.to_string())),
             }
@@ -58,13 +59,17 @@ impl<'a> Compiler<'a> {
         // One pattern within its bounds is an expression of the grammar as
         // it is, unless it searches: then the minimal DFA where it fits
         // (see `Dfa::search`).
-        let single = if res.len() == 1 && banned.is_empty() { with_length(res[0].0.clone(), min_len, max_len) } else { None };
+        let single = match &res[..] {
+            [(re, _)] if banned.is_empty() && re.length_range().is_some_and(|r| within(r, min_len, max_len)) => Some(Rc::clone(re)),
+            [(re, _)] if banned.is_empty() => with_length(Re::clone(re), min_len, max_len).map(Rc::new),
+            _ => None,
+        };
         if let Some(re) = single.as_ref().filter(|re| !re.is_search()) {
             return self.string_re(re);
         }
         // Intersections: every pattern/format and the length bounds at once,
         // minus the strings a `not` excluded.
-        let mut exprs: Vec<Re> = res.iter().map(|r| r.0.clone()).collect();
+        let mut exprs: Vec<Re> = res.iter().map(|r| Re::clone(&r.0)).collect();
         if exprs.is_empty() {
             exprs.push(Re::any_string());
         }
@@ -182,8 +187,7 @@ impl<'a> Compiler<'a> {
 /// branch of fixed length is kept or dropped, a branch with one unbounded
 /// repetition of single characters has that repetition's bounds narrowed.
 fn with_length(re: Re, min: u64, max: Option<u64>) -> Option<Re> {
-    let (lo, hi) = re.length_range()?;
-    if lo >= min && max.is_none_or(|m| hi.is_some_and(|h| h <= m)) {
+    if within(re.length_range()?, min, max) {
         return Some(re);
     }
     match re {
@@ -241,6 +245,11 @@ fn with_length(re: Re, min: u64, max: Option<u64>) -> Option<Re> {
         }
         _ => None,
     }
+}
+
+/// Whether lengths from `lo` to `hi` (unbounded: `None`) are within the bounds.
+fn within((lo, hi): (u64, Option<u64>), min: u64, max: Option<u64>) -> bool {
+    lo >= min && max.is_none_or(|m| hi.is_some_and(|h| h <= m))
 }
 
 /// The one-string language of `s`.
