@@ -124,6 +124,9 @@ pub struct Compiler<'a> {
     any: Option<Ex>,
     negations: usize,
     opaque_of: FastMap<Ex, Ex>,
+    /// The string of each parsed pattern (or format) alone, by the
+    /// pattern's address in `patterns`.
+    strings_of: FastMap<usize, Expr>,
     order_states: usize,
     /// The member sets written in any order, by the object's members,
     /// extras and counts: an identical object (a definition met again)
@@ -183,6 +186,7 @@ impl<'a> Compiler<'a> {
             any: None,
             negations: 0,
             opaque_of: FastMap::default(),
+            strings_of: FastMap::default(),
             order_states: 0,
             member_sets: TextMap::default(),
             leaves: TextMap::default(),
