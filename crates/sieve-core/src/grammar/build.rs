@@ -239,7 +239,7 @@ impl Grammar {
             if mine.len() != theirs.len() || mine.iter().zip(theirs).any(|(&s, &t)| !alike(s, t)) {
                 continue;
             }
-            for (&s, &t) in succ[from as usize..end as usize].iter().zip(&succ[twin_from as usize..twin_end as usize]) {
+            for (&s, &t) in mine.iter().zip(theirs) {
                 if s != t {
                     stand_ins.entry(s).or_insert((t, chars));
                 }
@@ -389,8 +389,9 @@ impl<'a> Builder<'a> {
             }
         }
         if count > 2 && !self.facts.nullable(self.p, e) {
-            for (left, &entry) in (1u32..).zip(&required).skip(1).take(count as usize - 2) {
-                self.twins.push((entry, tail, left - 1));
+            // `required[i]` has `i + 1` copies left.
+            for (i, &entry) in required.iter().enumerate().take(count as usize - 1).skip(1) {
+                self.twins.push((entry, tail, i as u32));
             }
         }
         Ok(tail)

@@ -29,10 +29,11 @@
 //! than the vocabulary's longest token, so a state may stand in for another
 //! that takes every string that long alike ([`Grammar::stand_in`]): the
 //! states of a string of bounded length (patterned, or the copies of a
-//! repetition), far from its bound, make the same sets at every count. Nearer the bound a state stands in
-//! for another only for strings shorter than some tokens: the tokens that
-//! short go as they do in the other's analysis, shared by every count, and
-//! the walk takes only the subtrees of the trie that hold a longer one.
+//! repetition), far from its bound, make the same sets at every count.
+//! Nearer the bound a state stands in for another only for strings shorter
+//! than some tokens: the tokens that short go as they do in the other's
+//! analysis, shared by every count, and the walk takes only the subtrees of
+//! the trie that hold a longer one.
 //!
 //! Inside a string body most of the vocabulary is allowed, and walking it
 //! all is what costs. When every string of JSON string characters keeps the
