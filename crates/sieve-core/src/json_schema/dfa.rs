@@ -812,9 +812,7 @@ impl Dfa {
         twins.iter_mut().filter(|t| t.is_some_and(|(t, _)| has[t as usize])).for_each(|t| *t = None);
         twins
     }
-}
 
-impl Dfa {
     /// Per state, the fewest characters to an accepting one (`ends`), or
     /// `u64::MAX` where none is reached (`preds`: each state's predecessors).
     fn shortest(&self, ends: &[bool], preds: &[Vec<usize>]) -> Vec<u64> {

@@ -59,26 +59,23 @@ impl<'a> Compiler<'a> {
         // One pattern within its bounds is an expression of the grammar as
         // it is, unless it searches: then the minimal DFA where it fits
         // (see `Dfa::search`).
-        let fitting = match &res[..] {
+        let single = match &res[..] {
             [(re, _)] if banned.is_empty() && re.length_range().is_some_and(|r| within(r, min_len, max_len)) => Some(Rc::clone(re)),
+            [(re, _)] if banned.is_empty() => with_length(Re::clone(re), min_len, max_len).map(Rc::new),
             _ => None,
         };
-        if let Some(re) = fitting.as_ref().filter(|re| !re.is_search()) {
-            // A parsed pattern lives as long as the compiler: its address names it.
-            let key = Rc::as_ptr(re) as usize;
-            if let Some(&e) = self.strings_of.get(&key) {
+        if let Some(re) = single.as_ref().filter(|re| !re.is_search()) {
+            // A parsed pattern as it is lives as long as the compiler: its
+            // address names its translation.
+            let (shared, key) = (Rc::ptr_eq(re, &res[0].0), Rc::as_ptr(re) as usize);
+            if let Some(&e) = self.strings_of.get(&key).filter(|_| shared) {
                 return Ok(e);
             }
             let e = self.string_re(re)?;
-            self.strings_of.insert(key, e);
+            if shared {
+                self.strings_of.insert(key, e);
+            }
             return Ok(e);
-        }
-        let single = fitting.or_else(|| match &res[..] {
-            [(re, _)] if banned.is_empty() => with_length(Re::clone(re), min_len, max_len).map(Rc::new),
-            _ => None,
-        });
-        if let Some(re) = single.as_ref().filter(|re| !re.is_search()) {
-            return self.string_re(re);
         }
         // Intersections: every pattern/format and the length bounds at once,
         // minus the strings a `not` excluded.
