@@ -2,8 +2,10 @@
 //! loads once in the browser: the same tests run natively and in headless Chromium
 //! (`cargo test --target wasm32-unknown-unknown -p sieve-core --test it`, scripts/test.sh).
 
+// In a dedicated worker, so that loading the module and long synchronous tests never block the
+// page's main thread, which chromedriver must reach within 30 s on each poll of the output.
 #[cfg(target_family = "wasm")]
-wasm_bindgen_test::wasm_bindgen_test_configure!(run_in_browser);
+wasm_bindgen_test::wasm_bindgen_test_configure!(run_in_dedicated_worker);
 
 mod common;
 

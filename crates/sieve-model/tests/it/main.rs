@@ -3,8 +3,10 @@
 //! the GPU modules run in headless Chromium on WebGPU; the others need the file system, proptest
 //! or a synchronous device setup, and run natively only.
 
+// In a dedicated worker, so that loading the module and long synchronous tests never block the
+// page's main thread, which chromedriver must reach within 30 s on each poll of the output.
 #[cfg(target_family = "wasm")]
-wasm_bindgen_test::wasm_bindgen_test_configure!(run_in_browser);
+wasm_bindgen_test::wasm_bindgen_test_configure!(run_in_dedicated_worker);
 
 // The GPU kernels, the tiny model's constrained generation, the WGSL and CPU forward passes,
 // the CPU kernels and every architecture and weight type against transformers, in the browser
