@@ -74,10 +74,10 @@ pub(super) fn analyze(
     // and the other tokens when `d` is at least `SHORT`, else the whole
     // trie but the subtrees of allowed tokens only.
     let slice = vocab.string_slice();
-    // Subtrees of the vocabulary's trie whose tokens are all allowed as a
-    // block (see [`Slice::reach`]), or left to another analysis (see
-    // [`Slice::deepest`]), are skipped: `(reach, d)`.
-    let mut skip: Option<(&[u8], u8)> = None;
+    // Subtrees of the vocabulary's trie whose tokens are all decided as a
+    // block by their characters (see [`Slice::reach`]), or left to another
+    // analysis by their length (see [`Slice::deepest`]), are skipped.
+    let mut skip: Option<Skip> = None;
     // Where a character of the slice dies at once, the tokens of at most
     // `d` characters without any that die (see [`SetWalker::fewer_characters`])
     // are allowed by subtrees: `(d, the dying bytes as in Slice::bytes)`.
@@ -91,10 +91,24 @@ pub(super) fn analyze(
     // all lead back to, its subtree is cut: `(node, set)`, for that set's
     // analysis (of the tails) to decide.
     let mut cuts: Option<Vec<(u32, u32)>> = None;
-    // Left the tokens of at most `longer_than` bytes, the walk takes few:
-    // no block is worth looking for, and the others' subtrees are skipped.
+    // Left the tokens of at most `longer_than` bytes, the walk takes the
+    // others' subtrees only; of those, the slice's tokens are decided by
+    // their characters where strings of them live up to some number (a
+    // string of bounded length: all up to its bound, none past it where
+    // it is closed), and only the other tokens are walked.
     let trie = if longer_than > 0 {
-        skip = Some((&slice.deepest, longer_than.min(u32::from(u8::MAX) - 1) as u8));
+        let (d, closed) = match walker.alive_depth(seed, slice_seqs, slice.max_chars) {
+            Ok(depth) => depth,
+            Err(e) => {
+                *fuel = walker.inner.fuel;
+                return Err(e);
+            }
+        };
+        if d > 0 {
+            slice.up_to(d, &mut allowed);
+        }
+        let chars = if closed { Skip::EVERY_CHARS } else { d.min(Skip::EVERY_CHARS.into()) as u8 };
+        skip = Some(Skip { bytes: longer_than.min(u32::from(u8::MAX) - 1) as u8, chars });
         vocab.trie()
     } else {
         // Asked of the rule's automaton first, where it is cheaper (the set
@@ -121,7 +135,7 @@ pub(super) fn analyze(
             }
             Ok((d, _)) if d > 0 => {
                 slice.up_to(d, &mut allowed);
-                skip = Some((&slice.reach, d as u8));
+                skip = Some(Skip { bytes: 0, chars: d as u8 });
                 vocab.trie()
             }
             Ok(_) => match walker.fewer_characters(seed, slice_seqs, slice.max_chars) {
@@ -187,7 +201,7 @@ pub(super) fn analyze(
         // Tokens allowed as a block already, or left to another analysis:
         // nothing below needs the walk (the stacks catch up at the next
         // node walked).
-        if skip.is_some_and(|(reach, d)| reach[i] <= d) {
+        if skip.is_some_and(|k| slice.deepest[i] <= k.bytes || slice.reach[i] <= k.chars) {
             i = node.end as usize;
             continue;
         }
@@ -355,6 +369,20 @@ pub(super) fn analyze(
     *fuel = walker.inner.fuel;
     result?;
     Ok(Walked { allowed, pending, cuts: cuts.unwrap_or_default() })
+}
+
+/// The subtrees of the vocabulary's trie an analysis's walk skips: those
+/// whose tokens have at most `bytes` bytes ([`Slice::deepest`]), or are all
+/// of the slice with at most `chars` characters ([`Slice::reach`]).
+#[derive(Clone, Copy)]
+struct Skip {
+    bytes: u8,
+    chars: u8,
+}
+
+impl Skip {
+    /// `chars` that takes every subtree of only the slice's tokens.
+    const EVERY_CHARS: u8 = u8::MAX - 1;
 }
 
 /// A set on the walk's path that some characters of the slice keep alive
