@@ -1,12 +1,13 @@
 //! The analysis of a group: a walk of the token trie from its set, through
 //! the set DFA, that allows whole blocks of the string slice where it can.
 
-use super::characters::ByteSequence;
-use super::dfa::{SetDfa, DEAD};
+use super::characters::{ByteSequence, MANY_CHARACTERS};
+use super::dfa::{SetDfa, ASCII_BITS, DEAD};
 use super::walker::SetWalker;
 use crate::error::MatchError;
 use crate::grammar::{Chart, ChartWalker, FollowSets, Grammar};
-use crate::trie::{byte_bit, Slice, Walker};
+use crate::hash::FastMap;
+use crate::trie::{byte_bit, Slice, TokenTrie, Walker};
 use crate::vocab::Vocabulary;
 
 /// What [`analyze`] finds: the tokens allowed, those that die after the
@@ -53,6 +54,7 @@ pub(super) fn analyze(
     dfa: &mut SetDfa,
     chart: &mut Chart,
     slice_seqs: &[ByteSequence],
+    lists: &mut FastMap<u128, CharacterList>,
     states: &[u32],
     longer_than: u32,
     follow: &mut Follow,
@@ -140,7 +142,28 @@ pub(super) fn analyze(
             }
             Ok(_) => match walker.fewer_characters(seed, slice_seqs, slice.max_chars) {
                 Ok(Some((d, dying))) => {
-                    without = Some((d, dying));
+                    // Few kept ASCII characters make few tokens, cheap to
+                    // walk (a key's next letter, a number's digits): not
+                    // worth the question.
+                    let by_characters = if (!dying & ASCII_BITS).count_ones() >= MANY_CHARACTERS {
+                        walker.by_characters(seed, slice_seqs, dying, d.into(), slice.max_chars)
+                    } else {
+                        Ok(false)
+                    };
+                    match by_characters {
+                        // The slice's tokens go by their characters: those
+                        // decided by the list, only the others are walked.
+                        Ok(true) => {
+                            let list = lists.entry(dying).or_insert_with(|| CharacterList::new(slice, vocab.trie(), dying));
+                            list.write_up_to(d, &mut allowed);
+                            skip = Some(Skip { bytes: 0, chars: Skip::EVERY_CHARS });
+                        }
+                        Ok(false) => without = Some((d, dying)),
+                        Err(e) => {
+                            *fuel = walker.inner.fuel;
+                            return Err(e);
+                        }
+                    }
                     vocab.trie()
                 }
                 Ok(None) => vocab.trie(),
@@ -369,6 +392,50 @@ pub(super) fn analyze(
     *fuel = walker.inner.fuel;
     result?;
     Ok(Walked { allowed, pending, cuts: cuts.unwrap_or_default() })
+}
+
+/// The slice's tokens without the characters of one set (a pattern's
+/// class), with their characters, for sets where such tokens live by their
+/// characters alone ([`SetWalker::by_characters`]): made once per set of
+/// dying characters, used at each count of a bounded string of the class.
+#[derive(Debug)]
+pub(super) struct CharacterList {
+    /// `(characters, token)`, fewest characters first.
+    tokens: Box<[(u8, u32)]>,
+    /// All of them, as a bitmask.
+    all: Box<[u32]>,
+}
+
+impl CharacterList {
+    fn new(slice: &Slice, trie: &TokenTrie, dying: u128) -> CharacterList {
+        let tokens = slice.without(trie, dying);
+        let mut all = vec![0u32; slice.mask.len()].into_boxed_slice();
+        for &(_, t) in &tokens {
+            all[t as usize / 32] |= 1 << (t % 32);
+        }
+        CharacterList { tokens, all }
+    }
+
+    /// Writes into `mask` (empty) the tokens of at most `chars` characters:
+    /// one by one, or all but the longer ones where those are fewer.
+    fn write_up_to(&self, chars: u8, mask: &mut [u32]) {
+        let n = self.tokens.partition_point(|x| x.0 <= chars);
+        if n < self.tokens.len() / 2 {
+            for &(_, t) in &self.tokens[..n] {
+                mask[t as usize / 32] |= 1 << (t % 32);
+            }
+            return;
+        }
+        mask.iter_mut().zip(self.all.iter()).for_each(|(m, &a)| *m = a);
+        for &(_, t) in &self.tokens[n..] {
+            mask[t as usize / 32] &= !(1 << (t % 32));
+        }
+    }
+
+    /// Heap bytes held.
+    pub(super) fn memory(&self) -> usize {
+        self.tokens.len() * 8 + self.all.len() * 4
+    }
 }
 
 /// The subtrees of the vocabulary's trie an analysis's walk skips: those

@@ -6,7 +6,7 @@ use super::dfa::{ASCII_BITS, CHART, DEAD};
 use super::walker::SetWalker;
 use crate::error::MatchError;
 use crate::grammar::Grammar;
-use crate::hash::FastMap;
+use crate::hash::{FastMap, FastSet};
 
 impl SetWalker<'_, '_> {
     /// How far every string of the characters of `seqs` (a class as
@@ -170,7 +170,7 @@ impl SetWalker<'_, '_> {
                     bounded = true;
                     // Few ASCII characters make few tokens, cheap to walk
                     // (a number's digits): not worth exploring further.
-                    if (!dying & ASCII_BITS).count_ones() < 32 {
+                    if (!dying & ASCII_BITS).count_ones() < MANY_CHARACTERS {
                         break 'explore 0;
                     }
                 }
@@ -217,6 +217,63 @@ impl SetWalker<'_, '_> {
         // Below `u8::MAX`, which [`Slice::reach`] gives subtrees with a token
         // out of the slice.
         Ok(best.filter(|b| b.0 > 0).map(|(d, dying)| (d.min(u8::MAX as usize - 1) as u8, dying)))
+    }
+
+    /// Whether the slice's tokens go from set `id` by their characters
+    /// alone, as [`SetWalker::fewer_characters`] found them (`dying`, as
+    /// [`Slice::bytes`] marks them, and `d`): from each set that at most `d`
+    /// of the other characters lead to, every dying character dies at its
+    /// first byte, every other one leads through DFA sets where the rule
+    /// does not end, and, where `d` is below `max_chars`, every character
+    /// dies at its first byte past `d` of them. Then a token of the slice
+    /// lives exactly when it holds no dying character and at most `d`
+    /// characters, and none ends the rule on the way (an end at `id`
+    /// itself is the callers' items, in groups of their own). Explores at
+    /// most [`MAX_BY_CHARACTERS`] sets.
+    ///
+    /// [`Slice::bytes`]: crate::trie::Slice::bytes
+    pub(super) fn by_characters(&mut self, id: u32, seqs: &[ByteSequence], dying: u128, d: usize, max_chars: usize) -> Result<bool, MatchError> {
+        let lasting = d >= max_chars;
+        // Sets met: where characters live for good, each is explored once.
+        let mut seen: FastSet<u32> = FastSet::default();
+        let (mut level, mut next, mut after) = (vec![id], Vec::new(), Vec::new());
+        let mut explored = 0;
+        for depth in 0.. {
+            if level.is_empty() {
+                break;
+            }
+            let closing = !lasting && depth == d;
+            next.clear();
+            for &from in &level {
+                explored += 1;
+                if explored > MAX_BY_CHARACTERS {
+                    return Ok(false);
+                }
+                for seq in seqs {
+                    for (j, &b) in seq.bytes[0].iter().enumerate() {
+                        if closing || seq.bits[j] & dying != 0 {
+                            if self.dfa.next(&mut self.inner, from, b)? != DEAD {
+                                return Ok(false);
+                            }
+                            continue;
+                        }
+                        if self.dfa.after_char(&mut self.inner, from, b, &seq.bytes[1..], &mut after)? != Some(false) {
+                            return Ok(false);
+                        }
+                        for &to in &after {
+                            if !next.contains(&to) && (!lasting || seen.insert(to)) {
+                                next.push(to);
+                            }
+                        }
+                    }
+                }
+            }
+            if closing {
+                break;
+            }
+            std::mem::swap(&mut level, &mut next);
+        }
+        Ok(true)
     }
 }
 
@@ -285,3 +342,12 @@ const MAX_REACHED: usize = 256;
 /// bound holds a dozen sets per level; the few tokens longer than the
 /// levels explored within it are walked.
 const MAX_FEWER: usize = 128;
+
+/// Fewest ASCII characters kept alive whose tokens are worth exploring
+/// further than walking them ([`SetWalker::fewer_characters`]) or asking
+/// whether they go by their characters ([`SetWalker::by_characters`]).
+pub(super) const MANY_CHARACTERS: u32 = 32;
+
+/// Most sets [`SetWalker::by_characters`] explores (a string of bounded
+/// length holds one per level).
+const MAX_BY_CHARACTERS: usize = 512;

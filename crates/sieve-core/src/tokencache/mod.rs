@@ -33,7 +33,8 @@
 //! Nearer the bound a state stands in for another only for strings shorter
 //! than some tokens: the tokens that short go as they do in the other's
 //! analysis, shared by every count, and the walk takes only the subtrees of
-//! the trie that hold a longer one.
+//! the trie that hold a longer one (of those, the slice's tokens go by
+//! their characters where no string of more than the bound lives).
 //!
 //! Inside a string body most of the vocabulary is allowed, and walking it
 //! all is what costs. When every string of JSON string characters keeps the
@@ -44,7 +45,12 @@
 //! tokens are walked; when only strings up to some length surely do (a
 //! string of bounded length), the slice's short tokens are. When some
 //! characters die at once (a pattern refusing `.`), the tokens without them
-//! that surely live are allowed by whole subtrees of the trie. Where a
+//! that surely live are allowed by whole subtrees of the trie; where those
+//! characters die wherever the others lead, and the others live up to a
+//! bound and no further (a string of one class, of bounded length), the
+//! slice's tokens go by their characters alone: those without a dying one,
+//! up to the bound, come from a list made once per class, and only the
+//! other tokens are walked. Where a
 //! walk of the whole trie reaches a set that some characters lead back to
 //! (a key past the declared names, a pattern's `[^-]*`), the subtrees of
 //! tokens whose rest is made of them are allowed whole too, while none of
@@ -80,7 +86,7 @@ mod dfa;
 mod living;
 mod walker;
 
-use analyze::{analyze, Follow, Walked};
+use analyze::{analyze, CharacterList, Follow, Walked};
 use characters::{byte_sequences, ByteSequence};
 use dfa::SetDfa;
 use crate::error::MatchError;
@@ -120,6 +126,9 @@ pub(crate) struct TokenCache {
     /// The vocabulary's string-slice characters as [`byte_sequences`] for
     /// this grammar (computed on first use).
     slice_seqs: Vec<ByteSequence>,
+    /// Per set of dying characters: the slice's tokens without them, for
+    /// the analyses that decide the slice by characters (made on first use).
+    lists: FastMap<u128, CharacterList>,
     /// The local chart of the analyses, kept between them: it grows a
     /// mark per automaton state it meets, once.
     local: Option<Chart>,
@@ -131,7 +140,11 @@ pub(crate) struct TokenCache {
 impl TokenCache {
     /// Approximate heap bytes held.
     pub fn memory(&self) -> usize {
-        self.bytes + self.dfa.memory() + self.local.as_ref().map_or(0, Chart::memory) + self.shape_index.len() * 4
+        self.bytes
+            + self.dfa.memory()
+            + self.local.as_ref().map_or(0, Chart::memory)
+            + self.shape_index.len() * 4
+            + self.lists.values().map(CharacterList::memory).sum::<usize>()
     }
 
     /// The analyses of the groups of byte items in the newest set of
@@ -201,7 +214,7 @@ impl TokenCache {
                 let mut follow = Follow { sets: self.follow.get_or_insert_with(|| g.follow_sets()), rule, set: asked_here };
                 let local = self.local.get_or_insert_with(Chart::local);
                 let longer_than = short.as_ref().map_or(0, |s| s.0);
-                let walked = analyze(g, vocab, &mut self.dfa, local, &self.slice_seqs, &states, longer_than, &mut follow, fuel, limit);
+                let walked = analyze(g, vocab, &mut self.dfa, local, &self.slice_seqs, &mut self.lists, &states, longer_than, &mut follow, fuel, limit);
                 let mut asked = follow.set;
                 // A failed walk may leave sets open.
                 if local.bytes() != 0 {
@@ -636,6 +649,27 @@ mod tests {
             "root ::= \"[\" s (\",\" s)* \"]\"\ns ::= \"\\\"\" [a-d]{1,6} (\".\" [a-d]{1,6}){0,3} \"\\\"\" | \"<\" s \">\"\n",
         ];
         grammars_match_the_parser(&tokens, &grammars, 96, 3);
+    }
+
+    /// Masks in rules of the slice's characters that may end part-way
+    /// through a token and be followed by more of them (words of bounded
+    /// and unbounded length between spaces or dots, outside any string,
+    /// inline or called), on tokens that cross from one word into the
+    /// next, equal taking each token on the parser: such a rule's tokens
+    /// are not decided by their characters alone.
+    #[test]
+    fn words_that_end_their_rule_match_the_parser() {
+        let tokens = [
+            &b"a"[..], b"b", b"ab", b"abc", b"abcd", b"abcde", b" ", b"a b", b"ab c", b"abc d", b" ab", b"b ", b"ab ", b".",
+            b"a.b", b"ab.", b"a..", b"ba b", b"aaaa", b"aaaaa", b" a b",
+        ];
+        // (Left recursion keeps a word a rule of its own.)
+        let grammars = [
+            "root ::= w (\" \" w)*\nw ::= [a-c]{1,4}\n",
+            "root ::= w (\" \" w)*\nw ::= w [a-c] | [a-c]\n",
+            "root ::= w (\".\" w){0,3}\nw ::= w [ab] | [ab] [ab]\n",
+        ];
+        grammars_match_the_parser(&tokens, &grammars, 60, 5);
     }
 
     /// Masks where tokens enter strings whose sets lead some characters
