@@ -54,7 +54,7 @@ pub(super) fn analyze(
     dfa: &mut SetDfa,
     chart: &mut Chart,
     slice_seqs: &[ByteSequence],
-    lists: &mut FastMap<u128, CharacterList>,
+    lists: &mut CharacterLists,
     states: &[u32],
     longer_than: u32,
     follow: &mut Follow,
@@ -154,8 +154,7 @@ pub(super) fn analyze(
                         // The slice's tokens go by their characters: those
                         // decided by the list, only the others are walked.
                         Ok(true) => {
-                            let list = lists.entry(dying).or_insert_with(|| CharacterList::new(slice, vocab.trie(), dying));
-                            list.write_up_to(d, &mut allowed);
+                            lists.get(slice, vocab.trie(), dying).write_up_to(d, &mut allowed);
                             skip = Some(Skip { bytes: 0, chars: Skip::EVERY_CHARS });
                         }
                         Ok(false) => without = Some((d, dying)),
@@ -394,6 +393,31 @@ pub(super) fn analyze(
     Ok(Walked { allowed, pending, cuts: cuts.unwrap_or_default() })
 }
 
+/// A cache's [`CharacterList`]s, by set of dying characters, and the
+/// heap bytes they hold.
+#[derive(Debug, Default)]
+pub(super) struct CharacterLists {
+    lists: FastMap<u128, CharacterList>,
+    bytes: usize,
+}
+
+impl CharacterLists {
+    /// The list without the characters `dying` marks: kept, or made.
+    fn get(&mut self, slice: &Slice, trie: &TokenTrie, dying: u128) -> &CharacterList {
+        let bytes = &mut self.bytes;
+        self.lists.entry(dying).or_insert_with(|| {
+            let list = CharacterList::new(slice, trie, dying);
+            *bytes += list.tokens.len() * 8 + list.all.len() * 4;
+            list
+        })
+    }
+
+    /// Heap bytes held.
+    pub(super) fn memory(&self) -> usize {
+        self.bytes
+    }
+}
+
 /// The slice's tokens without the characters of one set (a pattern's
 /// class), with their characters, for sets where such tokens live by their
 /// characters alone ([`SetWalker::by_characters`]): made once per set of
@@ -430,11 +454,6 @@ impl CharacterList {
         for &(_, t) in &self.tokens[n..] {
             mask[t as usize / 32] &= !(1 << (t % 32));
         }
-    }
-
-    /// Heap bytes held.
-    pub(super) fn memory(&self) -> usize {
-        self.tokens.len() * 8 + self.all.len() * 4
     }
 }
 

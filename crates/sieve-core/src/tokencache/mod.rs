@@ -86,7 +86,7 @@ mod dfa;
 mod living;
 mod walker;
 
-use analyze::{analyze, CharacterList, Follow, Walked};
+use analyze::{analyze, CharacterLists, Follow, Walked};
 use characters::{byte_sequences, ByteSequence};
 use dfa::SetDfa;
 use crate::error::MatchError;
@@ -128,7 +128,7 @@ pub(crate) struct TokenCache {
     slice_seqs: Vec<ByteSequence>,
     /// Per set of dying characters: the slice's tokens without them, for
     /// the analyses that decide the slice by characters (made on first use).
-    lists: FastMap<u128, CharacterList>,
+    lists: CharacterLists,
     /// The local chart of the analyses, kept between them: it grows a
     /// mark per automaton state it meets, once.
     local: Option<Chart>,
@@ -144,7 +144,7 @@ impl TokenCache {
             + self.dfa.memory()
             + self.local.as_ref().map_or(0, Chart::memory)
             + self.shape_index.len() * 4
-            + self.lists.values().map(CharacterList::memory).sum::<usize>()
+            + self.lists.memory()
     }
 
     /// The analyses of the groups of byte items in the newest set of
