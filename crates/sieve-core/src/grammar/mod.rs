@@ -27,6 +27,7 @@ mod steps;
 use crate::hash::FastMap;
 pub(crate) use chart::{Chart, ChartWalker, Origin};
 pub(crate) use follow::FollowSets;
+pub(crate) use steps::ShapeScratch;
 
 /// What an automaton state does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

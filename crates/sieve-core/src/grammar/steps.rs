@@ -91,25 +91,28 @@ impl Grammar {
     }
 
     /// The automaton reachable from `states` (the states of one rule's
-    /// items, as a token-cache group), written out: states numbered in the
-    /// order met from `states`, each with its kind (calls with their rule,
-    /// ends without theirs) and successors. Two groups of one shape take
-    /// every byte string the same way, each to its own rule's end. `None`
-    /// past [`MAX_SHAPE`] states. `index` is scratch: per state, its number
-    /// or `u32::MAX` (left so).
-    pub fn shape(&self, states: &[u32], index: &mut Vec<u32>) -> Option<Vec<u32>> {
+    /// items, as a token-cache group), written out into `scratch.out`:
+    /// states numbered in the order met from `states`, each with its kind
+    /// (calls with their rule, ends without theirs) and successors. Two
+    /// groups of one shape take every byte string the same way, each to its
+    /// own rule's end. False (the shape left incomplete) past [`MAX_SHAPE`]
+    /// states.
+    pub fn shape(&self, states: &[u32], scratch: &mut ShapeScratch) -> bool {
+        let ShapeScratch { index, order, out } = scratch;
         index.resize(self.core.len(), u32::MAX);
-        let mut order: Vec<u32> = Vec::new();
-        let mut out = vec![states.len() as u32];
-        let mut number = |s: u32, order: &mut Vec<u32>| {
-            if index[s as usize] == u32::MAX {
-                index[s as usize] = order.len() as u32;
+        order.clear();
+        out.clear();
+        out.push(states.len() as u32);
+        let number = |s: u32, index: &mut [u32], order: &mut Vec<u32>| {
+            let n = &mut index[s as usize];
+            if *n == u32::MAX {
+                *n = order.len() as u32;
                 order.push(s);
             }
-            index[s as usize]
+            *n
         };
         for &s in states {
-            out.push(number(s, &mut order));
+            out.push(number(s, index, order));
         }
         let mut i = 0;
         let mut whole = true;
@@ -120,27 +123,27 @@ impl Grammar {
             }
             let c = self.core[s as usize];
             match c.kind {
-                Kind::Byte { lo, hi } => out.extend([0, lo as u32, hi as u32]),
+                Kind::Byte { lo, hi } => out.extend_from_slice(&[0, lo as u32, hi as u32]),
                 Kind::Ranges { first, end, .. } => {
-                    out.extend([1, end - first]);
+                    out.extend_from_slice(&[1, end - first]);
                     for r in &self.ranges[first as usize..end as usize] {
-                        out.extend([r.lo as u32, r.hi as u32, r.next.1 - r.next.0]);
+                        out.extend_from_slice(&[r.lo as u32, r.hi as u32, r.next.1 - r.next.0]);
                         for &t in self.list(r.next) {
-                            out.push(number(t, &mut order));
+                            out.push(number(t, index, order));
                         }
                     }
                 }
-                Kind::Call { rule } => out.extend([2, rule]),
+                Kind::Call { rule } => out.extend_from_slice(&[2, rule]),
                 Kind::Accept { .. } => out.push(3),
             }
             out.push(c.next.1 - c.next.0);
             for &t in self.list(c.next) {
-                out.push(number(t, &mut order));
+                out.push(number(t, index, order));
             }
             i += 1;
         }
         order.iter().for_each(|&s| index[s as usize] = u32::MAX);
-        whole.then_some(out)
+        whole
     }
 
     /// Calls `f(lo, hi)` for each range of bytes that one of `states`
@@ -220,6 +223,24 @@ fn narrow(alike: &mut RangeInclusive<u8>, byte: u8, lo: u8, hi: u8) -> bool {
         from.max(lo)..=to.min(hi)
     };
     inside
+}
+
+/// Buffers of [`Grammar::shape`], kept between calls: per state, its
+/// number or `u32::MAX` (left so); the states in the order numbered; the
+/// shape written out.
+#[derive(Debug, Default)]
+pub struct ShapeScratch {
+    index: Vec<u32>,
+    order: Vec<u32>,
+    /// The last shape written.
+    pub out: Vec<u32>,
+}
+
+impl ShapeScratch {
+    /// Heap bytes held.
+    pub fn memory(&self) -> usize {
+        (self.index.capacity() + self.order.capacity() + self.out.capacity()) * 4
+    }
 }
 
 /// Most states [`Grammar::shape`] writes out.

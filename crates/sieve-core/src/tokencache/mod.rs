@@ -90,7 +90,7 @@ use analyze::{analyze, CharacterLists, Follow, Walked};
 use characters::{byte_sequences, ByteSequence};
 use dfa::SetDfa;
 use crate::error::MatchError;
-use crate::grammar::{Chart, ChartWalker, FollowSets, Grammar};
+use crate::grammar::{Chart, ChartWalker, FollowSets, Grammar, ShapeScratch};
 use crate::trie::{byte_bit, Slice, TokenTrie};
 use crate::vocab::Vocabulary;
 use crate::hash::FastMap;
@@ -133,7 +133,7 @@ pub(crate) struct TokenCache {
     /// mark per automaton state it meets, once.
     local: Option<Chart>,
     /// Scratch of [`Grammar::shape`].
-    shape_index: Vec<u32>,
+    shape: ShapeScratch,
     bytes: usize,
 }
 
@@ -143,7 +143,7 @@ impl TokenCache {
         self.bytes
             + self.dfa.memory()
             + self.local.as_ref().map_or(0, Chart::memory)
-            + self.shape_index.len() * 4
+            + self.shape.memory()
             + self.lists.memory()
     }
 
@@ -190,10 +190,12 @@ impl TokenCache {
             return Ok(a.clone());
         }
         let mut follow = Follow { sets: self.follow.get_or_insert_with(|| g.follow_sets()), rule, set: None };
-        let shape = g.shape(&states, &mut self.shape_index).map(Vec::into_boxed_slice);
-        let shared = shape.as_ref().and_then(|k| self.shapes.get(k)).and_then(|same| {
+        let whole = g.shape(&states, &mut self.shape);
+        let shared = whole.then(|| self.shapes.get(self.shape.out.as_slice())).flatten().and_then(|same| {
             same.iter().find(|a| a.follow.is_none_or(|f| f == follow.get(g))).cloned()
         });
+        // (Kept apart: the analyses made below write shapes of their own.)
+        let shape: Option<Box<[u32]>> = (whole && shared.is_none()).then(|| self.shape.out.as_slice().into());
         let a = match shared {
             Some(a) => a,
             None => {
