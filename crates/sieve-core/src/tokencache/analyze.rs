@@ -93,10 +93,6 @@ pub(super) fn analyze(
     // all lead back to, its subtree is cut: `(node, set)`, for that set's
     // analysis (of the tails) to decide.
     let mut cuts: Option<Vec<(u32, u32)>> = None;
-    // Whether the seed set's own strays are worth looking for: not where
-    // few ASCII characters live at once (a key's first letters, digits),
-    // whose tokens the walk takes quickly.
-    let mut seed_strays = true;
     // Left the tokens of at most `longer_than` bytes, the walk takes the
     // others' subtrees only; of those, the slice's tokens are decided by
     // their characters where strings of them live up to some number (a
@@ -149,8 +145,7 @@ pub(super) fn analyze(
                     // Few kept ASCII characters make few tokens, cheap to
                     // walk (a key's next letter, a number's digits): not
                     // worth the question.
-                    seed_strays = (!dying & ASCII_BITS).count_ones() >= MANY_CHARACTERS;
-                    let by_characters = if seed_strays {
+                    let by_characters = if (!dying & ASCII_BITS).count_ones() >= MANY_CHARACTERS {
                         walker.by_characters(seed, slice_seqs, dying, d.into(), slice.max_chars)
                     } else {
                         Ok(false)
@@ -170,10 +165,7 @@ pub(super) fn analyze(
                     }
                     vocab.trie()
                 }
-                Ok(None) => {
-                    seed_strays = false;
-                    vocab.trie()
-                }
+                Ok(None) => vocab.trie(),
                 Err(e) => {
                     *fuel = walker.inner.fuel;
                     return Err(e);
@@ -204,7 +196,7 @@ pub(super) fn analyze(
     // Whether a set of the walk has a lifespan (see `outlived` below).
     let mut lasting = false;
     // The seed's own (a first character that leads into a string's loop).
-    if full && seed_strays {
+    if full {
         match walker.strays(slice_seqs) {
             Ok(u128::MAX) => {}
             Ok(strays) => free.push(Free::new(0, strays)),

@@ -2,7 +2,7 @@
 //! transitions computed by an Earley step once per class of bytes, and the
 //! characters that lead a set back into itself.
 
-use super::characters::ByteSequence;
+use super::characters::{ByteSequence, MANY_CHARACTERS};
 use crate::error::MatchError;
 use crate::grammar::{Chart, ChartWalker, Grammar, Origin};
 use crate::trie::Walker;
@@ -112,6 +112,12 @@ impl Rows {
     }
 }
 
+/// Fewest ASCII characters of the slice that a set takes for
+/// [`SetDfa::strays`] to look for those that keep it alive (every set in
+/// tests, whose vocabularies are small): the tokens of a few (a key's first
+/// letters, a number's digits) are few, and the walk takes them quickly.
+const STRAYS_MIN_CHARACTERS: usize = if cfg!(test) { 0 } else { MANY_CHARACTERS as usize };
+
 /// Most sets of a closure in [`SetDfa::strays`].
 const MAX_CLOSURE: usize = 8;
 
@@ -189,7 +195,8 @@ impl SetDfa {
     /// others lives from the set. Of two closures, the one keeping more
     /// ASCII characters: `id` alone (a string's loop), or up to
     /// [`MAX_CLOSURE`] sets (a first character that leads into the loop).
-    /// Computed once per set.
+    /// Computed once per set, and only where the set takes the first bytes
+    /// of [`STRAYS_MIN_CHARACTERS`] ASCII characters (else every bit).
     ///
     /// [`Slice::bytes`]: crate::trie::Slice::bytes
     /// [`byte_sequences`]: super::characters::byte_sequences
@@ -201,6 +208,12 @@ impl SetDfa {
         }
         if let Some(strays) = known[i] {
             return Ok(strays);
+        }
+        let slice = &self.slice_bytes;
+        let taken = (b' '..0x80).filter(|&b| slice[(b / 64) as usize] >> (b % 64) & 1 == 1 && self.known(id, w.g.class(b)) != DEAD).count();
+        if taken < STRAYS_MIN_CHARACTERS {
+            self.strays[(id >> 31) as usize][i] = Some(u128::MAX);
+            return Ok(u128::MAX);
         }
         let alone = self.closure_strays(w, id, seqs, 1)?;
         let wider = self.closure_strays(w, id, seqs, MAX_CLOSURE)?;
