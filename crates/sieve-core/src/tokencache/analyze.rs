@@ -206,9 +206,16 @@ pub(super) fn analyze(
             }
         }
     }
-    // The root's children whose byte the seed set may take: no end is on
-    // the path yet, so the others die before anything could be kept.
-    let roots: Vec<usize> = trie.roots.iter().filter(|&&(b, _)| walker.known(b) != DEAD).map(|&(_, r)| r as usize).collect();
+    // The root's children whose byte the seed set may take (found by the
+    // ranges its states take, the roots being in byte order): no end is
+    // on the path yet, so the others die before anything could be kept.
+    let mut roots: Vec<usize> = Vec::new();
+    g.byte_ranges(walker.dfa.sets[seed as usize].iter().copied(), |lo, hi| {
+        let from = trie.roots.partition_point(|r| r.0 < lo);
+        roots.extend(trie.roots[from..].iter().take_while(|r| r.0 <= hi).map(|r| r.1 as usize));
+    });
+    roots.sort_unstable();
+    roots.dedup();
     let mut roots = roots.into_iter();
     let mut root_end = 0;
     let result = loop {
