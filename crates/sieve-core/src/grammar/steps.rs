@@ -96,7 +96,7 @@ impl Grammar {
     /// (calls with their rule, ends without theirs) and successors. Two
     /// groups of one shape take every byte string the same way, each to its
     /// own rule's end. False (the shape left incomplete) past [`MAX_SHAPE`]
-    /// states or [`MAX_SHAPE_WORDS`] words.
+    /// states.
     pub fn shape(&self, states: &[u32], scratch: &mut ShapeScratch) -> bool {
         let ShapeScratch { index, order, out } = scratch;
         index.resize(self.core.len(), u32::MAX);
@@ -117,7 +117,7 @@ impl Grammar {
         let mut i = 0;
         let mut whole = true;
         while let Some(&s) = order.get(i) {
-            if order.len() > MAX_SHAPE || out.len() > MAX_SHAPE_WORDS {
+            if order.len() > MAX_SHAPE {
                 whole = false;
                 break;
             }
@@ -245,9 +245,3 @@ impl ShapeScratch {
 
 /// Most states [`Grammar::shape`] writes out.
 const MAX_SHAPE: usize = 256;
-
-/// Most words [`Grammar::shape`] writes out (about what `MAX_SHAPE` states
-/// of a string take). Longer shapes are those of states with many ranges
-/// (a key's first bytes past many declared names): writing and hashing them
-/// cost more than the few analyses they would share.
-const MAX_SHAPE_WORDS: usize = 1024;
