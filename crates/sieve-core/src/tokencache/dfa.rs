@@ -112,12 +112,6 @@ impl Rows {
     }
 }
 
-/// Fewest ASCII characters of the slice that a set takes for
-/// [`SetDfa::strays`] to look for those that keep it alive (every set in
-/// tests, whose vocabularies are small): the tokens of a few (a key's first
-/// letters, a number's digits) are few, and the walk takes them quickly.
-const STRAYS_MIN_CHARACTERS: usize = if cfg!(test) { 0 } else { MANY_CHARACTERS as usize };
-
 /// Most sets of a closure in [`SetDfa::strays`].
 const MAX_CLOSURE: usize = 8;
 
@@ -196,7 +190,9 @@ impl SetDfa {
     /// ASCII characters: `id` alone (a string's loop), or up to
     /// [`MAX_CLOSURE`] sets (a first character that leads into the loop).
     /// Computed once per set, and only where the set takes the first bytes
-    /// of [`STRAYS_MIN_CHARACTERS`] ASCII characters (else every bit).
+    /// of [`MANY_CHARACTERS`] ASCII characters (else every bit: the tokens
+    /// of a few, a key's first letters or a number's digits, are few, and
+    /// the walk takes them quickly), or in tests, whose vocabularies are small.
     ///
     /// [`Slice::bytes`]: crate::trie::Slice::bytes
     /// [`byte_sequences`]: super::characters::byte_sequences
@@ -211,7 +207,7 @@ impl SetDfa {
         }
         let slice = &self.slice_bytes;
         let taken = (b' '..0x80).filter(|&b| slice[(b / 64) as usize] >> (b % 64) & 1 == 1 && self.known(id, w.g.class(b)) != DEAD).count();
-        if taken < STRAYS_MIN_CHARACTERS {
+        if taken < MANY_CHARACTERS as usize && !cfg!(test) {
             self.strays[(id >> 31) as usize][i] = Some(u128::MAX);
             return Ok(u128::MAX);
         }
