@@ -46,7 +46,8 @@ impl Follow<'_> {
 /// byte is in `follow` (the bytes that may come after the rule's end).
 /// With `longer_than` (0: none), it walks only the subtrees of the
 /// vocabulary's trie that hold a longer token (some of the shorter tokens
-/// may still be decided).
+/// may still be decided). `fuel` bounds the Earley items its steps create,
+/// and is left with what they did not use, whether the walk ends or fails.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn analyze(
     g: &Grammar,
@@ -61,13 +62,30 @@ pub(super) fn analyze(
     fuel: &mut usize,
     limit: usize,
 ) -> Result<Walked, MatchError> {
-    let mut allowed = vec![0u32; vocab.mask_words()].into_boxed_slice();
     let seed = dfa.intern(g, states, false);
     let mut walker = SetWalker {
         inner: ChartWalker { g, chart, fuel: *fuel, limit },
         dfa,
         frames: vec![(seed, 0)],
     };
+    let walked = walk(&mut walker, vocab, slice_seqs, lists, states, longer_than, follow);
+    *fuel = walker.inner.fuel;
+    walked
+}
+
+/// [`analyze`]'s walk from `walker`'s seed set (its only frame).
+fn walk(
+    walker: &mut SetWalker,
+    vocab: &Vocabulary,
+    slice_seqs: &[ByteSequence],
+    lists: &mut CharacterLists,
+    states: &[u32],
+    longer_than: u32,
+    follow: &mut Follow,
+) -> Result<Walked, MatchError> {
+    let g = walker.inner.g;
+    let seed = walker.frames[0].0;
+    let mut allowed = vec![0u32; vocab.mask_words()].into_boxed_slice();
     // Where every string of the slice's characters keeps the seed set
     // alive, the slice's tokens are allowed (none can die) and only the
     // other tokens are walked. Where those of at most `d` characters do,
@@ -99,13 +117,7 @@ pub(super) fn analyze(
     // string of bounded length: all up to its bound, none past it where
     // it is closed), and only the other tokens are walked.
     let trie = if longer_than > 0 {
-        let (d, closed) = match walker.alive_depth(seed, slice_seqs, slice.max_chars) {
-            Ok(depth) => depth,
-            Err(e) => {
-                *fuel = walker.inner.fuel;
-                return Err(e);
-            }
-        };
+        let (d, closed) = walker.alive_depth(seed, slice_seqs, slice.max_chars)?;
         if d > 0 {
             slice.up_to(d, &mut allowed);
         }
@@ -120,8 +132,8 @@ pub(super) fn analyze(
         } else {
             walker.alive_depth(seed, slice_seqs, slice.max_chars)
         };
-        match depth {
-            Ok((d, _)) if d >= slice.max_chars => {
+        match depth? {
+            (d, _) if d >= slice.max_chars => {
                 allowed.iter_mut().zip(slice.mask.iter()).for_each(|(a, &m)| *a = m);
                 if walker.dfa.links.get(&seed) == Some(&seed) {
                     split = Some(&slice.split);
@@ -131,50 +143,33 @@ pub(super) fn analyze(
                     &slice.rest
                 }
             }
-            Ok((d, closed)) if closed || d >= Slice::SHORT => {
+            (d, closed) if closed || d >= Slice::SHORT => {
                 slice.up_to(d, &mut allowed);
                 if closed { &slice.rest } else { &slice.long_rest }
             }
-            Ok((d, _)) if d > 0 => {
+            (d, _) if d > 0 => {
                 slice.up_to(d, &mut allowed);
                 skip = Some(Skip { bytes: 0, chars: d as u8 });
                 vocab.trie()
             }
-            Ok(_) => match walker.fewer_characters(seed, slice_seqs, slice.max_chars) {
-                Ok(Some((d, dying))) => {
+            _ => match walker.fewer_characters(seed, slice_seqs, slice.max_chars)? {
+                Some((d, dying)) => {
                     // Few kept ASCII characters make few tokens, cheap to
                     // walk (a key's next letter, a number's digits): not
                     // worth the question.
-                    let by_characters = if (!dying & ASCII_BITS).count_ones() >= MANY_CHARACTERS {
-                        walker.by_characters(seed, slice_seqs, dying, d.into(), slice.max_chars)
-                    } else {
-                        Ok(false)
-                    };
-                    match by_characters {
+                    let many = (!dying & ASCII_BITS).count_ones() >= MANY_CHARACTERS;
+                    if many && walker.by_characters(seed, slice_seqs, dying, d.into(), slice.max_chars)? {
                         // The slice's tokens go by their characters: those
                         // decided by the list, only the others are walked.
-                        Ok(true) => {
-                            lists.get(slice, vocab.trie(), dying).write_up_to(d, &mut allowed);
-                            skip = Some(Skip { bytes: 0, chars: Skip::EVERY_CHARS });
-                        }
-                        Ok(false) => without = Some((d, dying)),
-                        Err(e) => {
-                            *fuel = walker.inner.fuel;
-                            return Err(e);
-                        }
+                        lists.get(slice, vocab.trie(), dying).write_up_to(d, &mut allowed);
+                        skip = Some(Skip { bytes: 0, chars: Skip::EVERY_CHARS });
+                    } else {
+                        without = Some((d, dying));
                     }
                     vocab.trie()
                 }
-                Ok(None) => vocab.trie(),
-                Err(e) => {
-                    *fuel = walker.inner.fuel;
-                    return Err(e);
-                }
+                None => vocab.trie(),
             },
-            Err(e) => {
-                *fuel = walker.inner.fuel;
-                return Err(e);
-            }
         }
     };
     let mut ends: Vec<u32> = Vec::new(); // depths where the rule could end, on the current path
@@ -197,13 +192,9 @@ pub(super) fn analyze(
     let mut lasting = false;
     // The seed's own (a first character that leads into a string's loop).
     if full {
-        match walker.strays(slice_seqs) {
-            Ok(u128::MAX) => {}
-            Ok(strays) => free.push(Free::new(0, strays)),
-            Err(e) => {
-                *fuel = walker.inner.fuel;
-                return Err(e);
-            }
+        match walker.strays(slice_seqs)? {
+            u128::MAX => {}
+            strays => free.push(Free::new(0, strays)),
         }
     }
     // The root's children whose byte the seed set may take (found by the
@@ -395,7 +386,6 @@ pub(super) fn analyze(
             Err(e) => break Err(e),
         }
     };
-    *fuel = walker.inner.fuel;
     result?;
     Ok(Walked { allowed, pending, cuts: cuts.unwrap_or_default() })
 }
