@@ -33,6 +33,8 @@ pub struct Writer {
     /// A rule for every escape JSON requires (and `\/`), once defined
     /// (see [`Writer::set_escape`]).
     escape: Option<Ex>,
+    /// A rule for every character beyond ASCII, defined with `escape`.
+    wide: Option<Ex>,
     /// References to rules added with [`Writer::add`], by their body.
     by_body: FastMap<Ex, Ex>,
     /// [`json_char`] of each set met (with `escape`), by its ranges:
@@ -70,9 +72,15 @@ impl Writer {
         }
     }
 
-    /// Names the rule for every escape JSON requires (and `\/`).
+    /// Names the rule for every escape JSON requires (and `\/`), and adds
+    /// one for every character beyond ASCII: [`json_char`] refers to both,
+    /// so the states of a key's or a pattern's automaton that move to one
+    /// state on those characters share one copy of their UTF-8 sequences
+    /// (inlined once per continuation) instead of a copy each.
     pub fn set_escape(&mut self, rule: Ex) {
         self.escape = Some(rule);
+        let wide = self.ranges(&[(0x80, 0x10FFFF)]);
+        self.wide = Some(self.add("wide", wide));
         self.chars.clear();
     }
 
@@ -233,8 +241,16 @@ fn json_char(w: &mut Writer, set: &CharSet) -> Option<Ex> {
     let sets = &*JSON_SETS;
     let raw = set.intersect(&sets.raw);
     let mut alts = Vec::new();
-    if !raw.is_empty() {
-        alts.push(w.class(&raw));
+    match w.wide.filter(|_| raw.intersect(&sets.wide) == sets.wide) {
+        Some(wide) => {
+            let narrow = raw.intersect(&sets.wide.negate());
+            if !narrow.is_empty() {
+                alts.push(w.class(&narrow));
+            }
+            alts.push(wide);
+        }
+        None if !raw.is_empty() => alts.push(w.class(&raw)),
+        None => {}
     }
     let escaped = set.intersect(&sets.escapable);
     if let Some(esc) = w.escape.filter(|_| escaped == sets.escapable) {
@@ -281,6 +297,8 @@ struct JsonSets {
     escapable: CharSet,
     /// The control characters.
     controls: CharSet,
+    /// The characters beyond ASCII.
+    wide: CharSet,
 }
 
 static JSON_SETS: LazyLock<JsonSets> = LazyLock::new(|| {
@@ -289,6 +307,7 @@ static JSON_SETS: LazyLock<JsonSets> = LazyLock::new(|| {
         raw: must_escape.negate(),
         escapable: must_escape.union(&CharSet::single(0x2F)),
         controls: CharSet::from_ranges(vec![(0, 0x1F)]),
+        wide: CharSet::from_ranges(vec![(0x80, 0x10FFFF)]),
     }
 });
 
