@@ -33,8 +33,6 @@ pub struct Writer {
     /// A rule for every escape JSON requires (and `\/`), once defined
     /// (see [`Writer::set_escape`]).
     escape: Option<Ex>,
-    /// A rule for every character beyond ASCII, defined with `escape`.
-    wide: Option<Ex>,
     /// References to rules added with [`Writer::add`], by their body.
     by_body: FastMap<Ex, Ex>,
     /// [`json_char`] of each set met (with `escape`), by its ranges:
@@ -72,15 +70,9 @@ impl Writer {
         }
     }
 
-    /// Names the rule for every escape JSON requires (and `\/`), and adds
-    /// one for every character beyond ASCII: [`json_char`] refers to both,
-    /// so the states of a key's or a pattern's automaton that move to one
-    /// state on those characters share one copy of their UTF-8 sequences
-    /// (inlined once per continuation) instead of a copy each.
+    /// Names the rule for every escape JSON requires (and `\/`).
     pub fn set_escape(&mut self, rule: Ex) {
         self.escape = Some(rule);
-        let wide = self.ranges(&[(0x80, 0x10FFFF)]);
-        self.wide = Some(self.add("wide", wide));
         self.chars.clear();
     }
 
@@ -241,16 +233,18 @@ fn json_char(w: &mut Writer, set: &CharSet) -> Option<Ex> {
     let sets = &*JSON_SETS;
     let raw = set.intersect(&sets.raw);
     let mut alts = Vec::new();
-    match w.wide.filter(|_| raw.intersect(&sets.wide) == sets.wide) {
-        Some(wide) => {
-            let narrow = raw.intersect(&sets.wide.negate());
-            if !narrow.is_empty() {
-                alts.push(w.class(&narrow));
-            }
-            alts.push(wide);
-        }
-        None if !raw.is_empty() => alts.push(w.class(&raw)),
-        None => {}
+    let narrow = raw.intersect(&sets.wide.negate());
+    if !narrow.is_empty() {
+        alts.push(w.class(&narrow));
+    }
+    // Its characters beyond ASCII as a rule, one per set (see
+    // [`Writer::add`]): the states of a key's or a pattern's automaton that
+    // move to one state on them share one copy of their UTF-8 sequences
+    // (inlined once per continuation) instead of a copy each.
+    let wide = raw.intersect(&sets.wide);
+    if !wide.is_empty() {
+        let class = w.class(&wide);
+        alts.push(w.add("wide", class));
     }
     let escaped = set.intersect(&sets.escapable);
     if let Some(esc) = w.escape.filter(|_| escaped == sets.escapable) {
