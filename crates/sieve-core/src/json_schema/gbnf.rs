@@ -233,7 +233,7 @@ fn json_char(w: &mut Writer, set: &CharSet) -> Option<Ex> {
     let sets = &*JSON_SETS;
     let raw = set.intersect(&sets.raw);
     let mut alts = Vec::new();
-    let narrow = raw.intersect(&sets.wide.negate());
+    let narrow = raw.intersect(&sets.ascii);
     if !narrow.is_empty() {
         alts.push(w.class(&narrow));
     }
@@ -291,7 +291,8 @@ struct JsonSets {
     escapable: CharSet,
     /// The control characters.
     controls: CharSet,
-    /// The characters beyond ASCII.
+    /// The ASCII characters, and those beyond.
+    ascii: CharSet,
     wide: CharSet,
 }
 
@@ -301,6 +302,7 @@ static JSON_SETS: LazyLock<JsonSets> = LazyLock::new(|| {
         raw: must_escape.negate(),
         escapable: must_escape.union(&CharSet::single(0x2F)),
         controls: CharSet::from_ranges(vec![(0, 0x1F)]),
+        ascii: CharSet::from_ranges(vec![(0, 0x7F)]),
         wide: CharSet::from_ranges(vec![(0x80, 0x10FFFF)]),
     }
 });
