@@ -302,6 +302,39 @@ fn overlapping_one_of_excludes_the_overlap() {
     ]);
 }
 
+/// "At most one of these options is set", written as one `if`/`then` per
+/// option: the branches' product holds as many distinct branches as there
+/// are ways to satisfy it, not two to the number of options.
+#[test]
+fn exclusive_options_as_conditions_match_a_brute_force_oracle() {
+    let n = 8;
+    let names: Vec<String> = (0..n).map(|i| format!("o{i}")).collect();
+    let props: serde_json::Map<String, serde_json::Value> =
+        names.iter().map(|k| (k.clone(), json!({"type": ["null", "integer"]}))).collect();
+    let conditions: Vec<serde_json::Value> = names
+        .iter()
+        .map(|k| {
+            let others: serde_json::Map<String, serde_json::Value> =
+                names.iter().filter(|o| *o != k).map(|o| (o.clone(), json!({"const": null}))).collect();
+            json!({"if": {"not": {"properties": {k.as_str(): {"const": null}}}}, "then": {"properties": others}})
+        })
+        .collect();
+    let schema = json!({"type": "object", "properties": props, "additionalProperties": false, "allOf": conditions});
+    let c = compile(schema, &JsonSchemaOptions::default());
+    // Each option absent, null or 1: valid where at most one is 1.
+    for code in 0..3usize.pow(n as u32) {
+        let digits: Vec<usize> = (0..n).map(|i| code / 3usize.pow(i as u32) % 3).collect();
+        let members: Vec<String> = digits
+            .iter()
+            .enumerate()
+            .filter(|(_, d)| **d > 0)
+            .map(|(i, d)| format!("\"o{i}\": {}", if *d == 1 { "null" } else { "1" }))
+            .collect();
+        let text = format!("{{{}}}", members.join(", "));
+        assert_eq!(accepts(&c, &text), digits.iter().filter(|d| **d == 2).count() <= 1, "{text}");
+    }
+}
+
 #[test]
 fn all_of_keeps_every_pattern() {
     table(json!({"allOf": [{"pattern": "^a"}, {"pattern": "b$"}], "type": "string"}), &[(r#""ab""#, true), (r#""a""#, false), (r#""b""#, false)]);

@@ -46,11 +46,11 @@ impl<'a> Compiler<'a> {
                     // doubles the work of each `if` nested in it.) The
                     // negation is exact or refused like any `not`.
                     let split = match (m.get("then"), m.get("else")) {
-                        (Some(then), None) => serde_json::json!({"anyOf": [{"not": v}, then]}),
+                        (Some(then), None) => serde_json::json!({"anyOf": [negation(v), then]}),
                         (None, Some(other)) => serde_json::json!({"anyOf": [v, other]}),
                         (then, other) => {
                             let (then, other) = (then.unwrap_or(&Value::Bool(true)), other.unwrap_or(&Value::Bool(true)));
-                            serde_json::json!({"anyOf": [{"allOf": [v, then]}, {"allOf": [{"not": v}, other]}]})
+                            serde_json::json!({"anyOf": [{"allOf": [v, then]}, {"allOf": [negation(v), other]}]})
                         }
                     };
                     parts.push((Cow::Owned(split), child(ptr, "if")));
@@ -100,6 +100,18 @@ impl<'a> Compiler<'a> {
         }
         self.depth -= 1;
         Ok(out)
+    }
+
+    /// A branch of a product of branches: `x` and `y` merged where neither
+    /// needs flattening (so that equal pairs show as equal), else their
+    /// `allOf`; false where either is.
+    fn conjoin(&mut self, x: &Value, y: &Value, ptr: &str) -> Res<Value> {
+        Ok(match (x, y) {
+            (Value::Bool(false), _) | (_, Value::Bool(false)) => Value::Bool(false),
+            (Value::Bool(true), other) | (other, Value::Bool(true)) => other.clone(),
+            (Value::Object(mx), Value::Object(my)) if is_flat(mx) && is_flat(my) => Value::Object(self.merge(mx.clone(), my.clone(), ptr)?),
+            _ => keyword("allOf", Value::Array(vec![x.clone(), y.clone()])),
+        })
     }
 
     /// Both maps' constraints in one map.
@@ -238,6 +250,7 @@ impl<'a> Compiler<'a> {
                     let (mut pa, pb) = (object(va), object(vb));
                     for (pk, pv) in pb {
                         match pa.get_mut(&pk) {
+                            Some(old) if *old == pv => {}
                             Some(old) => *old = keyword("allOf", Value::Array(vec![std::mem::take(old), pv])),
                             None => {
                                 pa.insert(pk, pv);
@@ -294,7 +307,12 @@ impl<'a> Compiler<'a> {
                     let mut out = Vec::new();
                     for x in &xa {
                         for y in &xb {
-                            out.push(all_of(x, y));
+                            let pair = self.conjoin(x, y, ptr)?;
+                            // The same pair twice adds nothing to anyOf (but
+                            // would match twice under oneOf).
+                            if pair != Value::Bool(false) && (k == "oneOf" || !out.contains(&pair)) {
+                                out.push(pair);
+                            }
                         }
                     }
                     Value::Array(out)
@@ -321,6 +339,23 @@ impl<'a> Compiler<'a> {
         }
         Ok(a)
     }
+}
+
+/// `not s`, without a double negation (`not not x` is `x`), so that
+/// conditions written as negations merge with the schemas they name.
+fn negation(s: &Value) -> Value {
+    match s {
+        Value::Object(m) if m.keys().all(|k| k == "not" || is_annotation(k)) && m.contains_key("not") => m["not"].clone(),
+        _ => keyword("not", s.clone()),
+    }
+}
+
+/// Whether `m` has no keyword that [`Compiler::flatten`] rewrites, so that
+/// merging it is all that flattening it would do.
+fn is_flat(m: &Map<String, Value>) -> bool {
+    !m.keys().any(|k| {
+        matches!(k.as_str(), "$ref" | "allOf" | "if" | "then" | "else" | "dependencies" | "dependentRequired" | "dependentSchemas")
+    })
 }
 
 /// Adds `value` to the internal list keyword `key` of `m` (the further
