@@ -304,6 +304,21 @@ def summary(path):
     }
 
 
+def compiled_ids(path):
+    return {r["id"] for r in map(json.loads, open(path)) if "compile_error" not in r}
+
+
+def on_common(path, ids):
+    """Valid rejected and invalid accepted over the schemas every engine in the table compiled:
+    an engine that refuses a schema rejects none of its tests, so the totals alone favour it."""
+    rows = [r for r in map(json.loads, open(path)) if r["id"] in ids]
+    return {
+        "common schemas": len(rows),
+        "common valid rej.": sum(1 for r in rows for t in r["tests"] if t["valid"] and not t["accepted"]),
+        "common invalid acc.": sum(1 for r in rows for t in r["tests"] if not t["valid"] and t["accepted"]),
+    }
+
+
 def fastest_of(paths, out_path):
     """One record per file from the runs' records of it: each mask's and the compile's least
     time over the runs. The work of a mask is the same in every run (each starts cold), so the
@@ -342,7 +357,7 @@ def main():
         out = os.path.join(a.out_dir, f"{e}.jsonl")
         if a.table_only:
             if os.path.exists(out):
-                done.append((e, summary(out)))
+                done.append((e, out))
             continue
         if e != "sieve":
             try:
@@ -359,7 +374,9 @@ def main():
                 run_engine(e, a.tokenizer, files, run, a.timeout_s)
         if a.runs > 1:
             fastest_of(runs, out)
-        done.append((e, summary(out)))
+        done.append((e, out))
+    common = set.intersection(*(compiled_ids(out) for _, out in done)) if done else set()
+    done = [(e, {**summary(out), **on_common(out, common)}) for e, out in done]
     keys = list(done[0][1].keys()) if done else []
     print(f"{'':<20}" + "".join(f"{e:>20}" for e, _ in done))
     for k in keys:
