@@ -21,6 +21,38 @@ struct Template {
     entry: u32,
 }
 
+/// The states that consume one continuation byte in a range and then go to
+/// a given state, listed per target state (a few each: a class's sequences
+/// end in at most a handful of distinct continuation ranges).
+#[derive(Default)]
+struct Tails {
+    /// Per target state, its newest entry in `list` (`u32::MAX`: none).
+    newest: Vec<u32>,
+    /// `(lo, hi, state, the target's entry before)`.
+    list: Vec<(u8, u8, u32, u32)>,
+}
+
+impl Tails {
+    fn get(&self, lo: u8, hi: u8, next: u32) -> Option<u32> {
+        let mut at = *self.newest.get(next as usize)?;
+        while let Some(&(l, h, state, before)) = self.list.get(at as usize) {
+            if (l, h) == (lo, hi) {
+                return Some(state);
+            }
+            at = before;
+        }
+        None
+    }
+
+    fn insert(&mut self, lo: u8, hi: u8, next: u32, state: u32) {
+        if self.newest.len() <= next as usize {
+            self.newest.resize(next as usize + 1, u32::MAX);
+        }
+        let before = std::mem::replace(&mut self.newest[next as usize], self.list.len() as u32);
+        self.list.push((lo, hi, state, before));
+    }
+}
+
 /// Thompson automaton state before epsilon closure.
 #[derive(Clone, Copy)]
 enum N {
@@ -65,10 +97,10 @@ pub(super) struct Builder<'a> {
     chains: FastMap<(Expr, u32), Vec<u32>>,
     /// Inlined bodies still to build: `(source rule, next, placeholder)`.
     pending: Vec<(u32, u32, u32)>,
-    /// State consuming a UTF-8 continuation byte in `lo..=hi` then going
-    /// to `next`, by `(lo, hi, next)`: character classes that continue at
-    /// the same state share their sequences' tails.
-    tails: FastMap<(u8, u8, u32), u32>,
+    /// States consuming a UTF-8 continuation byte then going to a state:
+    /// character classes that continue at the same state share their
+    /// sequences' tails.
+    tails: Tails,
     /// The UTF-8 sequences of each character class met, by its expression:
     /// a class is copied wherever its rule is inlined.
     utf8: FastMap<u32, Rc<[Utf8Sequence]>>,
@@ -128,7 +160,7 @@ impl Grammar {
             memo: FastMap::default(),
             pending: Vec::new(),
             chains: FastMap::default(),
-            tails: FastMap::default(),
+            tails: Tails::default(),
             utf8: FastMap::default(),
             entries: Vec::new(),
             twins: Vec::new(),
@@ -554,11 +586,11 @@ impl<'a> Builder<'a> {
                         .split_first()
                         .ok_or_else(|| CompileError::new(CompileErrorKind::Syntax, "empty UTF-8 sequence"))?;
                     for r in rest.iter().rev() {
-                        s = match self.tails.get(&(r.start, r.end, s)) {
-                            Some(&t) => t,
+                        s = match self.tails.get(r.start, r.end, s) {
+                            Some(t) => t,
                             None => {
                                 let t = self.add(N::Byte { lo: r.start, hi: r.end, next: s })?;
-                                self.tails.insert((r.start, r.end, s), t);
+                                self.tails.insert(r.start, r.end, s, t);
                                 t
                             }
                         };
