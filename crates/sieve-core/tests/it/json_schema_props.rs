@@ -191,6 +191,46 @@ proptest! {
 }
 
 proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, .. ProptestConfig::default() })]
+
+    /// `oneOf` of strings (patterns, excluded patterns, a branch with
+    /// none, lengths beside): a string matches where exactly one branch does.
+    #[test]
+    fn one_of_strings_agrees_with_an_independent_validator(
+        branches in proptest::collection::vec((proptest::option::of(pattern()), proptest::option::of(pattern())), 2..5),
+        lengths in proptest::option::of((0u64..3, 0u64..4)),
+        strings in proptest::collection::vec(proptest::collection::vec(proptest::sample::select(vec!['a', 'b', '1', '*', 'x']), 0..5), 12),
+    ) {
+        let branches: Vec<Value> = branches
+            .into_iter()
+            .map(|(p, not)| {
+                let mut b = json!({});
+                if let Some(p) = p { b["pattern"] = json!(p); }
+                if let Some(n) = not { b["not"] = json!({"pattern": n}); }
+                b
+            })
+            .collect();
+        let mut schema = json!({"type": "string", "oneOf": branches});
+        if let Some((min, extra)) = lengths {
+            schema["minLength"] = json!(min);
+            schema["maxLength"] = json!(min + extra);
+        }
+        let oracle = jsonschema::validator_for(&schema).unwrap();
+        let c = match Constraint::json_schema(&schema, &JsonSchemaOptions::default()) {
+            Ok((c, _)) => Some(c),
+            Err(JsonSchemaError::Schema(e)) if e.kind == SchemaErrorKind::Unsatisfiable => None,
+            Err(e) => panic!("schema {schema}: {e}"),
+        };
+        for s in strings {
+            let inst = json!(s.into_iter().collect::<String>());
+            let text = spaced(&inst);
+            let accepted = c.as_ref().is_some_and(|c| c.matches(text.as_bytes()).unwrap());
+            prop_assert_eq!(accepted, oracle.is_valid(&inst), "schema {} instance {}", schema, text);
+        }
+    }
+}
+
+proptest! {
     #![proptest_config(ProptestConfig { cases: 128, .. ProptestConfig::default() })]
 
     /// With `PropertyOrder::AnyUpTo`, members in any order are accepted

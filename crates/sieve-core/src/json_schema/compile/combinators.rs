@@ -44,6 +44,12 @@ impl<'a> Compiler<'a> {
             let m = self.merge(siblings.clone(), bm, &bptr)?;
             merged_all.push((m, None, bptr));
         }
+        if kw == "oneOf" && merged_all.iter().all(|x| x.1.is_none()) {
+            let maps: Vec<(&Map<String, Value>, &str)> = merged_all.iter().map(|x| (&x.0, x.2.as_str())).collect();
+            if let Some(e) = self.one_of_strings(&maps)? {
+                return Ok(e);
+            }
+        }
         if kw == "oneOf" && !self.disjoint(&merged_all) {
             // Exact as: each branch and not every branch it may overlap. The
             // siblings both hold need no negation (S and A and not (S and B)

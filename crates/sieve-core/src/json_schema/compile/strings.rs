@@ -1,7 +1,7 @@
 //! Strings: length bounds, patterns, formats and excluded strings, and
 //! long repetitions split into blocks.
 
-use super::keywords::count;
+use super::keywords::{count, is_inert, type_list};
 use super::{invalid, Compiler, Expr, Res, NOT_PATTERNS, NOT_STRINGS, PATTERNS};
 use super::super::dfa::{Dfa, TooLarge};
 use super::super::format;
@@ -17,40 +17,7 @@ impl<'a> Compiler<'a> {
         if max_len.is_some_and(|x| x < min_len) {
             return Ok(None);
         }
-        let mut res: Vec<(Rc<Re>, &str)> = Vec::new();
-        if let Some(f) = m.get("format").and_then(Value::as_str) {
-            if let Some(p) = format::pattern(f) {
-                let re = self.pattern(p).map_err(|e| invalid("format", ptr, &e.to_string()))?;
-                res.push((re, "format"));
-            } else if format::UNSUPPORTED.contains(&f) {
-                self.unsupported("format", ptr, &format!("format {f:?} is not a regular language here"))?;
-            }
-        }
-        let more = m.get(PATTERNS).and_then(Value::as_array).cloned().unwrap_or_default();
-        for p in m.get("pattern").into_iter().chain(more.iter()) {
-            let p = p.as_str().ok_or_else(|| invalid("pattern", ptr, "must be a string"))?;
-            match self.pattern(p) {
-                Ok(re) => res.push((re, "pattern")),
-                Err(e @ regex::PatternError::Unsupported(_)) => self.unsupported("pattern", ptr, &e.to_string())?,
-                Err(e) => return Err(invalid("pattern", ptr, &e.to_string())),
-            }
-        }
-        // Languages a `not` excluded: strings, and patterns.
-        let mut banned: Vec<Re> = Vec::new();
-        for p in m.get(NOT_PATTERNS).and_then(Value::as_array).into_iter().flatten() {
-            let p = p.as_str().ok_or_else(|| invalid("not", ptr, "pattern must be a string"))?;
-            match self.pattern(p) {
-                Ok(re) => banned.push(Re::clone(&re)),
-                Err(e @ regex::PatternError::Unsupported(_)) => {
-                    self.unsupported("not", ptr, &format!("negated pattern: {e}"))?
-                }
-                Err(e) => return Err(invalid("pattern", ptr, &e.to_string())),
-            }
-        }
-        let excluded: Vec<&str> = m.get(NOT_STRINGS).and_then(Value::as_array).map(|v| v.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
-        if !excluded.is_empty() {
-            banned.push(Re::Alt(excluded.iter().map(|x| literal_re(x)).collect()));
-        }
+        let Lang { res, banned, .. } = self.string_language(m, ptr)?;
         if res.is_empty() && banned.is_empty() {
             let body = self.repeat(self.chr, min_len, max_len)?;
             let body = self.quoted(body);
@@ -119,6 +86,105 @@ impl<'a> Compiler<'a> {
                     None => Ok(None),
                 }
             }
+        }
+    }
+
+    /// The string language of keyword map `m`: its patterns and format, the
+    /// patterns and strings a `not` excluded, and its length bounds.
+    fn string_language(&mut self, m: &Map<String, Value>, ptr: &str) -> Res<Lang> {
+        let min = count(m, "minLength", ptr)?.unwrap_or(0);
+        let max = count(m, "maxLength", ptr)?;
+        let mut res: Vec<(Rc<Re>, &'static str)> = Vec::new();
+        if let Some(f) = m.get("format").and_then(Value::as_str) {
+            if let Some(p) = format::pattern(f) {
+                let re = self.pattern(p).map_err(|e| invalid("format", ptr, &e.to_string()))?;
+                res.push((re, "format"));
+            } else if format::UNSUPPORTED.contains(&f) {
+                self.unsupported("format", ptr, &format!("format {f:?} is not a regular language here"))?;
+            }
+        }
+        let more = m.get(PATTERNS).and_then(Value::as_array).cloned().unwrap_or_default();
+        for p in m.get("pattern").into_iter().chain(more.iter()) {
+            let p = p.as_str().ok_or_else(|| invalid("pattern", ptr, "must be a string"))?;
+            match self.pattern(p) {
+                Ok(re) => res.push((re, "pattern")),
+                Err(e @ regex::PatternError::Unsupported(_)) => self.unsupported("pattern", ptr, &e.to_string())?,
+                Err(e) => return Err(invalid("pattern", ptr, &e.to_string())),
+            }
+        }
+        // Languages a `not` excluded: strings, and patterns.
+        let mut banned: Vec<Re> = Vec::new();
+        for p in m.get(NOT_PATTERNS).and_then(Value::as_array).into_iter().flatten() {
+            let p = p.as_str().ok_or_else(|| invalid("not", ptr, "pattern must be a string"))?;
+            match self.pattern(p) {
+                Ok(re) => banned.push(Re::clone(&re)),
+                Err(e @ regex::PatternError::Unsupported(_)) => {
+                    self.unsupported("not", ptr, &format!("negated pattern: {e}"))?
+                }
+                Err(e) => return Err(invalid("pattern", ptr, &e.to_string())),
+            }
+        }
+        let excluded: Vec<&str> = m.get(NOT_STRINGS).and_then(Value::as_array).map(|v| v.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
+        if !excluded.is_empty() {
+            banned.push(Re::Alt(excluded.iter().map(|x| literal_re(x)).collect()));
+        }
+        Ok(Lang { res, banned, min, max })
+    }
+
+    /// `oneOf` branches that are all strings of one length bounds, as one
+    /// automaton of their patterns at once, which accepts where exactly one
+    /// branch's language does: overlapping branches need no negation each
+    /// (which would make an automaton of every branch's patterns per
+    /// branch). `None` where the branches are not such strings or the
+    /// automaton is over the limits (they are translated one by one then).
+    pub(super) fn one_of_strings(&mut self, maps: &[(&Map<String, Value>, &str)]) -> Res<Option<Expr>> {
+        if maps.len() < 2 || !maps.iter().all(|(m, _)| is_string_only(m)) {
+            return Ok(None);
+        }
+        let mut langs = Vec::with_capacity(maps.len());
+        for &(m, ptr) in maps {
+            langs.push(self.string_language(m, ptr)?);
+        }
+        let (min, max) = (langs[0].min, langs[0].max);
+        if langs.iter().any(|l| (l.min, l.max) != (min, max)) {
+            return Ok(None);
+        }
+        if max.is_some_and(|x| x < min) {
+            return Ok(Some(None));
+        }
+        // Each distinct expression once; per branch, the bits of those that
+        // must match and of those that must not. The first, any string,
+        // keeps alive the strings that only a `not` constrains.
+        let mut exprs: Vec<Re> = vec![Re::any_string()];
+        let mut bit = |re: &Re| -> Option<u64> {
+            let i = exprs.iter().position(|e| e == re).unwrap_or_else(|| {
+                exprs.push(re.clone());
+                exprs.len() - 1
+            });
+            (i < 64).then(|| 1u64 << i)
+        };
+        let mut parts: Vec<(u64, u64)> = Vec::with_capacity(langs.len());
+        for l in &langs {
+            let need = l.res.iter().try_fold(1, |acc, r| bit(&r.0).map(|b| acc | b));
+            let ban = l.banned.iter().try_fold(0, |acc, r| bit(r).map(|b| acc | b));
+            let (Some(need), Some(ban)) = (need, ban) else { return Ok(None) };
+            parts.push((need, ban));
+        }
+        if exprs.len() == 1 {
+            return Ok(None);
+        }
+        let required = parts.iter().fold(u64::MAX, |acc, p| acc & p.0);
+        let accept = |t: u64| {
+            parts.iter().filter(|&&(need, ban)| t & need == need && t & ban == 0).count() == 1
+        };
+        let Ok(dfa) = Dfa::tagged(&exprs, required, self.limits.max_dfa_states) else { return Ok(None) };
+        match dfa.emit(&accept, min, max, &mut self.rules, self.limits.max_grammar_states) {
+            Ok(Some(body)) => {
+                let body = self.quoted(body);
+                Ok(Some(Some(self.add("string", body)?)))
+            }
+            Ok(None) => Ok(Some(None)),
+            Err(TooLarge) => Ok(None),
         }
     }
 
@@ -265,4 +331,22 @@ fn within((lo, hi): (u64, Option<u64>), min: u64, max: Option<u64>) -> bool {
 /// The one-string language of `s`.
 pub(super) fn literal_re(s: &str) -> Re {
     Re::Concat(s.chars().map(|c| Re::Set(regex::CharSet::single(c as u32))).collect())
+}
+
+/// A string language: every pattern (or format) of `res` matches, none of
+/// `banned` does, and the length is within `min..=max`.
+struct Lang {
+    res: Vec<(Rc<Re>, &'static str)>,
+    banned: Vec<Re>,
+    min: u64,
+    max: Option<u64>,
+}
+
+/// Whether `m` allows strings alone and says nothing but what
+/// [`Compiler::string_language`] reads.
+fn is_string_only(m: &Map<String, Value>) -> bool {
+    m.get("type").is_some_and(|t| type_list(t) == [Value::String("string".into())])
+        && m.keys().all(|k| {
+            matches!(k.as_str(), "type" | "pattern" | "format" | "minLength" | "maxLength" | PATTERNS | NOT_PATTERNS | NOT_STRINGS) || is_inert(k)
+        })
 }
