@@ -207,17 +207,18 @@ fn class(g: &mut Rules, set: &CharSet) -> Ex {
     g.class(&set.0)
 }
 
-/// The short escape JSON has for a control or quote character.
-fn short_escape(c: u32) -> Option<&'static str> {
+/// The letter after the backslash of the short escape JSON has for a
+/// control or quote character.
+fn short_escape(c: u32) -> Option<char> {
     Some(match c {
-        0x22 => "\\\"",
-        0x5C => "\\\\",
-        0x2F => "\\/",
-        0x08 => "\\b",
-        0x0C => "\\f",
-        0x0A => "\\n",
-        0x0D => "\\r",
-        0x09 => "\\t",
+        0x22 => '"',
+        0x5C => '\\',
+        0x2F => '/',
+        0x08 => 'b',
+        0x0C => 'f',
+        0x0A => 'n',
+        0x0D => 'r',
+        0x09 => 't',
         _ => return None,
     })
 }
@@ -251,18 +252,21 @@ fn json_char(w: &mut Writer, set: &CharSet) -> Option<Ex> {
         alts.push(esc);
         return Some(w.alt(&alts));
     }
+    // The escapes, after one backslash: the short ones' letters in one
+    // class, and the `\u00XY` escapes of controls (all of them, or one
+    // alternative per `X` with its `Y`s, both cases, in one class).
     let all_controls = set.intersect(&sets.controls) == sets.controls;
+    let mut after = Vec::new();
     if all_controls {
-        let parts = [w.lit("\\u00"), w.ranges(&[(0x30, 0x31)]), w.ranges(HEX)];
-        alts.push(w.seq(&parts));
+        let parts = [w.lit("u00"), w.ranges(&[(0x30, 0x31)]), w.ranges(HEX)];
+        after.push(w.seq(&parts));
     }
-    // `\u00XY` escapes of some controls: one alternative per `X`, its
-    // `Y`s (both cases) in one class.
+    let mut letters = Vec::new();
     let mut digits: [Vec<(u32, u32)>; 2] = [Vec::new(), Vec::new()];
     for &(a, b) in &escaped.0 {
         for c in a..=b {
             if let Some(e) = short_escape(c) {
-                alts.push(w.lit(e));
+                letters.push((e as u32, e as u32));
             }
             if c < 0x20 && !all_controls {
                 let hi = char::from_digit(c & 0xF, 16).unwrap_or('0');
@@ -272,8 +276,15 @@ fn json_char(w: &mut Writer, set: &CharSet) -> Option<Ex> {
             }
         }
     }
+    if !letters.is_empty() {
+        after.push(w.ranges(&CharSet::from_ranges(letters).0));
+    }
     for (x, ys) in digits.into_iter().enumerate().filter(|(_, ys)| !ys.is_empty()) {
-        let parts = [w.lit(&format!("\\u00{x}")), w.ranges(&CharSet::from_ranges(ys).0)];
+        let parts = [w.lit(&format!("u00{x}")), w.ranges(&CharSet::from_ranges(ys).0)];
+        after.push(w.seq(&parts));
+    }
+    if !after.is_empty() {
+        let parts = [w.lit("\\"), w.alt(&after)];
         alts.push(w.seq(&parts));
     }
     Some(w.alt(&alts))
@@ -443,12 +454,18 @@ mod tests {
 
     #[test]
     fn json_char_escapes_what_json_requires() {
-        let mut w = Writer::default();
-        let q = json_char(&mut w, &CharSet::single('"' as u32)).unwrap();
-        assert_eq!(q, w.lit("\\\""));
-        let nl = json_char(&mut w, &CharSet::single('\n' as u32)).unwrap();
-        let text = w.text(nl);
-        assert!(text.contains("\\\\n") && text.contains("\\\\u00"), "{text}");
+        let spelled = |c: char| {
+            let mut w = Writer::default();
+            let e = json_char(&mut w, &CharSet::single(c as u32)).unwrap();
+            crate::Constraint::gbnf(&w.text(e)).unwrap()
+        };
+        let q = spelled('"');
+        assert!(q.matches(b"\\\"").unwrap() && !q.matches(b"\"").unwrap() && !q.matches(b"\\u0022").unwrap());
+        let nl = spelled('\n');
+        for text in ["\\n", "\\u000a", "\\u000A"] {
+            assert!(nl.matches(text.as_bytes()).unwrap(), "{text}");
+        }
+        assert!(!nl.matches(b"\n").unwrap() && !nl.matches(b"\\r").unwrap());
     }
 
     proptest::proptest! {
