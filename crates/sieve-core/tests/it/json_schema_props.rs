@@ -147,6 +147,30 @@ proptest! {
     }
 }
 
+/// String schema `schema`, within `lengths` (minimum, and how many more
+/// at most) where given, accepts each of `strings` exactly where the
+/// independent validator does.
+fn strings_agree(mut schema: Value, lengths: Option<(u64, u64)>, strings: Vec<Vec<char>>) -> Result<(), TestCaseError> {
+    if let Some((min, extra)) = lengths {
+        schema["minLength"] = json!(min);
+        schema["maxLength"] = json!(min + extra);
+    }
+    let oracle = jsonschema::validator_for(&schema).unwrap();
+    // A schema no string satisfies is an error; the oracle must agree on every string.
+    let c = match Constraint::json_schema(&schema, &JsonSchemaOptions::default()) {
+        Ok((c, _)) => Some(c),
+        Err(JsonSchemaError::Schema(e)) if e.kind == SchemaErrorKind::Unsatisfiable => None,
+        Err(e) => panic!("schema {schema}: {e}"),
+    };
+    for s in strings {
+        let inst = json!(s.into_iter().collect::<String>());
+        let text = spaced(&inst);
+        let accepted = c.as_ref().is_some_and(|c| c.matches(text.as_bytes()).unwrap());
+        prop_assert_eq!(accepted, oracle.is_valid(&inst), "schema {} instance {}", schema, text);
+    }
+    Ok(())
+}
+
 /// Small ECMA-262 patterns: alternations, groups, classes, quantifiers, with
 /// and without anchors (unanchored sides search); with lengths or without.
 fn pattern() -> impl Strategy<Value = String> {
@@ -169,24 +193,8 @@ proptest! {
         lengths in proptest::option::of((0u64..3, 0u64..4)),
         strings in proptest::collection::vec(proptest::collection::vec(proptest::sample::select(vec!['a', 'b', '1', '*', 'x']), 0..5), 8),
     ) {
-        let mut schema = json!({"type": "string", "pattern": pattern});
-        if let Some((min, extra)) = lengths {
-            schema["minLength"] = json!(min);
-            schema["maxLength"] = json!(min + extra);
-        }
-        let oracle = jsonschema::validator_for(&schema).unwrap();
-        // A schema no string satisfies is an error; the oracle must agree on every string.
-        let c = match Constraint::json_schema(&schema, &JsonSchemaOptions::default()) {
-            Ok((c, _)) => Some(c),
-            Err(JsonSchemaError::Schema(e)) if e.kind == SchemaErrorKind::Unsatisfiable => None,
-            Err(e) => panic!("schema {schema}: {e}"),
-        };
-        for s in strings {
-            let inst = json!(s.into_iter().collect::<String>());
-            let text = spaced(&inst);
-            let accepted = c.as_ref().is_some_and(|c| c.matches(text.as_bytes()).unwrap());
-            prop_assert_eq!(accepted, oracle.is_valid(&inst), "schema {} instance {}", schema, text);
-        }
+        let schema = json!({"type": "string", "pattern": pattern});
+        strings_agree(schema, lengths, strings)?;
     }
 }
 
@@ -210,23 +218,8 @@ proptest! {
                 b
             })
             .collect();
-        let mut schema = json!({"type": "string", "oneOf": branches});
-        if let Some((min, extra)) = lengths {
-            schema["minLength"] = json!(min);
-            schema["maxLength"] = json!(min + extra);
-        }
-        let oracle = jsonschema::validator_for(&schema).unwrap();
-        let c = match Constraint::json_schema(&schema, &JsonSchemaOptions::default()) {
-            Ok((c, _)) => Some(c),
-            Err(JsonSchemaError::Schema(e)) if e.kind == SchemaErrorKind::Unsatisfiable => None,
-            Err(e) => panic!("schema {schema}: {e}"),
-        };
-        for s in strings {
-            let inst = json!(s.into_iter().collect::<String>());
-            let text = spaced(&inst);
-            let accepted = c.as_ref().is_some_and(|c| c.matches(text.as_bytes()).unwrap());
-            prop_assert_eq!(accepted, oracle.is_valid(&inst), "schema {} instance {}", schema, text);
-        }
+        let schema = json!({"type": "string", "oneOf": branches});
+        strings_agree(schema, lengths, strings)?;
     }
 }
 
