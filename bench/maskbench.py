@@ -279,8 +279,7 @@ def summary(path):
     compiles = [r["ttfm_us"] for r in rows if "compile_error" not in r or r.get("timeout")]
     memory = [r["memory_bytes"] for r in rows if "memory_bytes" in r]
     tests = sum(len(r["tests"]) for r in rows)
-    vr = sum(1 for r in rows for t in r["tests"] if t["valid"] and not t["accepted"])
-    ia = sum(1 for r in rows for t in r["tests"] if not t["valid"] and t["accepted"])
+    vr, ia = misjudged(rows)
     passing = sum(1 for r in rows if "compile_error" not in r and all(t["valid"] == t["accepted"] for t in r["tests"]))
     return {
         "schemas": len(rows),
@@ -304,6 +303,13 @@ def summary(path):
     }
 
 
+def misjudged(rows):
+    """Valid tests rejected, and invalid tests accepted, in `rows`."""
+    vr = sum(1 for r in rows for t in r["tests"] if t["valid"] and not t["accepted"])
+    ia = sum(1 for r in rows for t in r["tests"] if not t["valid"] and t["accepted"])
+    return vr, ia
+
+
 def compiled_ids(path):
     return {r["id"] for r in map(json.loads, open(path)) if "compile_error" not in r}
 
@@ -312,11 +318,8 @@ def on_common(path, ids):
     """Valid rejected and invalid accepted over the schemas every engine in the table compiled:
     an engine that refuses a schema rejects none of its tests, so the totals alone favour it."""
     rows = [r for r in map(json.loads, open(path)) if r["id"] in ids]
-    return {
-        "common schemas": len(rows),
-        "common valid rej.": sum(1 for r in rows for t in r["tests"] if t["valid"] and not t["accepted"]),
-        "common invalid acc.": sum(1 for r in rows for t in r["tests"] if not t["valid"] and t["accepted"]),
-    }
+    vr, ia = misjudged(rows)
+    return {"common schemas": len(rows), "common valid rej.": vr, "common invalid acc.": ia}
 
 
 def fastest_of(paths, out_path):
