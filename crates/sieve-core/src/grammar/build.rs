@@ -108,9 +108,10 @@ pub(super) struct Builder<'a> {
     /// (each alternation takes its own off when it ends).
     entries: Vec<u32>,
     /// States that compile alike with their twin for strings of at most
-    /// some bytes: `(state, twin, bytes)`, each state its epsilon state.
-    /// An automaton's ([`gbnf::State::twin`], characters: no fewer bytes)
-    /// and a repetition's copies (see [`Builder::copies`]).
+    /// some bytes: `(state, twin, bytes)`, each pair's epsilon closures
+    /// alike. An automaton's states ([`gbnf::State::twin`], characters: no
+    /// fewer bytes) and a repetition's copies, their entries and the states
+    /// inside them (see [`Builder::copies`]).
     twins: Vec<(u32, u32, u32)>,
     max_states: usize,
 }
@@ -273,7 +274,11 @@ impl Grammar {
             }
             for (&s, &t) in mine.iter().zip(theirs) {
                 if s != t {
-                    stand_ins.entry(s).or_insert((t, chars));
+                    // (A state met twice with one twin keeps the longer.)
+                    let twin = stand_ins.entry(s).or_insert((t, chars));
+                    if twin.0 == t {
+                        twin.1 = twin.1.max(chars);
+                    }
                 }
             }
         }
@@ -381,7 +386,9 @@ impl<'a> Builder<'a> {
     ///
     /// A copy with fewer copies left has the first (or, in a chain, the
     /// one with the most left) as its twin, for the strings too short to
-    /// reach past the copies it has left.
+    /// reach past the copies it has left (each takes at least the bytes of
+    /// `e`'s shortest string); so do the states inside it, where it is a
+    /// replica, those of the last copy.
     ///
     /// Copies are alike but for their continuation, so a copy whose states
     /// lead only among themselves, to its continuation and to `next` is
@@ -392,12 +399,19 @@ impl<'a> Builder<'a> {
         let optional = chain.is_some();
         let mut template = None;
         // The entries of required copies: the one with `r` copies left
-        // takes every string of fewer than `r` bytes as the first one
+        // takes every string shorter than `r` copies as the first one
         // (with `count` left) does where no copy is empty: it ends none.
         let mut required = Vec::new();
+        // The copies laid out as the template, `(i, first state)`, and the
+        // steps of a chain built before.
+        let mut layouts: Vec<(u32, u32)> = Vec::new();
+        let before = chain.as_deref().map_or(0, |c| c.len() as u32 - 1);
         for i in 0..count {
             tail = match template {
-                Some(t) => self.replicate(t, tail)?,
+                Some(t) => {
+                    layouts.push((i, self.n.len() as u32));
+                    self.replicate(t, tail)?
+                }
                 None => {
                     let (a, depth) = (self.n.len() as u32, self.pending.len());
                     let mut entry = self.expr(e, tail)?;
@@ -411,6 +425,7 @@ impl<'a> Builder<'a> {
                         self.build_pending(depth)?;
                         let t = Template { states: (a, self.n.len() as u32), from: tail, keep: optional.then_some(next), entry };
                         template = self.closed(&t).then_some(t);
+                        layouts.extend(template.map(|_| (i, a)));
                     }
                     entry
                 }
@@ -420,10 +435,31 @@ impl<'a> Builder<'a> {
                 None => required.push(tail),
             }
         }
-        if count > 2 && !self.facts.nullable(self.p, e) {
+        // Each copy takes at least `fewest` bytes.
+        let fewest = self.facts.fewest_bytes(self.p, e);
+        if count > 2 && fewest > 0 {
             // `required[i]` has `i + 1` copies left.
             for (i, &entry) in required.iter().enumerate().take(count as usize - 1).skip(1) {
-                self.twins.push((entry, tail, i as u32));
+                self.twins.push((entry, tail, (i as u32 + 1).saturating_mul(fewest) - 1));
+            }
+        }
+        // Inside them too, where no copy is empty: a state of a copy takes
+        // every string as the same state of the last copy (which has more
+        // after it) does until the string could pass the copies after it
+        // (`i` required ones, to end them; or a chain's `before + i`
+        // optional ones, to take a byte past them).
+        if let (Some(t), Some((&(_, top), others))) = (template, layouts.split_last())
+            && fewest > 0
+        {
+            let (a, b) = t.states;
+            for &(i, first) in others {
+                let bytes = if optional { (before + i).saturating_mul(fewest) } else { i.saturating_mul(fewest).saturating_sub(1) };
+                if bytes == 0 {
+                    continue;
+                }
+                for s in (a..b).filter(|&s| !matches!(self.n[s as usize], N::Eps { .. })) {
+                    self.twins.push((s - a + first, s - a + top, bytes));
+                }
             }
         }
         Ok(tail)
@@ -485,13 +521,15 @@ impl<'a> Builder<'a> {
         if chain.len() <= count as usize {
             let (more, last, built) = (count + 1 - chain.len() as u32, chain[chain.len() - 1], chain.len());
             self.copies(e, more, last, next, Some(&mut chain))?;
-            // The step with `c` copies left takes every string of at most
-            // `c` bytes as the top one does where no copy is empty: a
-            // string of bounded length stands in for its highest count.
-            if !self.facts.nullable(self.p, e) {
+            // The step with `c` copies left takes every string shorter
+            // than those copies and a byte as the top one does where no copy
+            // is empty: a string of bounded length stands in for its
+            // highest count.
+            let fewest = self.facts.fewest_bytes(self.p, e);
+            if fewest > 0 {
                 let top = chain[count as usize];
                 for (c, &entry) in chain.iter().enumerate().take(count as usize).skip(built.max(1) - 1).filter(|x| x.0 > 0) {
-                    self.twins.push((entry, top, c as u32));
+                    self.twins.push((entry, top, (c as u32).saturating_mul(fewest)));
                 }
             }
         }

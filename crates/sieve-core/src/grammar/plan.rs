@@ -212,6 +212,21 @@ impl Facts {
         self.expr(p, e).1
     }
 
+    /// At most as many bytes as the shortest string `e` derives (its
+    /// rules' facts final): exact for literals, classes and what they
+    /// make, one for a reference or an automaton that is not nullable.
+    pub(super) fn fewest_bytes(&mut self, p: &gbnf::Rules, e: u32) -> u32 {
+        match p.expr(e) {
+            _ if self.nullable(p, e) => 0,
+            Expr::Literal { first, end } => end - first,
+            Expr::Class { first, end } => p.ranges(first, end).iter().filter(|&&r| has_scalar(r)).map(|&(lo, _)| utf8_len(lo)).min().unwrap_or(1),
+            Expr::Seq { first, end } => p.kids(first, end).iter().fold(0u32, |n, &k| n.saturating_add(self.fewest_bytes(p, k))),
+            Expr::Alt { first, end } => p.kids(first, end).iter().map(|&k| self.fewest_bytes(p, k)).min().unwrap_or(0),
+            Expr::Repeat { expr, min, .. } => min.saturating_mul(self.fewest_bytes(p, expr)),
+            Expr::Ref { .. } | Expr::Automaton { .. } => 1,
+        }
+    }
+
     /// Whether automaton `states[first..end]` is productive and nullable;
     /// its states' [`Facts::live`] flags on the way.
     fn automaton(&mut self, p: &gbnf::Rules, first: u32, end: u32) -> (bool, bool) {
@@ -274,6 +289,17 @@ impl Facts {
         }
         (self.into, self.todo) = (into, todo);
         (productive, nullable)
+    }
+}
+
+/// The UTF-8 length of the first character from scalar `c` on (past the
+/// surrogates).
+fn utf8_len(c: u32) -> u32 {
+    match c {
+        0..0x80 => 1,
+        0x80..0x800 => 2,
+        0x800..0x10000 => 3,
+        _ => 4,
     }
 }
 

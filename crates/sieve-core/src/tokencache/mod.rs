@@ -555,6 +555,38 @@ mod tests {
         }
     }
 
+    /// Masks inside strings of counted words (a pattern's repetition of
+    /// words and spaces, optional copies and required ones), whose copies
+    /// far from the count's bound stand in for one another inside words
+    /// too, for as many bytes as the copies left take at least, equal
+    /// taking each token on the parser, near the bounds too. Every fourth
+    /// walk takes the last token allowed: the one with the most words.
+    #[test]
+    fn counted_words_match_the_parser() {
+        use crate::{Constraint, Vocabulary};
+        let tokens = [
+            &b"\""[..], b"[", b"]", b",", b"\",", b"a", b"b", b"ab", b"abc", b" ", b"  ", b"a ", b" a", b"a b", b"\\n", b"a\\n", b"\\u00e9",
+            "é".as_bytes(), "é ".as_bytes(), b"\xc3", b"\xa9 ", b"a\"", b"a,", b"a,b", b"a b\"", b"a b c a", b"abc abc abc abc",
+            b"a,b,c,a,b,c,", b"a b c a b c a b c a b",
+        ];
+        // Words of one letter, as many as a token of each length holds.
+        let words = (1..16).flat_map(|k| [" a".repeat(k), "a,".repeat(k), "a ".repeat(k)]);
+        let tokens = tokens.iter().map(|b| Some(b.to_vec())).chain(words.map(|w| Some(w.into_bytes())));
+        let vocab = std::sync::Arc::new(Vocabulary::from_token_bytes(tokens.collect()));
+        let schemas = [
+            serde_json::json!({"type": "string", "pattern": "^(?:[a-c]+ +){0,24}[a-c]+$"}),
+            serde_json::json!({"type": "string", "pattern": "^(?:\\S+\\s+){3,30}\\S+$"}),
+            serde_json::json!({"type": "array", "items": {"type": "string", "pattern": "^(?:[a-c]+,){20}[a-c]$"}}),
+        ];
+        let mut seed = 23u64;
+        for i in 0..60 {
+            let (c, _) = Constraint::json_schema(&schemas[i % 3], &Default::default()).unwrap();
+            let crate::constraint::Program::Grammar(g) = c.program() else { panic!("a schema compiles to a grammar") };
+            assert!(g.stand_in_count() > 0);
+            walk_matches_parser(&c, &vocab, 60, &mut seed, i % 4 == 3);
+        }
+    }
+
     /// Masks inside strings that only some sequences of characters kill
     /// (exactly one of two unanchored patterns: a string dies once it holds
     /// both), where tokens short enough past the path surely live and the
