@@ -143,7 +143,7 @@ impl Grammar {
             // Nothing to compile: the start rule derives no string.
             let names = vec![rules[root as usize].name.clone()];
             let rules = vec![RuleInfo { start: (0, 0), nullable: false }];
-            return Ok(Grammar { core: Vec::new(), succ: Vec::new(), ranges: Vec::new(), rules, names, root: 0, classes: [0; 256], stand_ins: FastMap::default() });
+            return Ok(Grammar { core: Vec::new(), succ: Vec::new(), ranges: Vec::new(), rules, names, root: 0, classes: [0; 256], stand_ins: FastMap::default(), calls: Box::default() });
         }
         let mut called = vec![u32::MAX; rules.len()];
         called[root as usize] = 0;
@@ -282,7 +282,16 @@ impl Grammar {
                 }
             }
         }
-        Grammar { core, succ, ranges, rules, names, root: 0, classes, stand_ins }
+        let mut calls: Vec<(u32, u32)> = core
+            .iter()
+            .enumerate()
+            .filter_map(|(s, c)| match c.kind {
+                Kind::Call { rule } => Some((rule, s as u32)),
+                _ => None,
+            })
+            .collect();
+        calls.sort_unstable();
+        Grammar { core, succ, ranges, rules, names, root: 0, classes, stand_ins, calls: calls.into() }
     }
 }
 

@@ -7,15 +7,15 @@ impl Grammar {
     /// Adds to `set` the bytes a string derived from `list` may start with
     /// before any call, and to `calls` the rules it may call first (their
     /// first bytes belong to it too); true when `list` may reach its rule's
-    /// end without a byte. `seen` marks the states met with `stamp`: those
-    /// are skipped (one walk may span several lists). `lists` is scratch.
-    fn first_of(&self, list: (u32, u32), set: &mut [u64; 4], calls: &mut Vec<u32>, seen: &mut [u32], stamp: u32, lists: &mut Vec<(u32, u32)>) -> bool {
+    /// end without a byte. The states in `seen` are skipped, and those met
+    /// are added (one walk may span several lists). `lists` is scratch.
+    fn first_of(&self, list: (u32, u32), set: &mut [u64; 4], calls: &mut Vec<u32>, seen: &mut FastSet<u32>, lists: &mut Vec<(u32, u32)>) -> bool {
         let mut end = false;
         lists.clear();
         lists.push(list);
         while let Some(list) = lists.pop() {
             for &s in self.list(list) {
-                if std::mem::replace(&mut seen[s as usize], stamp) == stamp {
+                if !seen.insert(s) {
                     continue;
                 }
                 let c = &self.core[s as usize];
@@ -41,14 +41,14 @@ impl Grammar {
     /// The rules' FOLLOW sets over bytes, computed per rule when asked
     /// (see [`FollowSets`]).
     pub fn follow_sets(&self) -> FollowSets {
-        let mut callers: Vec<Vec<u32>> = vec![Vec::new(); self.rules.len()];
-        for (s, c) in self.core.iter().enumerate() {
-            if let Kind::Call { rule } = c.kind {
-                callers[rule as usize].push(s as u32);
-            }
-        }
         let n = self.rules.len();
-        FollowSets { callers, first: vec![None; n], direct: vec![None; n], follow: vec![None; n], seen: vec![u32::MAX; self.core.len()], stamp: 0 }
+        FollowSets { first: vec![None; n], direct: vec![None; n], follow: vec![None; n], seen: FastSet::default() }
+    }
+
+    /// The call states that call `rule`.
+    fn callers(&self, rule: u32) -> impl Iterator<Item = u32> + '_ {
+        let from = self.calls.partition_point(|c| c.0 < rule);
+        self.calls[from..].iter().take_while(move |c| c.0 == rule).map(|c| c.1)
     }
 }
 
@@ -63,16 +63,13 @@ fn or(set: &mut [u64; 4], other: &[u64; 4]) {
 /// milliseconds on large grammars, where a mask asks for a few.
 #[derive(Debug, Default)]
 pub(crate) struct FollowSets {
-    /// Per rule, the call states that call it.
-    callers: Vec<Vec<u32>>,
     /// Per rule, its FIRST set (once computed).
     first: Vec<Option<[u64; 4]>>,
     /// Per rule, its [`FollowSets::direct`] sets (once computed).
     direct: Vec<Option<Direct>>,
     follow: Vec<Option<[u64; 4]>>,
-    /// Scratch marks for [`Grammar::first_of`].
-    seen: Vec<u32>,
-    stamp: u32,
+    /// Scratch: the states a walk of [`Grammar::first_of`] met.
+    seen: FastSet<u32>,
 }
 
 /// The bytes that may come right after a call of a rule, and the rules
@@ -118,11 +115,11 @@ impl FollowSets {
         // One walk for every caller: a state met from an earlier one added
         // its bytes and calls already, and an end it leads to is of the
         // same rule (successors stay in their rule).
-        self.stamp += 1;
+        self.seen.clear();
         let (mut set, mut enders, mut calls, mut lists) = ([0u64; 4], Vec::new(), Vec::new(), Vec::new());
-        for i in 0..self.callers[rule as usize].len() {
-            let c = g.core[self.callers[rule as usize][i] as usize];
-            if g.first_of(c.next, &mut set, &mut calls, &mut self.seen, self.stamp, &mut lists) {
+        for s in g.callers(rule) {
+            let c = g.core[s as usize];
+            if g.first_of(c.next, &mut set, &mut calls, &mut self.seen, &mut lists) {
                 enders.push(c.rule);
             }
         }
@@ -147,10 +144,10 @@ impl FollowSets {
         }
         let (mut set, mut todo, mut calls, mut lists) = ([0u64; 4], vec![rule], Vec::new(), Vec::new());
         let mut met: FastSet<u32> = FastSet::from_iter([rule]);
-        self.stamp += 1;
+        self.seen.clear();
         while let Some(r) = todo.pop() {
             calls.clear();
-            g.first_of(g.rules[r as usize].start, &mut set, &mut calls, &mut self.seen, self.stamp, &mut lists);
+            g.first_of(g.rules[r as usize].start, &mut set, &mut calls, &mut self.seen, &mut lists);
             for &k in &calls {
                 match self.first[k as usize] {
                     Some(f) => or(&mut set, &f),
