@@ -348,7 +348,9 @@ fn walk(
                     // others (strays) may kill, after a few: its lifespan
                     // allows the subtrees short enough (elsewhere it is
                     // not worth its exploration: a string of bounded length
-                    // lives as long as its bound, or dies at once).
+                    // lives as long as its bound, or dies at once; nor is
+                    // it where the walk takes only the tokens longer than
+                    // `longer_than`, for which a few characters are too few).
                     let some_stray = matches!(strays, Ok(Some(s)) if s != 0 && s != u128::MAX);
                     match strays {
                         Ok(None | Some(u128::MAX)) => {}
@@ -361,7 +363,7 @@ fn walk(
                         Ok(Some(strays)) => free.push(Free::new(depth, strays)),
                         Err(e) => break Err(e),
                     }
-                    if some_stray && node.end as usize - i > FREE_MIN_NODES {
+                    if some_stray && longer_than == 0 && node.end as usize - i > FREE_MIN_NODES {
                         match walker.lifespan(slice_seqs, slice.max_chars) {
                             Ok(n) => lasting |= n > 0,
                             Err(e) => break Err(e),
