@@ -3,9 +3,10 @@
 //! its epsilon moves into the [`Grammar`].
 
 use super::plan::{plan, Calls, Components, Facts};
-use super::{ByteRange, Core, Grammar, Kind, RuleInfo, SHORT_RANGES};
+use super::{ByteRange, Callers, Core, Grammar, Kind, RuleInfo, SHORT_RANGES};
 use crate::error::{CompileError, CompileErrorKind};
 use crate::gbnf::{self, Expr};
+use crate::trie::Slice;
 use regex_syntax::utf8::{Utf8Sequence, Utf8Sequences};
 use std::rc::Rc;
 use crate::hash::FastMap;
@@ -143,7 +144,7 @@ impl Grammar {
             // Nothing to compile: the start rule derives no string.
             let names = vec![rules[root as usize].name.clone()];
             let rules = vec![RuleInfo { start: (0, 0), nullable: false }];
-            return Ok(Grammar { core: Vec::new(), succ: Vec::new(), ranges: Vec::new(), rules, names, root: 0, classes: [0; 256], stand_ins: FastMap::default(), calls: Box::default() });
+            return Ok(Grammar { core: Vec::new(), succ: Vec::new(), ranges: Vec::new(), rules, names, root: 0, classes: [0; 256], stand_ins: FastMap::default(), calls: Callers::default() });
         }
         let mut called = vec![u32::MAX; rules.len()];
         called[root as usize] = 0;
@@ -234,7 +235,7 @@ impl Grammar {
             }
         }
         let ranges: Vec<ByteRange> = alts.iter().map(|&(lo, hi, t)| ByteRange { lo, hi, next: closure(t, &mut succ) }).collect();
-        let rules = starts.iter().zip(nullable).map(|(&s, &nullable)| RuleInfo { start: closure(s, &mut succ), nullable }).collect();
+        let rules: Vec<RuleInfo> = starts.iter().zip(nullable).map(|(&s, &nullable)| RuleInfo { start: closure(s, &mut succ), nullable }).collect();
         // A class starts at every byte where some state's range starts or
         // ends (256 such bytes at most, so classes fit a u8).
         let mut starts = [false; 256];
@@ -282,16 +283,28 @@ impl Grammar {
                 }
             }
         }
-        let mut calls: Vec<(u32, u32)> = core
-            .iter()
-            .enumerate()
-            .filter_map(|(s, c)| match c.kind {
-                Kind::Call { rule } => Some((rule, s as u32)),
-                _ => None,
-            })
-            .collect();
-        calls.sort_unstable();
-        Grammar { core, succ, ranges, rules, names, root: 0, classes, stand_ins, calls: calls.into() }
+        // Each rule's call states, counted, then placed (`callers[r]` is
+        // where rule `r`'s go, from `r + 1` on once placed).
+        let mut callers = vec![0u32; rules.len() + 2];
+        for c in &core {
+            if let Kind::Call { rule } = c.kind {
+                callers[rule as usize + 2] += 1;
+            }
+        }
+        for r in 2..callers.len() {
+            callers[r] += callers[r - 1];
+        }
+        let mut calls = vec![0u32; callers[rules.len() + 1] as usize];
+        for (s, c) in core.iter().enumerate() {
+            if let Kind::Call { rule } = c.kind {
+                let at = &mut callers[rule as usize + 1];
+                calls[*at as usize] = s as u32;
+                *at += 1;
+            }
+        }
+        callers.pop();
+        let calls = Callers { at: callers.into(), states: calls.into() };
+        Grammar { core, succ, ranges, rules, names, root: 0, classes, stand_ins, calls }
     }
 }
 
@@ -444,8 +457,8 @@ impl<'a> Builder<'a> {
                 None => required.push(tail),
             }
         }
-        // Each copy takes at least `fewest` bytes.
-        let fewest = self.facts.fewest_bytes(self.p, e);
+        // Each copy takes at least `fewest` bytes (asked where twins may be).
+        let fewest = if layouts.len() > 1 || count > 2 { self.facts.fewest_bytes(self.p, e) } else { 0 };
         if count > 2 && fewest > 0 {
             // `required[i]` has `i + 1` copies left.
             for (i, &entry) in required.iter().enumerate().take(count as usize - 1).skip(1) {
@@ -456,14 +469,19 @@ impl<'a> Builder<'a> {
         // every string as the same state of the last copy (which has more
         // after it) does until the string could pass the copies after it
         // (`i` required ones, to end them; or a chain's `before + i`
-        // optional ones, to take a byte past them).
+        // optional ones, to take a byte past them). Only in copies that
+        // loop (words, not the characters of a string of bounded length,
+        // inside which few tokens end).
         if let (Some(t), Some((&(_, top), others))) = (template, layouts.split_last())
             && fewest > 0
+            && Facts::loops(self.p, e)
         {
             let (a, b) = t.states;
             for &(i, first) in others {
                 let bytes = if optional { (before + i).saturating_mul(fewest) } else { i.saturating_mul(fewest).saturating_sub(1) };
-                if bytes == 0 {
+                // (A token cache takes a state that stands in for fewer
+                // bytes than its short tokens as its own: none is kept.)
+                if (bytes as usize) < Slice::SHORT {
                     continue;
                 }
                 for s in (a..b).filter(|&s| !matches!(self.n[s as usize], N::Eps { .. })) {

@@ -46,9 +46,12 @@ impl Grammar {
     }
 
     /// The call states that call `rule`.
-    fn callers(&self, rule: u32) -> impl Iterator<Item = u32> + '_ {
-        let from = self.calls.partition_point(|c| c.0 < rule);
-        self.calls[from..].iter().take_while(move |c| c.0 == rule).map(|c| c.1)
+    fn callers(&self, rule: u32) -> &[u32] {
+        let at = &self.calls.at;
+        match (at.get(rule as usize), at.get(rule as usize + 1)) {
+            (Some(&a), Some(&b)) => &self.calls.states[a as usize..b as usize],
+            _ => &[],
+        }
     }
 }
 
@@ -117,7 +120,7 @@ impl FollowSets {
         // same rule (successors stay in their rule).
         self.seen.clear();
         let (mut set, mut enders, mut calls, mut lists) = ([0u64; 4], Vec::new(), Vec::new(), Vec::new());
-        for s in g.callers(rule) {
+        for &s in g.callers(rule) {
             let c = g.core[s as usize];
             if g.first_of(c.next, &mut set, &mut calls, &mut self.seen, &mut lists) {
                 enders.push(c.rule);

@@ -86,9 +86,16 @@ pub(crate) struct Grammar {
     /// most bytes for which the two take every string alike (see
     /// [`Grammar::stand_in`]).
     stand_ins: FastMap<u32, (u32, u32)>,
-    /// The call states, `(rule called, state)`, sorted: each rule's
-    /// callers together (for its FOLLOW set, without a look at every state).
-    calls: Box<[(u32, u32)]>,
+    /// Each rule's call states (for its FOLLOW set, without a look at
+    /// every state).
+    calls: Callers,
+}
+
+/// The call states of each rule `r`: `states[at[r]..at[r + 1]]`.
+#[derive(Debug, Default)]
+struct Callers {
+    at: Box<[u32]>,
+    states: Box<[u32]>,
 }
 
 impl Grammar {
@@ -106,7 +113,7 @@ impl Grammar {
             + self.rules.len() * std::mem::size_of::<RuleInfo>()
             + self.names.iter().map(|n| n.len() + 24).sum::<usize>()
             + self.stand_ins.len() * 16
-            + self.calls.len() * 8
+            + (self.calls.at.len() + self.calls.states.len()) * 4
     }
 
     /// Successor lists are told apart by their start, below this.

@@ -227,6 +227,17 @@ impl Facts {
         }
     }
 
+    /// Whether `e` holds a loop of its own (an unbounded repetition, or an
+    /// automaton), not counting the rules it calls.
+    pub(super) fn loops(p: &gbnf::Rules, e: u32) -> bool {
+        match p.expr(e) {
+            Expr::Seq { first, end } | Expr::Alt { first, end } => p.kids(first, end).iter().any(|&k| Facts::loops(p, k)),
+            Expr::Repeat { max: None, .. } | Expr::Automaton { .. } => true,
+            Expr::Repeat { expr, .. } => Facts::loops(p, expr),
+            Expr::Literal { .. } | Expr::Class { .. } | Expr::Ref { .. } => false,
+        }
+    }
+
     /// Whether automaton `states[first..end]` is productive and nullable;
     /// its states' [`Facts::live`] flags on the way.
     fn automaton(&mut self, p: &gbnf::Rules, first: u32, end: u32) -> (bool, bool) {
