@@ -505,7 +505,7 @@ mod tests {
     /// at a time.
     #[test]
     fn bounded_patterns_match_the_parser() {
-        use crate::{Constraint, Vocabulary};
+        use crate::Vocabulary;
         let tokens = [
             &b"\""[..], b"a", b"b", b"ab", b"abc", b"abcab", b"aaaaaaaa", b"@", b"a@b", b"b@", b".", b".uk", b"a.b", b"b.uk",
             b"a\"", b"b.uk\"", b"uk", b"u", b"k", b" ", b"a b", b"\\n", "é".as_bytes(), "aé".as_bytes(), "中".as_bytes(),
@@ -518,13 +518,7 @@ mod tests {
             serde_json::json!({"type": "string", "pattern": "^[^@\\s]+@[^@.\\s]+(\\.[^@.\\s]*)*\\.uk", "minLength": 5, "maxLength": 30}),
             serde_json::json!({"type": "string", "pattern": "^[a-c]+(?: [a-c]+){0,7}$", "maxLength": 50}),
         ];
-        let mut seed = 11u64;
-        for i in 0..72 {
-            let (c, _) = Constraint::json_schema(&schemas[i % 3], &Default::default()).unwrap();
-            let crate::constraint::Program::Grammar(g) = c.program() else { panic!("a schema compiles to a grammar") };
-            assert!(g.stand_in_count() > 0);
-            walk_matches_parser(&c, &vocab, 60, &mut seed, i % 4 == 3);
-        }
+        stand_ins_match_the_parser(&schemas, &vocab, 72, 60, 11, 4);
     }
 
     /// Masks inside plain strings of bounded length (the copies of a
@@ -533,7 +527,7 @@ mod tests {
     /// equal taking each token on the parser, near the bounds too.
     #[test]
     fn bounded_repetitions_match_the_parser() {
-        use crate::{Constraint, Vocabulary};
+        use crate::Vocabulary;
         let tokens = [
             &b"\""[..], b"a", b"b", b"ab", b"abc", b"abcab", b"aaaaaaaa", b" ", b"a b", b"\\n", b"a\\n", b"\\u00e9", b"a\\u",
             "é".as_bytes(), "aé".as_bytes(), "中".as_bytes(), b"\xe4", b"\xb8\xad", b"a\"", b"abc\"", b"\"a", b"abcabcabcabcabcabcab",
@@ -546,13 +540,7 @@ mod tests {
             serde_json::json!({"type": "string", "minLength": 1001, "maxLength": 2600}),
             serde_json::json!({"type": "array", "items": {"type": "string", "maxLength": 50}}),
         ];
-        let mut seed = 17u64;
-        for i in 0..80 {
-            let (c, _) = Constraint::json_schema(&schemas[i % 4], &Default::default()).unwrap();
-            let crate::constraint::Program::Grammar(g) = c.program() else { panic!("a schema compiles to a grammar") };
-            assert!(g.stand_in_count() > 0);
-            walk_matches_parser(&c, &vocab, 70, &mut seed, i % 5 == 4);
-        }
+        stand_ins_match_the_parser(&schemas, &vocab, 80, 70, 17, 5);
     }
 
     /// Masks inside strings of counted words (a pattern's repetition of
@@ -563,7 +551,7 @@ mod tests {
     /// walk takes the last token allowed: the one with the most words.
     #[test]
     fn counted_words_match_the_parser() {
-        use crate::{Constraint, Vocabulary};
+        use crate::Vocabulary;
         let tokens = [
             &b"\""[..], b"[", b"]", b",", b"\",", b"a", b"b", b"ab", b"abc", b" ", b"  ", b"a ", b" a", b"a b", b"\\n", b"a\\n", b"\\u00e9",
             "é".as_bytes(), "é ".as_bytes(), b"\xc3", b"\xa9 ", b"a\"", b"a,", b"a,b", b"a b\"", b"a b c a", b"abc abc abc abc",
@@ -578,13 +566,7 @@ mod tests {
             serde_json::json!({"type": "string", "pattern": "^(?:\\S+\\s+){3,30}\\S+$"}),
             serde_json::json!({"type": "array", "items": {"type": "string", "pattern": "^(?:[a-c]+,){20}[a-c]$"}}),
         ];
-        let mut seed = 23u64;
-        for i in 0..60 {
-            let (c, _) = Constraint::json_schema(&schemas[i % 3], &Default::default()).unwrap();
-            let crate::constraint::Program::Grammar(g) = c.program() else { panic!("a schema compiles to a grammar") };
-            assert!(g.stand_in_count() > 0);
-            walk_matches_parser(&c, &vocab, 60, &mut seed, i % 4 == 3);
-        }
+        stand_ins_match_the_parser(&schemas, &vocab, 60, 60, 23, 4);
     }
 
     /// Masks inside strings that only some sequences of characters kill
@@ -624,6 +606,19 @@ mod tests {
             *seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
             let pick = if last { allowed.len() - 1 } else { (*seed >> 33) as usize % allowed.len() };
             m.accept_token(allowed[pick]).unwrap();
+        }
+    }
+
+    /// Takes `walks` walks of at most `steps` tokens (see
+    /// [`walk_matches_parser`]), each on a fresh compile of the next of
+    /// `schemas`, whose grammars must have states standing in for others;
+    /// every `last`-th walk takes the last token allowed.
+    fn stand_ins_match_the_parser(schemas: &[serde_json::Value], vocab: &std::sync::Arc<crate::Vocabulary>, walks: usize, steps: usize, mut seed: u64, last: usize) {
+        for i in 0..walks {
+            let (c, _) = crate::Constraint::json_schema(&schemas[i % schemas.len()], &Default::default()).unwrap();
+            let crate::constraint::Program::Grammar(g) = c.program() else { panic!("a schema compiles to a grammar") };
+            assert!(g.stand_in_count() > 0);
+            walk_matches_parser(&c, vocab, steps, &mut seed, i % last == last - 1);
         }
     }
 
