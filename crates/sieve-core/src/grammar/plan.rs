@@ -22,22 +22,22 @@ const INLINE_MAX_AUTOMATON: usize = 4000;
 /// reference continues where `e` does (it ends its rule's body).
 ///
 /// [`Builder::expr`]: super::build::Builder::expr
-fn cost(p: &gbnf::Rules, e: u32, tail: bool, r: &mut dyn FnMut(u32, bool) -> usize) -> usize {
+fn cost(p: &gbnf::Rules, e: u32, tail: bool, r: &mut dyn FnMut(u32, bool) -> usize, count: &mut [usize]) -> usize {
     match p.expr(e) {
         Expr::Seq { first, end } => {
             let last = (end - first).saturating_sub(1) as usize;
-            p.kids(first, end).iter().enumerate().fold(0, |s, (i, &e)| s.saturating_add(cost(p, e, tail && i == last, r)))
+            p.kids(first, end).iter().enumerate().fold(0, |s, (i, &e)| s.saturating_add(cost(p, e, tail && i == last, r, count)))
         }
-        Expr::Alt { first, end } => p.kids(first, end).iter().fold(1, |s, &e| s.saturating_add(cost(p, e, tail, r))),
+        Expr::Alt { first, end } => p.kids(first, end).iter().fold(1, |s, &e| s.saturating_add(cost(p, e, tail, r, count))),
         Expr::Repeat { expr, min, max } => match max {
             // A loop state, the loop body and `min` copies before it.
-            None => cost(p, expr, false, r).saturating_mul(min as usize + 1).saturating_add(1),
+            None => cost(p, expr, false, r, count).saturating_mul(min as usize + 1).saturating_add(1),
             Some(0) => 0,
             // One copy continues where the repetition does; the others do not.
             Some(max) => {
                 // Each estimate is taken once: nested repetitions stay linear.
-                let other = cost(p, expr, false, r);
-                let last = if tail { cost(p, expr, true, r) } else { other };
+                let other = cost(p, expr, false, r, count);
+                let last = if tail { cost(p, expr, true, r, count) } else { other };
                 last.saturating_add(other.saturating_mul(max as usize - 1)).saturating_add((max - min.min(max)) as usize)
             }
         },
@@ -45,31 +45,50 @@ fn cost(p: &gbnf::Rules, e: u32, tail: bool, r: &mut dyn FnMut(u32, bool) -> usi
         Expr::Class { first, end } => 1 + 4 * (end - first) as usize,
         Expr::Ref { rule } => r(rule, tail),
         // A state each, and its edges.
-        Expr::Automaton { first, end } => p
-            .states(first, end)
-            .iter()
-            .flat_map(|s| p.edges(s))
-            .fold((end - first) as usize, |sum, e| sum.saturating_add(cost(p, e.expr, false, r))),
+        Expr::Automaton { first, end } => edge_exprs(p, first, end, count)
+            .into_iter()
+            .fold((end - first) as usize, |sum, (e, n)| sum.saturating_add(cost(p, e, false, r, count).saturating_mul(n))),
     }
+}
+
+/// The distinct expressions on the edges of automaton `states[first..end]`,
+/// each with how many edges carry it, in the order met: the walks above
+/// take each once (an automaton's edges mostly share a few expressions, a
+/// character class or a member). `count` is zero per expression, and left so.
+fn edge_exprs(p: &gbnf::Rules, first: u32, end: u32, count: &mut [usize]) -> Vec<(u32, usize)> {
+    let mut out: Vec<(u32, usize)> = Vec::new();
+    for e in p.states(first, end).iter().flat_map(|s| p.edges(s)) {
+        let c = &mut count[e.expr as usize];
+        if *c == 0 {
+            out.push((e.expr, 0));
+        }
+        *c += 1;
+    }
+    for (e, n) in &mut out {
+        *n = std::mem::take(&mut count[*e as usize]);
+    }
+    out
 }
 
 /// Calls `f(rule, n)` for each reference in `e`, compiled `n` times when
 /// `e` is compiled `times` times.
-fn copies(p: &gbnf::Rules, e: u32, times: usize, f: &mut dyn FnMut(u32, usize)) {
+fn copies(p: &gbnf::Rules, e: u32, times: usize, f: &mut dyn FnMut(u32, usize), count: &mut [usize]) {
     match p.expr(e) {
-        Expr::Seq { first, end } | Expr::Alt { first, end } => p.kids(first, end).iter().for_each(|&e| copies(p, e, times, f)),
+        Expr::Seq { first, end } | Expr::Alt { first, end } => p.kids(first, end).iter().for_each(|&e| copies(p, e, times, f, count)),
         Expr::Repeat { expr, min, max } => {
             let n = max.map_or(min as usize + 1, |m| m as usize);
-            copies(p, expr, times.saturating_mul(n), f)
+            copies(p, expr, times.saturating_mul(n), f, count)
         }
         Expr::Ref { rule } => f(rule, times),
-        Expr::Automaton { first, end } => p.states(first, end).iter().flat_map(|s| p.edges(s)).for_each(|e| copies(p, e.expr, times, f)),
+        Expr::Automaton { first, end } => {
+            edge_exprs(p, first, end, count).into_iter().for_each(|(e, n)| copies(p, e, times.saturating_mul(n), f, count))
+        }
         Expr::Literal { .. } | Expr::Class { .. } => {}
     }
 }
 
-/// Per source rule, its references: `(rule, n)`, the rule compiled `n`
-/// times per copy of the body (see [`copies`]); rule `q`'s are
+/// Per source rule, the rules it references: `(rule, n)`, each rule once,
+/// compiled `n` times per copy of the body (see [`copies`]); rule `q`'s are
 /// `list[at[q]..at[q + 1]]`.
 pub(super) struct Calls {
     at: Vec<usize>,
@@ -79,8 +98,19 @@ pub(super) struct Calls {
 impl Calls {
     pub(super) fn new(p: &gbnf::Rules) -> Calls {
         let mut c = Calls { at: vec![0], list: Vec::new() };
+        // Where each rule's entry is in `list` (an entry of this rule's
+        // when past its first): references to one rule are counted together.
+        let mut slot = vec![usize::MAX; p.rules.len()];
+        let mut count = vec![0; p.expr_count()];
         for r in &p.rules {
-            copies(p, r.body, 1, &mut |t, n| c.list.push((t, n)));
+            let own = c.list.len();
+            copies(p, r.body, 1, &mut |t, n| match slot[t as usize] {
+                at if at != usize::MAX && at >= own => c.list[at].1 = c.list[at].1.saturating_add(n),
+                _ => {
+                    slot[t as usize] = c.list.len();
+                    c.list.push((t, n));
+                }
+            }, &mut count);
             c.at.push(c.list.len());
         }
         c
@@ -359,6 +389,7 @@ pub(super) fn plan(p: &gbnf::Rules, calls: &Calls, comps: &Components) -> Vec<bo
     let mut shared_cost = vec![0usize; ncomp];
     let mut regular = vec![false; ncomp];
     let mut mark = vec![usize::MAX; rules.len()];
+    let mut count = vec![0; p.expr_count()];
     for c in 0..ncomp {
         let cyclic = members[c].len() > 1 || members[c].iter().any(|&q| calls.of(q as usize).iter().any(|c| c.0 == q));
         let (mut linear, mut tails, mut calls) = (true, Vec::new(), false);
@@ -380,7 +411,7 @@ pub(super) fn plan(p: &gbnf::Rules, calls: &Calls, comps: &Components) -> Vec<bo
                     calls |= !regular[comp[r]];
                     shared_cost[comp[r]]
                 }
-            });
+            }, &mut count);
             held.push((q, own));
         }
         tails.sort_unstable();

@@ -601,7 +601,8 @@ impl Dfa {
         // unbounded): such states are written once (an email's domain,
         // bounded, past the counts that near `max`).
         let shortest = self.shortest(&ends, &preds);
-        let longest = self.longest(&shortest, &pattern);
+        // (Only a bound above asks for the longest.)
+        let longest = if max.is_some() { self.longest(&shortest, &pattern) } else { Vec::new() };
         let free: Vec<(u64, u64)> = (0..n)
             .map(|s| {
                 let lo = min.saturating_sub(shortest[s]);
