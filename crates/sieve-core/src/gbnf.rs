@@ -126,6 +126,8 @@ impl Rules {
     /// `twins` is empty or has each state's [`State::twin`].
     pub fn automaton(&mut self, states: &[(bool, u32, u32)], edges: &[(u32, u32)], twins: &[Option<(u32, u32)>]) -> u32 {
         let first = self.states.len() as u32;
+        self.states.reserve(states.len());
+        self.edges.reserve(edges.len());
         for (i, &(accept, a, b)) in states.iter().enumerate() {
             let at = self.edges.len() as u32;
             self.edges.extend(edges[a as usize..b as usize].iter().map(|&(expr, to)| Edge { expr, to }));

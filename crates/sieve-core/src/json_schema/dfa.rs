@@ -177,13 +177,13 @@ fn closure(eps: &Moves<usize>, states: &mut Vec<usize>, on: &mut [bool]) {
     states.sort_unstable();
 }
 
-fn partition(sets: &[CharSet]) -> Vec<CharSet> {
+/// The classes of characters no range splits: each a range between two
+/// ranges' edges, in order (surrogates left out).
+fn partition(ranges: impl IntoIterator<Item = (u32, u32)>) -> Vec<CharSet> {
     let mut cuts = vec![0u32, MAX_CHAR + 1];
-    for s in sets {
-        for &(a, b) in &s.0 {
-            cuts.push(a);
-            cuts.push(b + 1);
-        }
+    for (a, b) in ranges {
+        cuts.push(a);
+        cuts.push(b + 1);
     }
     cuts.sort_unstable();
     cuts.dedup();
@@ -232,11 +232,9 @@ impl Dfa {
                 words.extend(literals(e)?.into_iter().map(|w| (w, 1 << i)));
             }
         }
-        let mut sets: Vec<CharSet> = words.iter().flat_map(|w| w.0.iter().map(|&c| CharSet::single(c))).collect();
-        if any != 0 {
-            sets.push(CharSet::any());
-        }
-        let classes = partition(&sets);
+        let chars = words.iter().flat_map(|w| w.0.iter().map(|&c| (c, c)));
+        let any_char = if any != 0 { CharSet::any().0 } else { Vec::new() };
+        let classes = partition(chars.chain(any_char));
         // Each node's children: `(class, node)`.
         let mut kids: Vec<Vec<(u32, u32)>> = vec![Vec::new()];
         let mut tags = vec![any];
@@ -434,7 +432,7 @@ impl Dfa {
         let matchable = |set: &[usize]| set.iter().filter(|&&s| s != start).fold(0u64, |acc, &s| acc | 1 << ends.partition_point(|&e| e <= s));
         let eps = Moves::new(nfa.tag.len(), &nfa.eps);
         let edges = Moves::new(nfa.tag.len(), &nfa.edges);
-        let classes = partition(&nfa.sets);
+        let classes = partition(nfa.sets.iter().flat_map(|s| s.0.iter().copied()));
         let words = classes.len().div_ceil(64);
         // Per edge set, the classes it holds as a bitset (classes are
         // sorted disjoint ranges, each inside or outside every set).
