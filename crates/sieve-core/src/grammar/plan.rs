@@ -71,7 +71,8 @@ fn edge_exprs(p: &gbnf::Rules, first: u32, end: u32, count: &mut [usize]) -> Vec
 }
 
 /// Calls `f(rule, n)` for each reference in `e`, compiled `n` times when
-/// `e` is compiled `times` times.
+/// `e` is compiled `times` times (for the references on an automaton's
+/// edges, once per distinct edge expression, `n` counting its edges).
 fn copies(p: &gbnf::Rules, e: u32, times: usize, f: &mut dyn FnMut(u32, usize), count: &mut [usize]) {
     match p.expr(e) {
         Expr::Seq { first, end } | Expr::Alt { first, end } => p.kids(first, end).iter().for_each(|&e| copies(p, e, times, f, count)),
