@@ -569,7 +569,9 @@ impl<'a> Builder<'a> {
     /// so that it continues at `next`; returns its entry. Each state that
     /// can reach an accepting one is an epsilon state moving to `next` if it
     /// accepts, and into each edge that derives something towards such a
-    /// state.
+    /// state. Edges of several states that lead to one state on one
+    /// expression (a pattern's states that move alike on a character
+    /// class, at one count) share one copy of it.
     fn automaton(&mut self, e: u32, first: u32, end: u32, next: u32) -> Result<u32, CompileError> {
         let p = self.p;
         // Worked out with the rules' final facts (and then kept).
@@ -579,6 +581,10 @@ impl<'a> Builder<'a> {
         for (i, _) in live.iter().enumerate().filter(|x| *x.1) {
             at[i] = self.add(N::Eps { first: 0, end: 0 })?;
         }
+        // The copies made so far, per target state: `(expression, entry,
+        // the target's copy before)` in `copies`, the newest at `newest[t]`.
+        let mut newest = vec![u32::MAX; live.len()];
+        let mut copies: Vec<(u32, u32, u32)> = Vec::new();
         for (i, state) in p.states(first, end).iter().enumerate() {
             if !live[i] {
                 continue;
@@ -589,7 +595,20 @@ impl<'a> Builder<'a> {
             }
             for edge in p.edges(state) {
                 if live[edge.to as usize] && self.facts.productive(p, edge.expr) {
-                    let entry = self.expr(edge.expr, at[edge.to as usize])?;
+                    let to = edge.to as usize;
+                    let mut copy = newest[to];
+                    while let Some(&(_, _, before)) = copies.get(copy as usize).filter(|c| c.0 != edge.expr) {
+                        copy = before;
+                    }
+                    let entry = match copies.get(copy as usize) {
+                        Some(&(_, entry, _)) => entry,
+                        None => {
+                            let entry = self.expr(edge.expr, at[to])?;
+                            copies.push((edge.expr, entry, newest[to]));
+                            newest[to] = copies.len() as u32 - 1;
+                            entry
+                        }
+                    };
                     self.entries.push(entry);
                 }
             }

@@ -259,6 +259,25 @@ mod tests {
         assert!(Grammar::new("root ::= \"a\" root", 100).unwrap().is_empty());
     }
 
+    /// Automaton edges of several states that lead to one state on one
+    /// expression compile one copy of it, which each of them enters.
+    #[test]
+    fn edges_alike_share_one_copy() {
+        // 0 -"0"-> 1, and both 0 and 1 -[a-z]-> 2, which accepts.
+        let mut p = gbnf::Rules::default();
+        let root = p.add_rule("root".into());
+        let (zero, letter) = (p.literal(b"0"), p.class(&[(u32::from(b'a'), u32::from(b'z'))]));
+        let states = [(false, 0, 2), (false, 2, 3), (true, 3, 3)];
+        let auto = p.automaton(&states, &[(zero, 1), (letter, 2), (letter, 2)], &[]);
+        p.rules[root as usize].body = auto;
+        let g = Grammar::from_rules(&p, root, 100).unwrap();
+        let letters = g.core.iter().filter(|c| c.kind == Kind::Byte { lo: b'a', hi: b'z' }).count();
+        assert_eq!(letters, 1);
+        for (w, ok) in [(&b"a"[..], true), (b"0q", true), (b"0", false), (b"ab", false), (b"00a", false)] {
+            assert_eq!(chart_accepts(&g, w), ok, "{:?}", std::str::from_utf8(w));
+        }
+    }
+
     #[test]
     fn mark_sets_the_bytes_of_a_range() {
         for (lo, hi) in [(0u8, 0u8), (0, 255), (63, 64), (5, 200), (128, 191), (255, 255), (64, 127)] {
