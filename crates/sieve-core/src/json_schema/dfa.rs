@@ -557,6 +557,60 @@ impl Dfa {
         rules: &mut Writer,
         max_states: usize,
     ) -> Result<Option<Ex>, TooLarge> {
+        // A product with a count multiplies the states: the states alike
+        // under `accept` are merged first.
+        if max.unwrap_or(min) > 0
+            && let Some(q) = self.quotient(accept)
+        {
+            return q.emit_counted(accept, min, max, rules, max_states);
+        }
+        self.emit_counted(accept, min, max, rules, max_states)
+    }
+
+    /// The automaton with the states that take the same strings to a tag
+    /// set satisfying `accept` merged (those the first state reaches; it
+    /// stays first), or `None` where none are alike.
+    fn quotient(&self, accept: &dyn Fn(u64) -> bool) -> Option<Dfa> {
+        let n = self.tags.len();
+        let next = |s: usize| self.moves(s).map(|(from, end, t)| (from, end, (t != DEAD).then_some(t as usize)));
+        let rep = minimize(&[0], &next, &|s| accept(self.tags[s]), n);
+        // The merged states, numbered as the first state reaches them.
+        let mut number = vec![DEAD; n];
+        let mut order = vec![0usize];
+        number[0] = 0;
+        let mut q = Dfa { classes: self.classes.clone(), runs: Vec::new(), at: vec![0], tags: Vec::new() };
+        while let Some(&s) = order.get(q.tags.len()) {
+            q.tags.push(self.tags[s]);
+            for (from, _, t) in self.moves(s) {
+                let t = match t {
+                    DEAD => DEAD,
+                    t => {
+                        let r = rep[t as usize];
+                        if number[r] == DEAD {
+                            number[r] = order.len() as u32;
+                            order.push(r);
+                        }
+                        number[r]
+                    }
+                };
+                if q.runs.len() == *q.at.last().unwrap_or(&0) as usize || q.runs.last().is_some_and(|r| r.1 != t) {
+                    q.runs.push((from as u32, t));
+                }
+            }
+            q.at.push(q.runs.len() as u32);
+        }
+        (q.tags.len() < n).then_some(q)
+    }
+
+    /// [`Dfa::emit`] of this automaton as it is.
+    fn emit_counted(
+        &self,
+        accept: &dyn Fn(u64) -> bool,
+        min: u64,
+        max: Option<u64>,
+        rules: &mut Writer,
+        max_states: usize,
+    ) -> Result<Option<Ex>, TooLarge> {
         // Product with a counter: count capped at `max` (or at `min` when unbounded).
         let cap = max.unwrap_or(min);
         let width = cap as usize + 1;
@@ -1088,6 +1142,24 @@ mod tests {
         for s in ["", "a", "ab", "bab", "abba", "ac", "c"] {
             assert_eq!(c.matches(format!("\"{s}\"").as_bytes()).unwrap(), !s.contains('c'), "{s:?}");
         }
+    }
+
+    /// Before a product with a count, states that differ only in tags
+    /// `accept` does not ask about are merged: searching for `a` beside
+    /// `^[ab]*$` adds states that a bound would multiply, and nothing to
+    /// the written automaton.
+    #[test]
+    fn counted_automata_merge_alike_states() {
+        let written = |patterns: &[&str]| {
+            let exprs: Vec<Re> = patterns.iter().map(|p| parse_pattern(p).unwrap()).collect();
+            let d = Dfa::tagged(&exprs, 0, 100).unwrap();
+            let mut rules = Writer::default();
+            let root = d.emit(&|t| t & 1 == 1, 1, Some(3), &mut rules, 1000).unwrap().unwrap();
+            (d.tags.len(), rules.quoted_text(root))
+        };
+        let ((searched, with_search), (plain, alone)) = (written(&["^[ab]*$", "a"]), written(&["^[ab]*$"]));
+        assert!(searched > plain);
+        assert_eq!(with_search, alone);
     }
 
     /// An automaton built twice is one expression; automata that end in
