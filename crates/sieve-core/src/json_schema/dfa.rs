@@ -559,62 +559,12 @@ impl Dfa {
     ) -> Result<Option<Ex>, TooLarge> {
         // A product with a count multiplies the states: the states alike
         // under `accept` are merged first.
-        if max.unwrap_or(min) > 0
-            && let Some(q) = self.quotient(accept)
-        {
-            return q.emit_counted(accept, min, max, rules, max_states);
-        }
-        self.emit_counted(accept, min, max, rules, max_states)
-    }
-
-    /// The automaton with the states that take the same strings to a tag
-    /// set satisfying `accept` merged (those the first state reaches; it
-    /// stays first), or `None` where none are alike.
-    fn quotient(&self, accept: &dyn Fn(u64) -> bool) -> Option<Dfa> {
-        let n = self.tags.len();
-        let next = |s: usize| self.moves(s).map(|(from, end, t)| (from, end, (t != DEAD).then_some(t as usize)));
-        let rep = minimize(&[0], &next, &|s| accept(self.tags[s]), n);
-        // The merged states, numbered as the first state reaches them.
-        let mut number = vec![DEAD; n];
-        let mut order = vec![0usize];
-        number[0] = 0;
-        let mut q = Dfa { classes: self.classes.clone(), runs: Vec::new(), at: vec![0], tags: Vec::new() };
-        while let Some(&s) = order.get(q.tags.len()) {
-            q.tags.push(self.tags[s]);
-            for (from, _, t) in self.moves(s) {
-                let t = match t {
-                    DEAD => DEAD,
-                    t => {
-                        let r = rep[t as usize];
-                        if number[r] == DEAD {
-                            number[r] = order.len() as u32;
-                            order.push(r);
-                        }
-                        number[r]
-                    }
-                };
-                if q.runs.len() == *q.at.last().unwrap_or(&0) as usize || q.runs.last().is_some_and(|r| r.1 != t) {
-                    q.runs.push((from as u32, t));
-                }
-            }
-            q.at.push(q.runs.len() as u32);
-        }
-        (q.tags.len() < n).then_some(q)
-    }
-
-    /// [`Dfa::emit`] of this automaton as it is.
-    fn emit_counted(
-        &self,
-        accept: &dyn Fn(u64) -> bool,
-        min: u64,
-        max: Option<u64>,
-        rules: &mut Writer,
-        max_states: usize,
-    ) -> Result<Option<Ex>, TooLarge> {
+        let merged = if max.unwrap_or(min) > 0 { self.quotient(accept) } else { None };
+        let d = merged.as_ref().unwrap_or(self);
         // Product with a counter: count capped at `max` (or at `min` when unbounded).
         let cap = max.unwrap_or(min);
         let width = cap as usize + 1;
-        let n = self.tags.len();
+        let n = d.tags.len();
         if n.saturating_mul(width) > max_states {
             return Err(TooLarge);
         }
@@ -629,20 +579,20 @@ impl Dfa {
         };
         let mut preds: Vec<Vec<usize>> = vec![Vec::new(); n];
         for s in 0..n {
-            for (_, _, t) in self.moves(s) {
+            for (_, _, t) in d.moves(s) {
                 if t != DEAD && preds[t as usize].last() != Some(&s) {
                     preds[t as usize].push(s);
                 }
             }
         }
         // Whether each pattern state's tags accept.
-        let ends: Vec<bool> = self.tags.iter().map(|&t| accept(t)).collect();
+        let ends: Vec<bool> = d.tags.iter().map(|&t| accept(t)).collect();
         // The pattern states' own successors, the same at every count.
         let mut pattern = Successors::default();
         pattern.reset(n);
         for s in 0..n {
-            for (from, end, t) in self.moves(s).filter(|m| m.2 != DEAD) {
-                pattern.add(t as usize, self.span(from, end));
+            for (from, end, t) in d.moves(s).filter(|m| m.2 != DEAD) {
+                pattern.add(t as usize, d.span(from, end));
             }
             pattern.close(s);
         }
@@ -652,9 +602,9 @@ impl Dfa {
         // `(s, free[s].1)` takes (the top one, or the cap's where `max` is
         // unbounded): such states are written once (an email's domain,
         // bounded, past the counts that near `max`).
-        let shortest = self.shortest(&ends, &preds);
+        let shortest = d.shortest(&ends, &preds);
         // (Only a bound above asks for the longest.)
-        let longest = if max.is_some() { self.longest(&shortest, &pattern) } else { Vec::new() };
+        let longest = if max.is_some() { d.longest(&shortest, &pattern) } else { Vec::new() };
         let free: Vec<(u64, u64)> = (0..n)
             .map(|s| {
                 let lo = min.saturating_sub(shortest[s]);
@@ -686,7 +636,7 @@ impl Dfa {
         let live = &live;
         let next = |v: usize| {
             let k2 = step((v / n) as u64);
-            self.moves(v % n).map(move |(from, end, t)| {
+            d.moves(v % n).map(move |(from, end, t)| {
                 let to = k2.and_then(|k2| (t != DEAD && live[idx(t as usize, k2)]).then(|| idx(t as usize, k2)));
                 (from, end, to)
             })
@@ -826,11 +776,47 @@ impl Dfa {
                     true => None,
                     false => state(canon(s, k)).filter(|_| live[idx(s, k)]),
                 };
-                self.twins(min, max, &shortest, state, states.len())
+                d.twins(min, max, &shortest, state, states.len())
             }
             None => Vec::new(),
         };
         Ok(Some(rules.automaton(&states, &edges, &twins)))
+    }
+
+
+    /// The automaton with the states that take the same strings to a tag
+    /// set satisfying `accept` merged (those the first state reaches; it
+    /// stays first), or `None` where none are alike.
+    fn quotient(&self, accept: &dyn Fn(u64) -> bool) -> Option<Dfa> {
+        let n = self.tags.len();
+        let next = |s: usize| self.moves(s).map(|(from, end, t)| (from, end, (t != DEAD).then_some(t as usize)));
+        let rep = minimize(&[0], &next, &|s| accept(self.tags[s]), n);
+        // The merged states, numbered as the first state reaches them.
+        let mut number = vec![DEAD; n];
+        let mut order = vec![0usize];
+        number[0] = 0;
+        let mut q = Dfa { classes: self.classes.clone(), runs: Vec::new(), at: vec![0], tags: Vec::new() };
+        while let Some(&s) = order.get(q.tags.len()) {
+            q.tags.push(self.tags[s]);
+            for (from, _, t) in self.moves(s) {
+                let t = match t {
+                    DEAD => DEAD,
+                    t => {
+                        let r = rep[t as usize];
+                        if number[r] == DEAD {
+                            number[r] = order.len() as u32;
+                            order.push(r);
+                        }
+                        number[r]
+                    }
+                };
+                if q.runs.len() == *q.at.last().unwrap_or(&0) as usize || q.runs.last().is_some_and(|r| r.1 != t) {
+                    q.runs.push((from as u32, t));
+                }
+            }
+            q.at.push(q.runs.len() as u32);
+        }
+        (q.tags.len() < n).then_some(q)
     }
 
     /// The twins of a product with a count bounded by `max` (see
