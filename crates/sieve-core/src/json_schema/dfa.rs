@@ -783,7 +783,6 @@ impl Dfa {
         Ok(Some(rules.automaton(&states, &edges, &twins)))
     }
 
-
     /// The automaton with the states that take the same strings to a tag
     /// set satisfying `accept` merged (those the first state reaches; it
     /// stays first), or `None` where none are alike.
@@ -798,6 +797,7 @@ impl Dfa {
         let mut q = Dfa { classes: self.classes.clone(), runs: Vec::new(), at: vec![0], tags: Vec::new() };
         while let Some(&s) = order.get(q.tags.len()) {
             q.tags.push(self.tags[s]);
+            let row = q.runs.len();
             for (from, _, t) in self.moves(s) {
                 let t = match t {
                     DEAD => DEAD,
@@ -810,7 +810,8 @@ impl Dfa {
                         number[r]
                     }
                 };
-                if q.runs.len() == *q.at.last().unwrap_or(&0) as usize || q.runs.last().is_some_and(|r| r.1 != t) {
+                // (Targets merged into one join their runs.)
+                if q.runs.len() == row || q.runs.last().is_some_and(|r| r.1 != t) {
                     q.runs.push((from as u32, t));
                 }
             }
