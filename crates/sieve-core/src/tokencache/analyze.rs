@@ -3,6 +3,7 @@
 
 use super::characters::{ByteSequence, MANY_CHARACTERS};
 use super::dfa::{SetDfa, ASCII_BITS, DEAD};
+use super::kills::spares;
 use super::walker::SetWalker;
 use crate::error::MatchError;
 use crate::grammar::{Chart, ChartWalker, FollowSets, Grammar};
@@ -188,13 +189,23 @@ fn walk(
     // that are strings of the slice past `f` bytes (see [`Slice::class_from`]).
     let full = std::ptr::eq(trie, vocab.trie());
     let mut free: Vec<Free> = Vec::new();
-    // Whether a set of the walk has a lifespan (see `outlived` below).
+    // The sets on the path whose kills are known (see `outlived` below),
+    // after whole characters: `(depth, list, characters on the path)`.
+    let mut spans: Vec<(u32, u32, u32)> = Vec::new();
+    // Whether a set of the walk spares some strings (see `outlived`).
     let mut lasting = false;
     // The seed's own (a first character that leads into a string's loop).
     if full {
         match walker.strays(slice_seqs)? {
             u128::MAX => {}
-            strays => free.push(Free::new(0, strays)),
+            strays => {
+                free.push(Free::new(0, strays));
+                if strays != 0 && longer_than == 0 {
+                    let list = walker.kills(slice_seqs, slice.max_chars)?;
+                    lasting |= list.is_some();
+                    spans.extend(list.map(|k| (0, k, 0)));
+                }
+            }
         }
     }
     // The root's children whose byte the seed set may take (found by the
@@ -227,6 +238,9 @@ fn walk(
         }
         while free.last().is_some_and(|f| node.depth <= f.depth) {
             free.pop();
+        }
+        while spans.last().is_some_and(|s| node.depth <= s.0) {
+            spans.pop();
         }
         if depth >= node.depth {
             while depth >= node.depth {
@@ -264,16 +278,18 @@ fn walk(
         let surely_lives = |(d, dying): (u8, u128)| {
             slice.reach[i] <= d && slice.bytes[i] & dying == 0 && path.iter().all(|&b| byte_bit(b) & dying == 0)
         };
-        // Below a set that every string of `n` characters of the slice
-        // keeps alive (its lifespan), a subtree whose tokens have no more
-        // past the path is allowed whole (the long tokens' last bytes, in
-        // a string that only some sequence of characters kills).
+        // Below a set on the path whose kills are known, a subtree is
+        // allowed whole where no string of the characters its tokens hold
+        // past that set, no longer than they are, may kill it (in a string
+        // that only some sequences of characters kill: long tokens' last
+        // bytes, and the tokens without the characters of such a sequence).
         let outlived = || {
             lasting
                 && slice.reach[i] != u8::MAX
                 && node.byte & 0xC0 != 0x80
-                && walker.known_lifespan().is_some_and(|n| {
-                    u32::from(slice.reach[i]) <= path_chars.last().copied().unwrap_or(0) + u32::from(n)
+                && spans.last().is_some_and(|&(at, list, chars)| {
+                    let marks = path[at as usize..].iter().fold(slice.bytes[i], |m, &b| m | byte_bit(b));
+                    spares(&walker.dfa.kill_lists[list as usize], marks, u32::from(slice.reach[i]).saturating_sub(chars))
                 })
         };
         if free.iter().any(whole) || without.is_some_and(surely_lives) || outlived() {
@@ -363,12 +379,20 @@ fn walk(
                         Ok(Some(strays)) => free.push(Free::new(depth, strays)),
                         Err(e) => break Err(e),
                     }
-                    if some_stray && longer_than == 0 && node.end as usize - i > FREE_MIN_NODES {
-                        match walker.lifespan(slice_seqs, slice.max_chars) {
-                            Ok(n) => lasting |= n > 0,
+                    if some_stray && longer_than == 0 && spans.is_empty() && node.end as usize - i > FREE_MIN_NODES {
+                        match walker.kills(slice_seqs, slice.max_chars) {
+                            Ok(list) => lasting |= list.is_some(),
                             Err(e) => break Err(e),
                         }
                     }
+                }
+                // (Sets past a character's first byte are left out: their
+                // kills start with the character's other bytes.)
+                if lasting
+                    && node.byte < 0x80
+                    && let Some(list) = walker.known_kills()
+                {
+                    spans.push((depth, list, path_chars.last().copied().unwrap_or(0)));
                 }
                 i += 1;
             }

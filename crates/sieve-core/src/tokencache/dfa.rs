@@ -7,6 +7,7 @@ use crate::error::MatchError;
 use crate::grammar::{Chart, ChartWalker, Grammar, Origin};
 use crate::trie::Walker;
 use crate::hash::{FastMap, FastSet};
+use super::kills::Kill;
 use super::living::Living;
 
 /// No DFA set (in a walker frame) or not yet computed (in a transition).
@@ -54,11 +55,14 @@ pub(super) struct SetDfa {
     /// Per outer set and per open set: its [`SetDfa::strays`] for the
     /// string slice, once computed.
     pub(super) strays: [Vec<Option<u128>>; 2],
-    /// Per outer set and per open set: its lifespan
-    /// ([`SetWalker::lifespan`]), once computed.
+    /// Per outer set and per open set: its [`SetWalker::kills`], once
+    /// computed, as an index into `kill_lists` (`u32::MAX` where they
+    /// spare no string).
     ///
-    /// [`SetWalker::lifespan`]: super::walker::SetWalker::lifespan
-    pub(super) lifespans: [Vec<Option<u8>>; 2],
+    /// [`SetWalker::kills`]: super::walker::SetWalker::kills
+    pub(super) kills: [Vec<Option<u32>>; 2],
+    /// The lists of [`SetDfa::kills`].
+    pub(super) kill_lists: Vec<Box<[Kill]>>,
     /// Approximate heap bytes held.
     pub(super) bytes: usize,
     /// Scratch for the states after a byte ([`SetDfa::next`]).

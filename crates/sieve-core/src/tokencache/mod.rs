@@ -54,10 +54,15 @@
 //! walk of the whole trie reaches a set that some characters lead back to
 //! (a key past the declared names, a pattern's `[^-]*`), the subtrees of
 //! tokens whose rest is made of them are allowed whole too, while none of
-//! the others is on the path since; below a set that every string of a
-//! few characters keeps alive (its lifespan: a string that only some
-//! sequence kills, as a second match of exactly one of several unanchored
-//! patterns), the subtrees of tokens with no more left. Where a walk of
+//! the others is on the path since. Where only some sequences of
+//! characters kill a set (a second match of exactly one of several
+//! unanchored patterns), its kills are found once: per class of killing
+//! strings, the fewest characters and the characters they need. Below it,
+//! a subtree is allowed whole when no string of the characters its tokens
+//! hold past the set, of no more than they have, needs no other: the long
+//! tokens' last bytes, and the tokens without some letter of each killing
+//! word. (Where the kills are too many to find, every string longer than
+//! the set's lifespan stands for them.) Where a walk of
 //! the slice's other tokens reaches, past whole characters, a set that every
 //! character leads back to (a key past the declared names, once off their
 //! prefixes), the tokens below go where their tails do from that set: its
@@ -77,12 +82,13 @@
 //! own: `analyze` (the walk of the token trie from a group's set), `dfa`
 //! (the lazily built DFA over outer and open sets), `walker` (the trie
 //! walker that follows it), `characters` (walks by the string slice's
-//! characters rather than bytes) and `living` (the same question asked of
-//! the rule's automaton).
+//! characters rather than bytes), `kills` (what kills a set) and `living`
+//! (the same question asked of the rule's automaton).
 
 mod analyze;
 mod characters;
 mod dfa;
+mod kills;
 mod living;
 mod walker;
 
@@ -588,6 +594,33 @@ mod tests {
         let mut seed = 3u64;
         for i in 0..60 {
             walk_matches_parser(&c, &vocab, 40, &mut seed, i % 5 == 4);
+        }
+    }
+
+    /// Masks inside strings that only words of several characters kill
+    /// (exactly one of three unanchored patterns), over random tokens of a
+    /// few letters, some holding every letter of a killing word and some
+    /// not, equal taking each token on the parser: the walk allows whole the
+    /// subtrees whose characters past a set cannot spell what kills it.
+    #[test]
+    fn strings_killed_by_words_match_the_parser() {
+        use crate::{Constraint, Vocabulary};
+        let mut rng = crate::rng::Rng::new(11);
+        let letters = ["a", "b", "c", "d", "e", "x", "é"];
+        let mut tokens: Vec<Vec<u8>> = [&b"["[..], b"]", b",", b"\"", b"\",", b"\"]", b"x\"", b"ab\""].iter().map(|t| t.to_vec()).collect();
+        tokens.extend(letters.iter().map(|l| l.as_bytes().to_vec()));
+        for _ in 0..400 {
+            let n = 2 + rng.below(10);
+            tokens.push((0..n).flat_map(|_| letters[rng.below(letters.len())].bytes()).collect());
+        }
+        tokens.sort();
+        tokens.dedup();
+        let vocab = std::sync::Arc::new(Vocabulary::from_token_bytes(tokens.into_iter().map(Some).collect()));
+        let schema = serde_json::json!({"type": "array", "items": {"type": "string", "oneOf": [{"pattern": "abc"}, {"pattern": "cd"}, {"pattern": "eéa"}]}});
+        let (c, _) = Constraint::json_schema(&schema, &Default::default()).unwrap();
+        let mut seed = 7u64;
+        for i in 0..40 {
+            walk_matches_parser(&c, &vocab, 30, &mut seed, i % 5 == 4);
         }
     }
 

@@ -34,36 +34,6 @@ impl SetWalker<'_, '_> {
         }
     }
 
-    /// How many characters of the slice surely keep the newest set alive:
-    /// every string of at most that many, and every byte prefix of one,
-    /// takes each byte through DFA sets ([`SetWalker::alive_depth`], at
-    /// most `u8::MAX - 1`; 0 when it is no DFA set). Computed once per set.
-    pub(super) fn lifespan(&mut self, seqs: &[ByteSequence], max_chars: usize) -> Result<u8, MatchError> {
-        let Some(&(id, _)) = self.frames.last() else { return Ok(0) };
-        if id == UNKNOWN {
-            return Ok(0);
-        }
-        if let Some(n) = self.known_lifespan() {
-            return Ok(n);
-        }
-        let n = self.alive_depth(id, seqs, max_chars)?.0.min(usize::from(u8::MAX) - 1) as u8;
-        let (known, i) = (&mut self.dfa.lifespans[(id >> 31) as usize], (id & !OPEN) as usize);
-        if i >= known.len() {
-            self.dfa.bytes += i + 1 - known.len();
-            known.resize(i + 1, None);
-        }
-        known[i] = Some(n);
-        Ok(n)
-    }
-
-    /// [`SetWalker::lifespan`] when already computed for the newest set.
-    pub(super) fn known_lifespan(&self) -> Option<u8> {
-        match self.frames.last() {
-            Some(&(id, _)) if id != UNKNOWN => self.dfa.lifespans[(id >> 31) as usize].get((id & !OPEN) as usize).copied().flatten(),
-            _ => None,
-        }
-    }
-
     /// The newest set's known transition on `byte` (`DEAD` where it surely
     /// dies); `UNKNOWN` where it is not yet computed or the set is no DFA set.
     #[inline]
