@@ -64,9 +64,9 @@ impl SetWalker<'_, '_> {
     /// same set did not is left out (whatever follows it follows one of
     /// those), and every string that dies or leaves the DFA is a class of
     /// its own. Past [`MAX_KILL_WORK`], or [`MAX_WAYS`] to one set, the
-    /// strings of more characters than explored, and of more than the set's
-    /// lifespan ([`SetWalker::alive_depth`]), may all kill. Strings of more
-    /// than `max_chars` (the slice's longest token) do not count.
+    /// strings of more characters than explored may all kill (the set's
+    /// lifespan would take a walk of its own, as long as the kills'). Strings
+    /// of more than `max_chars` (the slice's longest token) do not count.
     ///
     /// [`SetDfa::kills`]: super::dfa::SetDfa::kills
     pub(super) fn kills(&mut self, seqs: &[ByteSequence], max_chars: usize) -> Result<Option<u32>, MatchError> {
@@ -104,7 +104,7 @@ impl SetWalker<'_, '_> {
             next.clear();
             for &(from, ref took) in &level {
                 if work > MAX_KILL_WORK {
-                    break 'explore Some(chars.max(self.alive_depth(id, seqs, max_chars)?.0));
+                    break 'explore Some(chars);
                 }
                 if let Entry::Vacant(entry) = moves.entry(from) {
                     let mut list = Vec::new();
@@ -141,7 +141,7 @@ impl SetWalker<'_, '_> {
                             known.retain(|k| !within(&took, k));
                             known.push(took);
                             if known.len() > MAX_WAYS {
-                                break 'explore Some(chars.max(self.alive_depth(id, seqs, max_chars)?.0));
+                                break 'explore Some(chars);
                             }
                             next.push((to, took));
                         }
