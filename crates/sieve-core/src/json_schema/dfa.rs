@@ -557,12 +557,12 @@ impl Dfa {
         rules: &mut Writer,
         max_states: usize,
     ) -> Result<Option<Ex>, TooLarge> {
-        // A product with a count multiplies the states: the states alike
-        // under `accept` are merged first.
-        let merged = if max.unwrap_or(min) > 0 { self.quotient(accept) } else { None };
-        let d = merged.as_ref().unwrap_or(self);
         // Product with a counter: count capped at `max` (or at `min` when unbounded).
         let cap = max.unwrap_or(min);
+        // A product with a count multiplies the states: the states alike
+        // under `accept` are merged first.
+        let merged = if cap > 0 { self.quotient(accept) } else { None };
+        let d = merged.as_ref().unwrap_or(self);
         let width = cap as usize + 1;
         let n = d.tags.len();
         if n.saturating_mul(width) > max_states {

@@ -192,7 +192,8 @@ fn walk(
     // The sets on the path whose kills are known (see `outlived` below),
     // after whole characters: `(depth, list, characters on the path)`.
     let mut spans: Vec<(u32, u32, u32)> = Vec::new();
-    // Whether a set of the walk spares some strings (see `outlived`).
+    // Whether a set of the walk spares some strings (else no set's kills
+    // are worth looking up on the way).
     let mut lasting = false;
     // The seed's own (a first character that leads into a string's loop).
     if full {
@@ -284,8 +285,7 @@ fn walk(
         // that only some sequences of characters kill: long tokens' last
         // bytes, and the tokens without the characters of such a sequence).
         let outlived = || {
-            lasting
-                && slice.reach[i] != u8::MAX
+            slice.reach[i] != u8::MAX
                 && node.byte & 0xC0 != 0x80
                 && spans.last().is_some_and(|&(at, list, chars)| {
                     let marks = path[at as usize..].iter().fold(slice.bytes[i], |m, &b| m | byte_bit(b));
@@ -386,8 +386,8 @@ fn walk(
                         }
                     }
                 }
-                // (Sets past a character's first byte are left out: their
-                // kills start with the character's other bytes.)
+                // (Only after an ASCII byte, where a character surely ends:
+                // kills are of strings of whole characters.)
                 if lasting
                     && node.byte < 0x80
                     && let Some(list) = walker.known_kills()

@@ -3,7 +3,7 @@
 //! of tokens that lack some of them whole.
 
 use super::characters::ByteSequence;
-use super::dfa::{OPEN, UNKNOWN};
+use super::dfa::{SetDfa, OPEN, UNKNOWN};
 use super::walker::SetWalker;
 use crate::error::MatchError;
 use crate::hash::FastMap;
@@ -36,6 +36,13 @@ impl Kill {
 /// `marks` is of one of the classes `kills`: all such strings keep the set alive.
 pub(super) fn spares(kills: &[Kill], marks: u128, chars: u32) -> bool {
     !kills.iter().any(|k| k.may(marks, chars))
+}
+
+impl SetDfa {
+    /// Set `id`'s entry of [`SetDfa::kills`], once computed.
+    fn kills_of(&self, id: u32) -> Option<u32> {
+        self.kills[(id >> 31) as usize].get((id & !OPEN) as usize).copied().flatten()
+    }
 }
 
 /// A set of the byte classes a string takes at its characters' starts,
@@ -74,7 +81,7 @@ impl SetWalker<'_, '_> {
         if id == UNKNOWN {
             return Ok(None);
         }
-        if let Some(&Some(k)) = self.dfa.kills[(id >> 31) as usize].get((id & !OPEN) as usize) {
+        if let Some(k) = self.dfa.kills_of(id) {
             return Ok((k != SPARES_NONE).then_some(k));
         }
         let mut found: Vec<(Classes, u32)> = Vec::new();
@@ -170,7 +177,8 @@ impl SetWalker<'_, '_> {
         if let Some(n) = unknown_past {
             kills.push(Kill { chars: n.saturating_add(1).min(u32::MAX as usize) as u32, all: 0, any: Box::new([]) });
         }
-        let spares = !kills.iter().any(|k| k.chars <= 1 && k.all == 0 && k.any.is_empty());
+        // (A string of one character, any, may kill.)
+        let spares = unknown_past != Some(0);
         let list = if spares { self.dfa.kill_lists.len() as u32 } else { SPARES_NONE };
         if spares {
             self.dfa.bytes += kills.iter().map(|k| 48 + 16 * k.any.len()).sum::<usize>();
@@ -189,7 +197,7 @@ impl SetWalker<'_, '_> {
     /// some string spared.
     pub(super) fn known_kills(&self) -> Option<u32> {
         match self.frames.last() {
-            Some(&(id, _)) if id != UNKNOWN => self.dfa.kills[(id >> 31) as usize].get((id & !OPEN) as usize).copied().flatten().filter(|&k| k != SPARES_NONE),
+            Some(&(id, _)) if id != UNKNOWN => self.dfa.kills_of(id).filter(|&k| k != SPARES_NONE),
             _ => None,
         }
     }

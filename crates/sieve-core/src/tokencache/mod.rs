@@ -62,7 +62,7 @@
 //! hold past the set, of no more than they have, needs no other: the long
 //! tokens' last bytes, and the tokens without some letter of each killing
 //! word. (Where the kills are too many to find, every string longer than
-//! the set's lifespan stands for them.) Where a walk of
+//! those explored stands for them.) Where a walk of
 //! the slice's other tokens reaches, past whole characters, a set that every
 //! character leads back to (a key past the declared names, once off their
 //! prefixes), the tokens below go where their tails do from that set: its
