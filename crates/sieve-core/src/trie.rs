@@ -86,6 +86,15 @@ pub(crate) struct Slice {
     pub class_from: Box<[u8]>,
     /// The bits of the class's bytes as [`Slice::bytes`] marks them.
     pub class_bits: u128,
+    /// Per mark of [`Slice::bytes`] (bit `m`, 128 of them): the tokens of
+    /// `mask` with a character so marked, as a mask. A set that only some
+    /// strings kill picks out by these the few tokens that may hold one.
+    pub marked: Box<[Box<[u32]>]>,
+    /// Per mark: how many tokens [`Slice::marked`] holds.
+    pub marked_counts: Box<[u32]>,
+    /// Per token: its index in the vocabulary trie's `tokens` (`u32::MAX`
+    /// for a token without bytes).
+    pub positions: Box<[u32]>,
     /// Per node of the vocabulary's trie: the most bytes of a token in its
     /// subtree (`u8::MAX` from 255 on). A walk that leaves the tokens of
     /// at most `n` bytes to another analysis skips the subtrees of at most `n`.
@@ -236,6 +245,19 @@ impl Slice {
             at[0].iter_mut().zip(below[c - 1].iter()).for_each(|(m, &b)| *m |= b);
         }
         long.sort_unstable_by(|a, b| b.cmp(a));
+        let mut marked = vec![vec![0u32; mask.len()].into_boxed_slice(); 128].into_boxed_slice();
+        for (i, t) in tokens.iter().enumerate().filter(|&(i, _)| mask[i / 32] >> (i % 32) & 1 == 1) {
+            let mut marks = t.as_deref().unwrap_or_default().iter().fold(0u128, |m, &b| m | byte_bit(b));
+            while marks != 0 {
+                marked[marks.trailing_zeros() as usize][i / 32] |= 1 << (i % 32);
+                marks &= marks - 1;
+            }
+        }
+        let marked_counts = marked.iter().map(|m| m.iter().map(|w| w.count_ones()).sum()).collect();
+        let mut positions = vec![u32::MAX; tokens.len()].into_boxed_slice();
+        for (p, &t) in trie.tokens.iter().enumerate() {
+            positions[t as usize] = p as u32;
+        }
         // Children come after their parent: fill from the last node back.
         let mut reach = vec![0u8; trie.nodes.len()].into_boxed_slice();
         let mut bytes = vec![0u128; trie.nodes.len()].into_boxed_slice();
@@ -277,7 +299,7 @@ impl Slice {
             .map(|i| rest.subtree_tokens(i).iter().all(|&t| split[t as usize] as u32 >= rest.nodes[i].depth))
             .collect();
         let class_bits = (b' '..0x80).filter(|&b| in_class(&[b])).chain(0xC2..=0xF4).fold(0, |m, b| m | byte_bit(b));
-        Slice { class: CLASS, mask, chars, max_chars, short: short.into(), long: long.into(), rest, tails, split, whole, long_rest, reach, bytes, class_from, class_bits, deepest, blank_below }
+        Slice { class: CLASS, mask, chars, max_chars, short: short.into(), long: long.into(), rest, tails, split, whole, long_rest, reach, bytes, class_from, class_bits, marked, marked_counts, positions, deepest, blank_below }
     }
 }
 
@@ -294,8 +316,13 @@ impl TokenTrie {
     /// The tokens of node `i`'s subtree (the node's own and its
     /// descendants'), which are stored together.
     pub fn subtree_tokens(&self, i: usize) -> &[u32] {
+        &self.tokens[self.subtree_range(i)]
+    }
+
+    /// Where [`TokenTrie::subtree_tokens`] lie in `tokens`.
+    pub fn subtree_range(&self, i: usize) -> std::ops::Range<usize> {
         let node = &self.nodes[i];
-        &self.tokens[node.tok_start as usize..self.nodes[node.end as usize - 1].tok_end as usize]
+        node.tok_start as usize..self.nodes[node.end as usize - 1].tok_end as usize
     }
 
     /// Builds the trie over tokens that have bytes (special tokens have none).

@@ -3,7 +3,7 @@
 
 use super::characters::{ByteSequence, MANY_CHARACTERS};
 use super::dfa::{SetDfa, ASCII_BITS, DEAD};
-use super::kills::spares;
+use super::kills::{candidates, spares};
 use super::walker::SetWalker;
 use crate::error::MatchError;
 use crate::grammar::{Chart, ChartWalker, FollowSets, Grammar};
@@ -195,6 +195,13 @@ fn walk(
     // Whether a set of the walk spares some strings (else no set's kills
     // are worth looking up on the way).
     let mut lasting = false;
+    // Where the seed's kills are known, the tokens of the slice a string of
+    // them may be, by their place in the trie's `tokens`: every other token
+    // of the slice keeps the seed alive and is allowed at once, and the walk
+    // takes only the subtrees that hold one of these or a token of another
+    // slice (the tokens that may hold a killing string are few: a word of a
+    // pattern, in the many long tokens of a vocabulary).
+    let mut killers: Option<Vec<u64>> = None;
     // The seed's own (a first character that leads into a string's loop).
     if full {
         match walker.strays(slice_seqs)? {
@@ -204,7 +211,15 @@ fn walk(
                 if strays != 0 && longer_than == 0 {
                     let list = walker.kills(slice_seqs, slice.max_chars)?;
                     lasting |= list.is_some();
-                    spans.extend(list.map(|k| (0, k, 0)));
+                    if let Some(k) = list {
+                        // (Where they are many, the kills tell subtrees apart on the way.)
+                        if let Some(may) = candidates(&walker.dfa.kill_lists[k as usize], slice) {
+                            allowed.iter_mut().zip(slice.mask.iter().zip(may.iter())).for_each(|(a, (&m, &c))| *a |= m & !c);
+                            killers = Some(places(&may, slice, trie.tokens.len()));
+                        } else {
+                            spans.push((0, k, 0));
+                        }
+                    }
                 }
             }
         }
@@ -233,7 +248,10 @@ fn walk(
         // Tokens allowed as a block already, or left to another analysis:
         // nothing below needs the walk (the stacks catch up at the next
         // node walked).
-        if skip.is_some_and(|k| slice.deepest[i] <= k.bytes || slice.reach[i] <= k.chars) {
+        // (Or allowed already: of the slice and past the seed's kills, see `killers`.)
+        if skip.is_some_and(|k| slice.deepest[i] <= k.bytes || slice.reach[i] <= k.chars)
+            || killers.as_deref().is_some_and(|at| slice.reach[i] != u8::MAX && !any_in(at, trie.subtree_range(i)))
+        {
             i = node.end as usize;
             continue;
         }
@@ -355,11 +373,13 @@ fn walk(
                     continue;
                 }
                 // Worth its cost (a transition per byte class) above large
-                // subtrees only; once known for the set, below any. (A set
-                // past a cut character takes no character's first byte:
-                // `f` ends a character.)
+                // subtrees only, and not past the seed's kills (the walk
+                // takes few subtrees of the slice's tokens there); once known
+                // for the set, below any. (A set past a cut character takes
+                // no character's first byte: `f` ends a character.)
                 if full && node.end as usize - i > 1 {
-                    let strays = if node.end as usize - i > FREE_MIN_NODES { walker.strays(slice_seqs).map(Some) } else { Ok(walker.known_strays()) };
+                    let large = node.end as usize - i > FREE_MIN_NODES && killers.is_none();
+                    let strays = if large { walker.strays(slice_seqs).map(Some) } else { Ok(walker.known_strays()) };
                     // A set that some characters keep alive for good and
                     // others (strays) may kill, after a few: its lifespan
                     // allows the subtrees short enough (elsewhere it is
@@ -379,7 +399,7 @@ fn walk(
                         Ok(Some(strays)) => free.push(Free::new(depth, strays)),
                         Err(e) => break Err(e),
                     }
-                    if some_stray && longer_than == 0 && spans.is_empty() && node.end as usize - i > FREE_MIN_NODES {
+                    if some_stray && longer_than == 0 && spans.is_empty() && killers.is_none() && node.end as usize - i > FREE_MIN_NODES {
                         match walker.kills(slice_seqs, slice.max_chars) {
                             Ok(list) => lasting |= list.is_some(),
                             Err(e) => break Err(e),
@@ -414,6 +434,37 @@ fn walk(
     };
     result?;
     Ok(Walked { allowed, pending, cuts: cuts.unwrap_or_default() })
+}
+
+/// The places in the vocabulary trie's `tokens` (of `len`) of the tokens
+/// of mask `tokens`, as a bitmask.
+fn places(tokens: &[u32], slice: &Slice, len: usize) -> Vec<u64> {
+    let mut at = vec![0u64; len.div_ceil(64)];
+    for (w, &bits) in tokens.iter().enumerate() {
+        let mut bits = bits;
+        while bits != 0 {
+            let p = slice.positions[w * 32 + bits.trailing_zeros() as usize] as usize;
+            at[p / 64] |= 1 << (p % 64);
+            bits &= bits - 1;
+        }
+    }
+    at
+}
+
+/// Whether a bit of `bits` lies in `range`.
+#[inline(never)]
+fn any_in(bits: &[u64], range: std::ops::Range<usize>) -> bool {
+    let (from, to) = (range.start, range.end);
+    if from >= to {
+        return false;
+    }
+    let (first, last) = (from / 64, (to - 1) / 64);
+    let word = |w: usize| {
+        let lo = if w == first { !0u64 << (from % 64) } else { !0 };
+        let hi = if w == last { !0u64 >> (63 - (to - 1) % 64) } else { !0 };
+        bits[w] & lo & hi != 0
+    };
+    (first..=last).any(word)
 }
 
 /// A cache's [`CharacterList`]s, by set of dying characters, and the

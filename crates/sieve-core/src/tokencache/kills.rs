@@ -7,6 +7,7 @@ use super::dfa::{SetDfa, OPEN, UNKNOWN};
 use super::walker::SetWalker;
 use crate::error::MatchError;
 use crate::hash::FastMap;
+use crate::trie::Slice;
 use std::collections::hash_map::Entry;
 
 /// A class of strings of the slice that may kill a set: those of at least
@@ -36,6 +37,70 @@ impl Kill {
 /// `marks` is of one of the classes `kills`: all such strings keep the set alive.
 pub(super) fn spares(kills: &[Kill], marks: u128, chars: u32) -> bool {
     !kills.iter().any(|k| k.may(marks, chars))
+}
+
+/// The tokens of `slice` that a string of one of `kills` may be (a token
+/// whose own characters [`Kill::may`] be of a class), as a mask over the
+/// vocabulary: from a set with these kills, every other token of the
+/// slice keeps it alive. `None` where they are not few (a kill needs no
+/// character, or they are more than half the vocabulary), or past
+/// [`MAX_WAYS`] kills (a pass over the vocabulary's mask each). (A few
+/// more than exactly those where a class has many marks: see
+/// [`MAX_ANY_MARKS`].)
+pub(super) fn candidates(kills: &[Kill], slice: &Slice) -> Option<Box<[u32]>> {
+    if kills.len() > MAX_WAYS || kills.iter().any(|k| k.all == 0 && !k.any.iter().any(|g| g.count_ones() <= MAX_ANY_MARKS)) {
+        return None;
+    }
+    let words = slice.mask.len();
+    let (mut out, mut short, mut short_of) = (vec![0u32; words], vec![0u32; words], None);
+    for k in kills {
+        // The slice's tokens of fewer characters than `k.chars` (kept for the next kill).
+        let fewer = k.chars.saturating_sub(1) as usize;
+        if short_of != Some(fewer) {
+            slice.up_to(fewer, &mut short);
+            short_of = Some(fewer);
+        }
+        // Rarest mark first: most words of the mask are left without a
+        // token after it.
+        let mut needs: Vec<usize> = bits(k.all).collect();
+        needs.sort_by_key(|&m| slice.marked_counts[m]);
+        let needs: Vec<&[u32]> = needs.into_iter().map(|m| &slice.marked[m][..]).collect();
+        let groups: Vec<u128> = k.any.iter().copied().filter(|g| g.count_ones() <= MAX_ANY_MARKS).collect();
+        for w in 0..words {
+            let mut c = slice.mask[w] & !short[w];
+            for m in &needs {
+                if c == 0 {
+                    break;
+                }
+                c &= m[w];
+            }
+            for &group in &groups {
+                if c == 0 {
+                    break;
+                }
+                c &= bits(group).fold(0, |a, m| a | slice.marked[m][w]);
+            }
+            out[w] |= c;
+        }
+    }
+    let count: usize = out.iter().map(|w| w.count_ones() as usize).sum();
+    (count <= words * 16).then(|| out.into_boxed_slice())
+}
+
+/// Most marks of one of a kill's `any` classes that [`candidates`] asks
+/// for: a class of many characters rules out few tokens, and each mark
+/// costs a pass over the vocabulary's mask.
+const MAX_ANY_MARKS: u32 = 8;
+
+/// The bits set in `m`, lowest first.
+fn bits(mut m: u128) -> impl Iterator<Item = usize> {
+    std::iter::from_fn(move || {
+        (m != 0).then(|| {
+            let b = m.trailing_zeros() as usize;
+            m &= m - 1;
+            b
+        })
+    })
 }
 
 impl SetDfa {
@@ -216,3 +281,44 @@ const MAX_WAYS: usize = 16;
 
 /// Most work [`SetWalker::kills`] does (steps and subset tests).
 const MAX_KILL_WORK: usize = 1 << 16;
+
+#[cfg(test)]
+mod tests {
+    use super::{candidates, Kill};
+    use crate::trie::{byte_bit, Slice, TokenTrie};
+
+    /// The tokens [`candidates`] picks out are exactly those whose own
+    /// characters may be of a kill's class ([`Kill::may`]), for random
+    /// kills over a vocabulary of random strings.
+    #[test]
+    fn candidates_are_the_tokens_kills_may_be() {
+        let mut rng = crate::rng::Rng::new(5);
+        let letters = ["a", "b", "c", "d", "\"", "é", "ü"];
+        let tokens: Vec<Option<Box<[u8]>>> = (0..300)
+            .map(|_| Some((0..1 + rng.below(6)).flat_map(|_| letters[rng.below(letters.len())].bytes()).collect()))
+            .collect();
+        let slice = Slice::string_body(&tokens, &TokenTrie::new(&tokens));
+        let marks: Vec<u128> = ["a", "b", "c", "d", "é", "ü"].iter().map(|l| byte_bit(l.as_bytes()[0])).collect();
+        let mut tested = 0;
+        for _ in 0..200 {
+            let pick = |rng: &mut crate::rng::Rng| (0..rng.below(3)).fold(0, |m, _| m | marks[rng.below(marks.len())]);
+            let kills: Vec<Kill> = (0..1 + rng.below(3))
+                .map(|_| {
+                    let any: Vec<u128> = (0..rng.below(2)).map(|_| pick(&mut rng) | marks[rng.below(marks.len())]).collect();
+                    Kill { chars: 1 + rng.below(5) as u32, all: pick(&mut rng), any: any.into() }
+                })
+                .collect();
+            let Some(may) = candidates(&kills, &slice) else { continue };
+            tested += 1;
+            for (t, bytes) in tokens.iter().enumerate() {
+                let bytes = bytes.as_deref().unwrap_or_default();
+                let own = bytes.iter().fold(0, |m, &b| m | byte_bit(b));
+                let chars = bytes.iter().filter(|&&b| b & 0xC0 != 0x80).count() as u32;
+                let in_slice = slice.mask[t / 32] >> (t % 32) & 1 == 1;
+                let expected = in_slice && kills.iter().any(|k| k.may(own, chars));
+                assert_eq!(may[t / 32] >> (t % 32) & 1 == 1, expected, "token {:?}, kills {kills:?}", String::from_utf8_lossy(bytes));
+            }
+        }
+        assert!(tested > 50, "only {tested} lists of kills were few enough");
+    }
+}
