@@ -45,8 +45,6 @@ pub(crate) struct Slice {
     /// Per number of characters below `SHORT_CHARS`: the tokens of `mask`
     /// with at most that many.
     short: Box<[Box<[u32]>]>,
-    /// Per token: its characters, where it is in `mask` (else 0).
-    chars: Box<[u8]>,
     /// The tokens of `mask` with at least `SHORT_CHARS` characters, as
     /// `(characters, token)`, most characters first.
     long: Box<[(u8, u32)]>,
@@ -146,42 +144,17 @@ impl Slice {
     }
 
     /// The tokens of `mask` without a character that [`Slice::bytes`]
-    /// marks in `dying`, with their characters, fewest first: found on
-    /// `trie` (the vocabulary's), whose subtrees are taken whole where
-    /// none of their tokens has such a character, and left at once below one.
-    pub fn without(&self, trie: &TokenTrie, dying: u128) -> Box<[(u8, u32)]> {
-        let mut found: Vec<u32> = Vec::new();
-        let mut i = 0;
-        while let Some(node) = trie.nodes.get(i) {
-            let bit = byte_bit(node.byte);
-            let starts = node.byte & 0xC0 != 0x80;
-            // Below a dying character or a byte that begins none of the
-            // class, no token of `mask` without a dying one is left.
-            if starts && (bit & dying != 0 || bit & self.class_bits == 0) {
-                i = node.end as usize;
-                continue;
-            }
-            let whole = self.bytes[i] & dying == 0;
-            let end = if whole { node.end as usize - 1 } else { i };
-            let tokens = &trie.tokens[node.tok_start as usize..trie.nodes[end].tok_end as usize];
-            found.extend(tokens.iter().filter(|&&t| self.mask[t as usize / 32] >> (t % 32) & 1 == 1));
-            i = if whole { node.end as usize } else { i + 1 };
+    /// marks in `dying`, as a mask: those of [`Slice::mask`] in none of the
+    /// dying marks' [`Slice::marked`].
+    pub fn without(&self, dying: u128) -> Box<[u32]> {
+        let mut all = self.mask.clone();
+        let mut marks = dying;
+        while marks != 0 {
+            let m = &self.marked[marks.trailing_zeros() as usize];
+            all.iter_mut().zip(m.iter()).for_each(|(a, &m)| *a &= !m);
+            marks &= marks - 1;
         }
-        // Sorted by characters, a bucket per count.
-        let mut start = [0usize; 257];
-        for &t in &found {
-            start[self.chars[t as usize] as usize + 1] += 1;
-        }
-        for c in 1..start.len() {
-            start[c] += start[c - 1];
-        }
-        let mut out = vec![(0u8, 0u32); found.len()];
-        for &t in &found {
-            let c = self.chars[t as usize];
-            out[start[c as usize]] = (c, t);
-            start[c as usize] += 1;
-        }
-        out.into_boxed_slice()
+        all
     }
 
     /// The characters a JSON string holds unescaped: all but `"`, `\` and
@@ -299,7 +272,7 @@ impl Slice {
             .map(|i| rest.subtree_tokens(i).iter().all(|&t| split[t as usize] as u32 >= rest.nodes[i].depth))
             .collect();
         let class_bits = (b' '..0x80).filter(|&b| in_class(&[b])).chain(0xC2..=0xF4).fold(0, |m, b| m | byte_bit(b));
-        Slice { class: CLASS, mask, chars, max_chars, short: short.into(), long: long.into(), rest, tails, split, whole, long_rest, reach, bytes, class_from, class_bits, marked, marked_counts, positions, deepest, blank_below }
+        Slice { class: CLASS, mask, max_chars, short: short.into(), long: long.into(), rest, tails, split, whole, long_rest, reach, bytes, class_from, class_bits, marked, marked_counts, positions, deepest, blank_below }
     }
 }
 
@@ -506,26 +479,22 @@ mod tests {
             .collect();
         toks.extend((1..30).map(|n| "b".repeat(n).into_bytes()));
         toks.extend([b"\xe4\xb8".to_vec(), b"a\xc3".to_vec(), b"a\"".to_vec(), b"\\n".to_vec(), b"\x01".to_vec()]);
-        let chars = |b: &[u8]| b.iter().filter(|&&c| c & 0xC0 != 0x80).count() as u8;
         let toks: Vec<Option<Box<[u8]>>> = toks.into_iter().map(|b| Some(b.into())).collect();
         let trie = TokenTrie::new(&toks);
         let s = Slice::string_body(&toks, &trie);
         let dying_sets = [0, byte_bit(b'.'), byte_bit(b'.') | byte_bit(b' ') | byte_bit(b'-'), byte_bit(0xC3), byte_bit(0xE4) | byte_bit(b'a')];
         for dying in dying_sets {
-            let got = s.without(&trie, dying);
-            let mut want: Vec<(u8, u32)> = toks
+            let all = s.without(dying);
+            let got: Vec<u32> = (0..toks.len() as u32).filter(|&t| all[t as usize / 32] >> (t % 32) & 1 == 1).collect();
+            let want: Vec<u32> = toks
                 .iter()
                 .enumerate()
                 .filter(|&(t, _)| s.mask[t / 32] >> (t % 32) & 1 == 1)
                 .map(|(t, b)| (b.as_deref().unwrap(), t as u32))
                 .filter(|(b, _)| b.iter().all(|&c| byte_bit(c) & dying == 0))
-                .map(|(b, t)| (chars(b), t))
+                .map(|(_, t)| t)
                 .collect();
-            want.sort_unstable();
-            let mut sorted = got.to_vec();
-            sorted.sort_unstable();
-            assert_eq!(sorted, want, "without {dying:#x}");
-            assert!(got.windows(2).all(|w| w[0].0 <= w[1].0), "fewest characters first");
+            assert_eq!(got, want, "without {dying:#x}");
         }
     }
 

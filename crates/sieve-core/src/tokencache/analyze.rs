@@ -8,7 +8,7 @@ use super::walker::SetWalker;
 use crate::error::MatchError;
 use crate::grammar::{Chart, ChartWalker, FollowSets, Grammar};
 use crate::hash::FastMap;
-use crate::trie::{byte_bit, Slice, TokenTrie, Walker};
+use crate::trie::{byte_bit, Slice, Walker};
 use crate::vocab::Vocabulary;
 
 /// What [`analyze`] finds: the tokens allowed, those that die after the
@@ -162,7 +162,7 @@ fn walk(
                     if many && walker.by_characters(seed, slice_seqs, dying, d.into(), slice.max_chars)? {
                         // The slice's tokens go by their characters: those
                         // decided by the list, only the others are walked.
-                        lists.get(slice, vocab.trie(), dying).write_up_to(d, &mut allowed);
+                        lists.get(slice, dying).write_up_to(slice, d, &mut allowed);
                         skip = Some(Skip { bytes: 0, chars: Skip::EVERY_CHARS });
                     } else {
                         without = Some((d, dying));
@@ -477,11 +477,11 @@ pub(super) struct CharacterLists {
 
 impl CharacterLists {
     /// The list without the characters `dying` marks: kept, or made.
-    fn get(&mut self, slice: &Slice, trie: &TokenTrie, dying: u128) -> &CharacterList {
+    fn get(&mut self, slice: &Slice, dying: u128) -> &CharacterList {
         let bytes = &mut self.bytes;
         self.lists.entry(dying).or_insert_with(|| {
-            let list = CharacterList::new(slice, trie, dying);
-            *bytes += list.tokens.len() * 8 + list.all.len() * 4;
+            let list = CharacterList::new(slice, dying);
+            *bytes += list.all.len() * 4;
             list
         })
     }
@@ -493,41 +493,24 @@ impl CharacterLists {
 }
 
 /// The slice's tokens without the characters of one set (a pattern's
-/// class), with their characters, for sets where such tokens live by their
-/// characters alone ([`SetWalker::by_characters`]): made once per set of
-/// dying characters, used at each count of a bounded string of the class.
+/// class), for sets where such tokens live by their characters alone
+/// ([`SetWalker::by_characters`]): made once per set of dying characters,
+/// used at each count of a bounded string of the class.
 #[derive(Debug)]
 pub(super) struct CharacterList {
-    /// `(characters, token)`, fewest characters first.
-    tokens: Box<[(u8, u32)]>,
-    /// All of them, as a bitmask.
+    /// The tokens, as a bitmask.
     all: Box<[u32]>,
 }
 
 impl CharacterList {
-    fn new(slice: &Slice, trie: &TokenTrie, dying: u128) -> CharacterList {
-        let tokens = slice.without(trie, dying);
-        let mut all = vec![0u32; slice.mask.len()].into_boxed_slice();
-        for &(_, t) in &tokens {
-            all[t as usize / 32] |= 1 << (t % 32);
-        }
-        CharacterList { tokens, all }
+    fn new(slice: &Slice, dying: u128) -> CharacterList {
+        CharacterList { all: slice.without(dying) }
     }
 
-    /// Writes into `mask` (empty) the tokens of at most `chars` characters:
-    /// one by one, or all but the longer ones where those are fewer.
-    fn write_up_to(&self, chars: u8, mask: &mut [u32]) {
-        let n = self.tokens.partition_point(|x| x.0 <= chars);
-        if n < self.tokens.len() / 2 {
-            for &(_, t) in &self.tokens[..n] {
-                mask[t as usize / 32] |= 1 << (t % 32);
-            }
-            return;
-        }
-        mask.iter_mut().zip(self.all.iter()).for_each(|(m, &a)| *m = a);
-        for &(_, t) in &self.tokens[n..] {
-            mask[t as usize / 32] &= !(1 << (t % 32));
-        }
+    /// Writes into `mask` (empty) the tokens of at most `chars` characters.
+    fn write_up_to(&self, slice: &Slice, chars: u8, mask: &mut [u32]) {
+        slice.up_to(chars.into(), mask);
+        mask.iter_mut().zip(self.all.iter()).for_each(|(m, &a)| *m &= a);
     }
 }
 
