@@ -89,7 +89,7 @@ pub(super) fn candidates(kills: &[Kill], slice: &Slice) -> Option<Box<[u32]>> {
 
 /// Most marks of one of a kill's `any` classes that [`candidates`] asks
 /// for: a class of many characters rules out few tokens, and each mark
-/// costs a pass over the vocabulary's mask.
+/// costs a read of its mask at every word still holding a token.
 const MAX_ANY_MARKS: u32 = 8;
 
 /// The bits set in `m`, lowest first.
