@@ -162,7 +162,7 @@ fn walk(
                     if many && walker.by_characters(seed, slice_seqs, dying, d.into(), slice.max_chars)? {
                         // The slice's tokens go by their characters: those
                         // decided by the list, only the others are walked.
-                        lists.get(slice, dying).write_up_to(slice, d, &mut allowed);
+                        lists.write_up_to(slice, dying, d, &mut allowed);
                         skip = Some(Skip { bytes: 0, chars: Skip::EVERY_CHARS });
                     } else {
                         without = Some((d, dying));
@@ -467,50 +467,33 @@ fn any_in(bits: &[u64], range: std::ops::Range<usize>) -> bool {
     (first..=last).any(word)
 }
 
-/// A cache's [`CharacterList`]s, by set of dying characters, and the
-/// heap bytes they hold.
+/// Per set of dying characters (a pattern's class leaves them out), the
+/// slice's tokens without them, for sets where such tokens live by their
+/// characters alone ([`SetWalker::by_characters`]): made once per set,
+/// used at each count of a bounded string of the class; and the heap bytes
+/// they hold.
 #[derive(Debug, Default)]
 pub(super) struct CharacterLists {
-    lists: FastMap<u128, CharacterList>,
+    lists: FastMap<u128, Box<[u32]>>,
     bytes: usize,
 }
 
 impl CharacterLists {
-    /// The list without the characters `dying` marks: kept, or made.
-    fn get(&mut self, slice: &Slice, dying: u128) -> &CharacterList {
+    /// Writes into `mask` (empty) the slice's tokens of at most `chars`
+    /// characters without one that `dying` marks.
+    pub(super) fn write_up_to(&mut self, slice: &Slice, dying: u128, chars: u8, mask: &mut [u32]) {
         let bytes = &mut self.bytes;
-        self.lists.entry(dying).or_insert_with(|| {
-            let list = CharacterList::new(slice, dying);
-            *bytes += list.all.len() * 4;
-            list
-        })
+        let without = self.lists.entry(dying).or_insert_with(|| {
+            *bytes += slice.mask.len() * 4;
+            slice.without(dying)
+        });
+        slice.up_to(chars.into(), mask);
+        mask.iter_mut().zip(without.iter()).for_each(|(m, &w)| *m &= w);
     }
 
     /// Heap bytes held.
     pub(super) fn memory(&self) -> usize {
         self.bytes
-    }
-}
-
-/// The slice's tokens without the characters of one set (a pattern's
-/// class), for sets where such tokens live by their characters alone
-/// ([`SetWalker::by_characters`]): made once per set of dying characters,
-/// used at each count of a bounded string of the class.
-#[derive(Debug)]
-pub(super) struct CharacterList {
-    /// The tokens, as a bitmask.
-    all: Box<[u32]>,
-}
-
-impl CharacterList {
-    fn new(slice: &Slice, dying: u128) -> CharacterList {
-        CharacterList { all: slice.without(dying) }
-    }
-
-    /// Writes into `mask` (empty) the tokens of at most `chars` characters.
-    fn write_up_to(&self, slice: &Slice, chars: u8, mask: &mut [u32]) {
-        slice.up_to(chars.into(), mask);
-        mask.iter_mut().zip(self.all.iter()).for_each(|(m, &a)| *m &= a);
     }
 }
 

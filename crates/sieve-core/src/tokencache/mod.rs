@@ -397,6 +397,32 @@ impl Tokens {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A class's tokens of at most a count of characters are those of the
+    /// slice, with that many characters or fewer, and none of the dying ones.
+    #[test]
+    fn character_lists_hold_the_tokens_of_the_class_up_to_a_count() {
+        use crate::trie::{byte_bit, TokenTrie};
+        let mut rng = crate::rng::Rng::new(3);
+        let letters = ["a", "b", ".", "-", "é", "中", "\"", "\\"];
+        let toks: Vec<Option<Box<[u8]>>> =
+            (0..400).map(|_| Some((0..1 + rng.below(20)).flat_map(|_| letters[rng.below(letters.len())].bytes()).collect())).collect();
+        let slice = Slice::string_body(&toks, &TokenTrie::new(&toks));
+        let mut lists = CharacterLists::default();
+        let dying_sets = [0, byte_bit(b'.'), byte_bit(b'.') | byte_bit(b'-'), byte_bit("é".as_bytes()[0]) | byte_bit(b'a')];
+        for dying in dying_sets {
+            for chars in [0u8, 1, 3, 15, 16, 17, 30] {
+                let mut mask = vec![0u32; slice.mask.len()];
+                lists.write_up_to(&slice, dying, chars, &mut mask);
+                for (t, b) in toks.iter().enumerate() {
+                    let b = b.as_deref().unwrap_or_default();
+                    let count = b.iter().filter(|&&c| c & 0xC0 != 0x80).count();
+                    let want = slice.mask[t / 32] >> (t % 32) & 1 == 1 && count <= chars as usize && b.iter().all(|&c| byte_bit(c) & dying == 0);
+                    assert_eq!(mask[t / 32] >> (t % 32) & 1 == 1, want, "{:?}, dying {dying:#x}, {chars} characters", String::from_utf8_lossy(b));
+                }
+            }
+        }
+    }
     use super::living::Living;
     use super::walker::SetWalker;
 
