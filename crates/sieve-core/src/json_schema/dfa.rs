@@ -890,6 +890,101 @@ impl Dfa {
     }
 }
 
+/// Every string but `names`, as an automaton of JSON string characters: the
+/// rules [`Dfa::emit`] writes for the strings that [`Dfa::tagged`] of "any
+/// string" and the names tags with "any string" alone (the keys of an
+/// object's undeclared members, when no pattern splits them), made in one
+/// pass over the names' trie instead of through the product's passes.
+///
+/// Its states are written as emit writes them: depth first, each after its
+/// successors, a node's edges ordered by their first character (the
+/// characters no child takes, to the state past the trie, and each child's),
+/// a node equal to one written before written once, and the root first.
+pub fn emit_other_than(names: &[String], rules: &mut Writer) -> Ex {
+    // The trie: each node's children `(character, node)` and whether a name ends there.
+    let mut kids: Vec<Vec<(u32, u32)>> = vec![Vec::new()];
+    let mut ends = vec![false];
+    for name in names {
+        let mut s = 0;
+        for c in name.chars().map(u32::from) {
+            s = match kids[s].iter().find(|k| k.0 == c) {
+                Some(k) => k.1 as usize,
+                None => {
+                    let t = kids.len();
+                    kids[s].push((c, t as u32));
+                    kids.push(Vec::new());
+                    ends.push(false);
+                    t
+                }
+            };
+        }
+        ends[s] = true;
+    }
+    kids.iter_mut().for_each(|k| k.sort_unstable());
+    // Past the trie, every string goes on: one looping state.
+    let past = kids.len();
+    // Per node, its children of characters 0, 1, ... (before the first character none takes).
+    let gaps: Vec<usize> = kids.iter().map(|k| k.iter().enumerate().take_while(|&(i, c)| c.0 == i as u32).count()).collect();
+    // Node `v`'s `i`-th edge: a child `(character, node)`, or `None` for the
+    // characters no child takes (after the node's gap).
+    let edge = |v: usize, i: usize| -> Option<Option<(u32, u32)>> {
+        let (k, gap) = kids.get(v).zip(gaps.get(v)).map_or((&[][..], 0), |(k, &g)| (k.as_slice(), g));
+        match i.cmp(&gap) {
+            std::cmp::Ordering::Less => Some(Some(k[i])),
+            std::cmp::Ordering::Equal => Some(None),
+            std::cmp::Ordering::Greater => k.get(i - 1).copied().map(Some),
+        }
+    };
+    let target = |e: Option<(u32, u32)>| e.map_or(past, |c| c.1 as usize);
+    let mut index = vec![u32::MAX; past + 1];
+    let mut entered = vec![false; past + 1];
+    let mut written = Written::default();
+    let mut work: Vec<(usize, usize)> = vec![(0, 0)];
+    entered[0] = true;
+    while let Some(&mut (v, ref mut i)) = work.last_mut() {
+        if let Some(e) = edge(v, *i) {
+            *i += 1;
+            let t = target(e);
+            if !std::mem::replace(&mut entered[t], true) {
+                work.push((t, 0));
+            }
+            continue;
+        }
+        work.pop();
+        if v == past {
+            // (In a cycle: its own index comes before its edge.)
+            index[past] = written.states.len() as u32;
+            let at = written.edges.len() as u32;
+            written.edges.extend(rules.json_char(&CharSet::any().0).map(|c| (c, index[past])));
+            written.states.push((true, at, written.edges.len() as u32));
+            continue;
+        }
+        let at = written.edges.len();
+        let others = CharSet(kids[v].iter().map(|c| (c.0, c.0)).collect()).negate();
+        let mut i = 0;
+        while let Some(e) = edge(v, i) {
+            let chars = match e {
+                Some((c, _)) => &[(c, c)][..],
+                None => &others.0[..],
+            };
+            if let Some(c) = rules.json_char(chars) {
+                written.edges.push((c, index[target(e)]));
+            }
+            i += 1;
+        }
+        index[v] = written.state(!ends[v], at);
+    }
+    let Written { mut states, mut edges, .. } = written;
+    // The root's state first.
+    let first = index[0];
+    states.swap(0, first as usize);
+    let swap = |e: u32| if e == first { 0 } else if e == 0 { first } else { e };
+    for e in &mut edges {
+        e.1 = swap(e.1);
+    }
+    rules.automaton(&states, &edges, &[])
+}
+
 /// Each product state's successors, grouped by target: `(target, ranges)`
 /// with the characters leading there (sorted, apart) in `ranges`.
 #[derive(Default)]
@@ -1201,6 +1296,36 @@ mod tests {
                     root.map(|root| rules.quoted_text(root))
                 });
                 proptest::prop_assert_eq!(&written[0], &written[1]);
+            }
+        }
+    }
+
+    proptest::proptest! {
+        /// Every string but some names, written from their trie, is what
+        /// the subset construction's automaton of "any string" and the
+        /// names writes for "any string" alone: the same rules, for any
+        /// names (the empty one, escapes, characters 0 and 1, which come
+        /// before the characters no child takes, and non-ASCII among them);
+        /// and it takes no name, and each name with a character more.
+        #[test]
+        fn other_than_names_is_the_emitted_complement(
+            names in proptest::collection::vec("[ab\"\\\u{0}\u{1}\u{e9}\u{10FFFF}]{0,4}", 0..6),
+        ) {
+            let mut exprs = vec![Re::any_string()];
+            exprs.extend(names.iter().map(|n| Re::Concat(n.chars().map(|c| Re::Set(CharSet::single(c as u32))).collect())));
+            let d = Dfa::tagged(&exprs, 0, 1000).unwrap();
+            let mut general = Writer::default();
+            let root = d.emit(&|t| t == 1, 0, None, &mut general, 1000).unwrap().unwrap();
+            let mut direct = Writer::default();
+            let other = emit_other_than(&names, &mut direct);
+            let text = direct.quoted_text(other);
+            proptest::prop_assert_eq!(&text, &general.quoted_text(root));
+            let c = crate::Constraint::gbnf(&text).unwrap();
+            let spelled = |s: &str| serde_json::to_string(s).unwrap();
+            for n in &names {
+                let longer = format!("{n}b{n}");
+                proptest::prop_assert!(!c.matches(spelled(n).as_bytes()).unwrap(), "{:?}", n);
+                proptest::prop_assert_eq!(c.matches(spelled(&longer).as_bytes()).unwrap(), !names.contains(&longer));
             }
         }
     }

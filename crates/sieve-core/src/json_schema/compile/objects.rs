@@ -6,7 +6,7 @@ use super::keywords::{count, is_annotation, json_text, keyword, lists_type};
 use super::strings::literal_re;
 use super::{child, invalid, Compiler, Expr, Res, PATTERNS};
 use super::super::PropertyOrder;
-use super::super::dfa::{Dfa, TooLarge};
+use super::super::dfa::{self, Dfa, TooLarge};
 use super::super::format;
 use super::super::gbnf::Ex;
 use super::super::regex::{self, Re};
@@ -376,6 +376,13 @@ impl<'a> Compiler<'a> {
     ) -> Res<Option<Ex>> {
         if patterns.is_empty() && *ap == Value::Bool(false) {
             return Ok(None);
+        }
+        if patterns.is_empty() && names_schema.is_none() {
+            // Undeclared keys take additionalProperties: every string but the declared names.
+            let Some(value) = self.schema(ap, &child(ptr, "additionalProperties"))? else { return Ok(None) };
+            let key = dfa::emit_other_than(known, &mut self.rules);
+            let key = self.quoted(key);
+            return Ok(Some(self.member(key, value)));
         }
         if patterns.len() > 60 {
             self.unsupported("patternProperties", ptr, "more than 60 patterns")?;
