@@ -8,7 +8,7 @@
 //! a cycle through several states is made minimal first.
 
 use super::gbnf::{Ex, Writer};
-use super::regex::{CharSet, MAX_CHAR, Re};
+use super::regex::{complement, CharSet, MAX_CHAR, Re};
 use crate::graph::components;
 use crate::hash::FastMap;
 use std::hash::BuildHasher;
@@ -939,6 +939,8 @@ pub fn emit_other_than(names: &[String], rules: &mut Writer) -> Ex {
     let mut index = vec![u32::MAX; past + 1];
     let mut entered = vec![false; past + 1];
     let mut written = Written::default();
+    // A node's children's characters, and the characters none takes.
+    let (mut taken, mut others) = (Vec::new(), Vec::new());
     let mut work: Vec<(usize, usize)> = vec![(0, 0)];
     entered[0] = true;
     while let Some(&mut (v, ref mut i)) = work.last_mut() {
@@ -960,12 +962,14 @@ pub fn emit_other_than(names: &[String], rules: &mut Writer) -> Ex {
             continue;
         }
         let at = written.edges.len();
-        let others = CharSet(kids[v].iter().map(|c| (c.0, c.0)).collect()).negate();
+        taken.clear();
+        taken.extend(kids[v].iter().map(|c| (c.0, c.0)));
+        complement(&taken, &mut others);
         let mut i = 0;
         while let Some(e) = edge(v, i) {
             let chars = match e {
                 Some((c, _)) => &[(c, c)][..],
-                None => &others.0[..],
+                None => &others[..],
             };
             if let Some(c) = rules.json_char(chars) {
                 written.edges.push((c, index[target(e)]));

@@ -62,31 +62,8 @@ impl CharSet {
     }
     /// Complement within the scalar values.
     pub fn negate(&self) -> CharSet {
-        let mut out = Vec::new();
-        let mut next = 0u32;
-        for &(a, b) in &self.0 {
-            if a > next {
-                out.push((next, a - 1));
-            }
-            next = b + 1;
-        }
-        if next <= MAX_CHAR {
-            out.push((next, MAX_CHAR));
-        }
         let mut set = CharSet(Vec::new());
-        // Remove surrogates without recursing through from_ranges' intersect.
-        for (a, b) in out {
-            if b < 0xD800 || a > 0xDFFF {
-                set.0.push((a, b));
-            } else {
-                if a < 0xD800 {
-                    set.0.push((a, 0xD7FF));
-                }
-                if b > 0xDFFF {
-                    set.0.push((0xE000, b));
-                }
-            }
-        }
+        complement(&self.0, &mut set.0);
         set
     }
     /// Intersection of two sets.
@@ -126,6 +103,34 @@ pub enum Re {
     Start,
     /// End of input; removed by [`anchor`] before use.
     End,
+}
+
+/// The scalar values outside `ranges` (sorted, apart) written to `out`
+/// (cleared first), surrogates left out.
+pub fn complement(ranges: &[(u32, u32)], out: &mut Vec<(u32, u32)>) {
+    out.clear();
+    let mut push = |a: u32, b: u32| {
+        if b < 0xD800 || a > 0xDFFF {
+            out.push((a, b));
+        } else {
+            if a < 0xD800 {
+                out.push((a, 0xD7FF));
+            }
+            if b > 0xDFFF {
+                out.push((0xE000, b));
+            }
+        }
+    };
+    let mut next = 0u32;
+    for &(a, b) in ranges {
+        if a > next {
+            push(next, a - 1);
+        }
+        next = b + 1;
+    }
+    if next <= MAX_CHAR {
+        push(next, MAX_CHAR);
+    }
 }
 
 impl Re {
