@@ -119,6 +119,17 @@ pub(crate) fn byte_bit(b: u8) -> u128 {
     }
 }
 
+/// The marks set in `m` (bits of [`byte_bit`]), lowest first.
+pub(crate) fn marks(mut m: u128) -> impl Iterator<Item = usize> {
+    std::iter::from_fn(move || {
+        (m != 0).then(|| {
+            let b = m.trailing_zeros() as usize;
+            m &= m - 1;
+            b
+        })
+    })
+}
+
 impl Slice {
     /// Longest token of `mask` left out of [`Slice::long_rest`], in bytes.
     pub const SHORT: usize = 16;
@@ -148,11 +159,8 @@ impl Slice {
     /// dying marks' [`Slice::marked`].
     pub fn without(&self, dying: u128) -> Box<[u32]> {
         let mut all = self.mask.clone();
-        let mut marks = dying;
-        while marks != 0 {
-            let m = &self.marked[marks.trailing_zeros() as usize];
-            all.iter_mut().zip(m.iter()).for_each(|(a, &m)| *a &= !m);
-            marks &= marks - 1;
+        for m in marks(dying) {
+            all.iter_mut().zip(self.marked[m].iter()).for_each(|(a, &m)| *a &= !m);
         }
         all
     }
@@ -220,10 +228,8 @@ impl Slice {
         long.sort_unstable_by(|a, b| b.cmp(a));
         let mut marked = vec![vec![0u32; mask.len()].into_boxed_slice(); 128].into_boxed_slice();
         for (i, t) in tokens.iter().enumerate().filter(|&(i, _)| mask[i / 32] >> (i % 32) & 1 == 1) {
-            let mut marks = t.as_deref().unwrap_or_default().iter().fold(0u128, |m, &b| m | byte_bit(b));
-            while marks != 0 {
-                marked[marks.trailing_zeros() as usize][i / 32] |= 1 << (i % 32);
-                marks &= marks - 1;
+            for m in marks(t.as_deref().unwrap_or_default().iter().fold(0u128, |m, &b| m | byte_bit(b))) {
+                marked[m][i / 32] |= 1 << (i % 32);
             }
         }
         let marked_counts = marked.iter().map(|m| m.iter().map(|w| w.count_ones()).sum()).collect();

@@ -452,7 +452,6 @@ fn places(tokens: &[u32], slice: &Slice, len: usize) -> Vec<u64> {
 }
 
 /// Whether a bit of `bits` lies in `range`.
-#[inline(never)]
 fn any_in(bits: &[u64], range: std::ops::Range<usize>) -> bool {
     let (from, to) = (range.start, range.end);
     if from >= to {

@@ -7,7 +7,7 @@ use super::dfa::{SetDfa, OPEN, UNKNOWN};
 use super::walker::SetWalker;
 use crate::error::MatchError;
 use crate::hash::FastMap;
-use crate::trie::Slice;
+use crate::trie::{marks, Slice};
 use std::collections::hash_map::Entry;
 
 /// A class of strings of the slice that may kill a set: those of at least
@@ -62,7 +62,7 @@ pub(super) fn candidates(kills: &[Kill], slice: &Slice) -> Option<Box<[u32]>> {
         }
         // Rarest mark first: most words of the mask are left without a
         // token after it.
-        let mut needs: Vec<usize> = bits(k.all).collect();
+        let mut needs: Vec<usize> = marks(k.all).collect();
         needs.sort_by_key(|&m| slice.marked_counts[m]);
         let needs: Vec<&[u32]> = needs.into_iter().map(|m| &slice.marked[m][..]).collect();
         let groups: Vec<u128> = k.any.iter().copied().filter(|g| g.count_ones() <= MAX_ANY_MARKS).collect();
@@ -78,7 +78,7 @@ pub(super) fn candidates(kills: &[Kill], slice: &Slice) -> Option<Box<[u32]>> {
                 if c == 0 {
                     break;
                 }
-                c &= bits(group).fold(0, |a, m| a | slice.marked[m][w]);
+                c &= marks(group).fold(0, |a, m| a | slice.marked[m][w]);
             }
             out[w] |= c;
         }
@@ -91,17 +91,6 @@ pub(super) fn candidates(kills: &[Kill], slice: &Slice) -> Option<Box<[u32]>> {
 /// for: a class of many characters rules out few tokens, and each mark
 /// costs a read of its mask at every word still holding a token.
 const MAX_ANY_MARKS: u32 = 8;
-
-/// The bits set in `m`, lowest first.
-fn bits(mut m: u128) -> impl Iterator<Item = usize> {
-    std::iter::from_fn(move || {
-        (m != 0).then(|| {
-            let b = m.trailing_zeros() as usize;
-            m &= m - 1;
-            b
-        })
-    })
-}
 
 impl SetDfa {
     /// Set `id`'s entry of [`SetDfa::kills`], once computed.

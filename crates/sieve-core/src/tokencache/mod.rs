@@ -397,6 +397,8 @@ impl Tokens {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use super::living::Living;
+    use super::walker::SetWalker;
 
     /// A class's tokens of at most a count of characters are those of the
     /// slice, with that many characters or fewer, and none of the dying ones.
@@ -423,8 +425,6 @@ mod tests {
             }
         }
     }
-    use super::living::Living;
-    use super::walker::SetWalker;
 
     /// The grammar of `src`, its chart after `text`, and the states of the
     /// byte items there, in order.
