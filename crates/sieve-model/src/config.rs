@@ -324,6 +324,10 @@ impl LlamaConfig {
     }
 }
 
+/// The tensors [`LlamaConfig::from_gguf`] reads (the rotary embedding's factors), where a file
+/// has them.
+pub(crate) const CONFIG_TENSORS: [&str; 3] = ["rope_freqs.weight", "rope_factors_long.weight", "rope_factors_short.weight"];
+
 /// The rotary embedding: pair `i` of a head turns by `pos * theta^(-2i / hd) / divisors[i]` at
 /// position `pos`, and the rotation is scaled by `magnitude`.
 #[derive(Debug, Clone, PartialEq)]
@@ -354,7 +358,8 @@ impl Rope {
             Ok(original) => max_seq as u64 > original,
             Err(_) => false,
         };
-        let factors = ["rope_freqs.weight", if long { "rope_factors_long.weight" } else { "rope_factors_short.weight" }];
+        let [freqs, long_factors, short_factors] = CONFIG_TENSORS;
+        let factors = [freqs, if long { long_factors } else { short_factors }];
         if let Some(name) = factors.into_iter().find(|name| gguf.tensors.contains_key(*name)) {
             let divisors = gguf.tensor_f32(name, &[half])?;
             if divisors.iter().any(|d| !(d.is_finite() && *d > 0.0)) {

@@ -3,7 +3,9 @@
 //! GGUF (version 2 and 3) is a header, a list of typed metadata key/values, a list of tensor
 //! descriptors and an aligned data section. [`Gguf::parse`] reads the header from a byte slice and
 //! checks every length, count, offset and size against the slice before using it; tensors are
-//! dequantized on demand with [`Gguf::tensor_f32`]. Nothing here panics on malformed input.
+//! dequantized on demand with [`Gguf::tensor_f32`]. [`GgufStream`] reads the same format as its
+//! bytes arrive, keeping each tensor's bytes once they are whole. Nothing here panics on
+//! malformed input.
 
 use std::collections::BTreeMap;
 
@@ -17,6 +19,9 @@ const MAX_TENSORS: u64 = 1 << 16;
 const MAX_METADATA: u64 = 1 << 16;
 const MAX_DIMS: u32 = 4;
 const MAX_NESTING: u32 = 4;
+/// The most bytes a header (metadata and tensor table) may take in a stream: a tokenizer's
+/// vocabulary and merges are a few MB.
+const MAX_HEADER_BYTES: usize = 256 << 20;
 
 /// A metadata value.
 #[derive(Debug, Clone, PartialEq)]
@@ -110,21 +115,25 @@ impl TensorType {
         Self::Q6_K,
     ];
 
-    fn from_id(id: u32) -> Option<Self> {
-        match id {
-            0 => Some(Self::F32),
-            1 => Some(Self::F16),
-            2 => Some(Self::Q4_0),
-            3 => Some(Self::Q4_1),
-            6 => Some(Self::Q5_0),
-            7 => Some(Self::Q5_1),
-            8 => Some(Self::Q8_0),
-            12 => Some(Self::Q4_K),
-            13 => Some(Self::Q5_K),
-            14 => Some(Self::Q6_K),
-            30 => Some(Self::BF16),
-            _ => None,
+    /// The type's GGML id, as a file names it.
+    pub fn id(self) -> u32 {
+        match self {
+            Self::F32 => 0,
+            Self::F16 => 1,
+            Self::Q4_0 => 2,
+            Self::Q4_1 => 3,
+            Self::Q5_0 => 6,
+            Self::Q5_1 => 7,
+            Self::Q8_0 => 8,
+            Self::Q4_K => 12,
+            Self::Q5_K => 13,
+            Self::Q6_K => 14,
+            Self::BF16 => 30,
         }
+    }
+
+    fn from_id(id: u32) -> Option<Self> {
+        Self::ALL.into_iter().find(|ty| ty.id() == id)
     }
 
     /// Whether the CPU path has a dot-product kernel for this type's rows; rows of the others
@@ -191,17 +200,28 @@ pub struct TensorInfo {
     pub len: usize,
 }
 
-/// A parsed GGUF file borrowing its bytes.
+/// A parsed GGUF file: its metadata, its tensor table, and its tensors' bytes (see [`Data`]).
 #[derive(Debug)]
 pub struct Gguf<'a> {
-    bytes: &'a [u8],
+    data: Data<'a>,
     pub metadata: BTreeMap<String, Value>,
     pub tensors: BTreeMap<String, TensorInfo>,
+}
+
+/// Where a [`Gguf`]'s tensor bytes are.
+#[derive(Debug)]
+enum Data<'a> {
+    /// The whole file, borrowed.
+    File(&'a [u8]),
+    /// The tensors of a stream that have arrived whole and are still wanted, by name.
+    Arrived(BTreeMap<String, Vec<u8>>),
 }
 
 struct Reader<'a> {
     bytes: &'a [u8],
     pos: usize,
+    /// Set where reading went past the bytes of a part: more may make it whole.
+    ran_out: bool,
 }
 
 impl<'a> Reader<'a> {
@@ -211,8 +231,10 @@ impl<'a> Reader<'a> {
 
     fn take(&mut self, n: u64) -> Result<&'a [u8], ModelError> {
         let n = usize::try_from(n).map_err(|_| self.err("length does not fit in memory"))?;
-        let end = self.pos.checked_add(n).filter(|&e| e <= self.bytes.len());
-        let end = end.ok_or_else(|| self.err(format!("{n} bytes wanted, file ends first")))?;
+        let Some(end) = self.pos.checked_add(n).filter(|&e| e <= self.bytes.len()) else {
+            self.ran_out = true;
+            return Err(self.err(format!("{n} bytes wanted, file ends first")));
+        };
         let s = &self.bytes[self.pos..end];
         self.pos = end;
         Ok(s)
@@ -266,8 +288,10 @@ impl<'a> Reader<'a> {
                 }
                 let elem = self.u32()?;
                 let count = self.u64()?;
-                // Every element takes at least one byte, so a count past the remaining bytes is a lie.
+                // Every element takes at least one byte, so a count past the remaining bytes is a
+                // lie (in a part of the file, a sign that more must arrive).
                 if count > self.remaining() {
+                    self.ran_out = true;
                     return Err(self.err(format!("array of {count} elements overruns the file")));
                 }
                 let mut v = Vec::with_capacity(count as usize);
@@ -284,88 +308,111 @@ impl<'a> Reader<'a> {
     }
 }
 
+/// The metadata and tensor table of a GGUF file.
+type Header = (BTreeMap<String, Value>, BTreeMap<String, TensorInfo>);
+
+/// Reads the header, metadata and tensor table from the start of a GGUF file of `file_len`
+/// bytes (unknown: `None`), of which `bytes` have arrived; each tensor's range is checked to
+/// lie inside the file where its length is known. `None` where the header goes past `bytes`
+/// and they are not the whole file.
+fn parse_header(bytes: &[u8], file_len: Option<usize>) -> Result<Option<Header>, ModelError> {
+    let mut r = Reader { bytes, pos: 0, ran_out: false };
+    match read_header(&mut r, file_len) {
+        Err(_) if r.ran_out && file_len != Some(bytes.len()) => Ok(None),
+        read => read.map(Some),
+    }
+}
+
+fn read_header(r: &mut Reader<'_>, file_len: Option<usize>) -> Result<Header, ModelError> {
+    if r.take(4)? != MAGIC {
+        return Err(ModelError::Gguf { offset: 0, message: "not a GGUF file (bad magic)".into() });
+    }
+    let version = r.u32()?;
+    if !(2..=3).contains(&version) {
+        return Err(r.err(format!("unsupported GGUF version {version}")));
+    }
+    let n_tensors = r.u64()?;
+    let n_metadata = r.u64()?;
+    if n_tensors > MAX_TENSORS || n_metadata > MAX_METADATA {
+        return Err(r.err(format!("{n_tensors} tensors / {n_metadata} metadata entries is too many")));
+    }
+    let mut metadata = BTreeMap::new();
+    for _ in 0..n_metadata {
+        let key = r.string()?;
+        let ty = r.u32()?;
+        let value = r.value(ty, 0)?;
+        if metadata.insert(key.clone(), value).is_some() {
+            return Err(r.err(format!("duplicate metadata key `{key}`")));
+        }
+    }
+    let mut raw = Vec::with_capacity(n_tensors as usize);
+    for _ in 0..n_tensors {
+        let name = r.string()?;
+        let n_dims = r.u32()?;
+        if n_dims == 0 || n_dims > MAX_DIMS {
+            return Err(r.err(format!("tensor `{name}` has {n_dims} dimensions")));
+        }
+        let mut dims = Vec::with_capacity(n_dims as usize);
+        for _ in 0..n_dims {
+            dims.push(r.u64()?);
+        }
+        let ty_id = r.u32()?;
+        let offset = r.u64()?;
+        raw.push((name, dims, ty_id, offset, r.pos));
+    }
+    let alignment = match metadata.get("general.alignment") {
+        None => 32,
+        Some(v) => v.as_u64().filter(|a| a.is_power_of_two()).ok_or_else(|| ModelError::Metadata {
+            key: "general.alignment".into(),
+            message: "must be a power of two".into(),
+        })?,
+    };
+    let data_start = (r.pos as u64).div_ceil(alignment) * alignment;
+    let mut tensors = BTreeMap::new();
+    for (name, dims, ty_id, offset, pos) in raw {
+        let terr = |message: String| ModelError::Tensor { name: name.clone(), message };
+        let ty = TensorType::from_id(ty_id)
+            .ok_or_else(|| terr(format!("GGML type {ty_id} is not supported (F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K are)")))?;
+        let n = dims
+            .iter()
+            .try_fold(1u64, |acc, &d| acc.checked_mul(d))
+            .ok_or_else(|| terr("element count overflows".into()))?;
+        let (block_elems, block_bytes) = ty.block();
+        let (block_elems, block_bytes) = (block_elems as u64, block_bytes as u64);
+        if dims[0] % block_elems != 0 {
+            return Err(terr(format!("row length {} is not a multiple of the block size {block_elems}", dims[0])));
+        }
+        let len = (n / block_elems).checked_mul(block_bytes);
+        let start = data_start.checked_add(offset);
+        let end = start.zip(len).and_then(|(s, l)| s.checked_add(l));
+        let (Some(start), Some(len), Some(end)) = (start, len, end) else {
+            return Err(ModelError::Gguf { offset: pos as u64, message: format!("tensor `{name}` range overflows") });
+        };
+        let past_end = end > file_len.map_or(usize::MAX as u64, |l| l as u64);
+        if past_end || offset % alignment != 0 {
+            let size = file_len.map_or("unknown".into(), |l| format!("{l} bytes"));
+            return Err(ModelError::Gguf {
+                offset: pos as u64,
+                message: format!("tensor `{name}` data [{start}, {end}) is misaligned or past the end ({size})"),
+            });
+        }
+        let shape = dims.iter().rev().map(|&d| d as usize).collect();
+        let info = TensorInfo { name: name.clone(), shape, ty, start: start as usize, len: len as usize };
+        if tensors.insert(name.clone(), info).is_some() {
+            return Err(terr("duplicate tensor name".into()));
+        }
+    }
+    Ok((metadata, tensors))
+}
+
 impl<'a> Gguf<'a> {
     /// Parses the header, metadata and tensor table of a GGUF file, validating every tensor's
     /// byte range against `bytes`.
     pub fn parse(bytes: &'a [u8]) -> Result<Self, ModelError> {
-        let mut r = Reader { bytes, pos: 0 };
-        if r.take(4)? != MAGIC {
-            return Err(ModelError::Gguf { offset: 0, message: "not a GGUF file (bad magic)".into() });
-        }
-        let version = r.u32()?;
-        if !(2..=3).contains(&version) {
-            return Err(r.err(format!("unsupported GGUF version {version}")));
-        }
-        let n_tensors = r.u64()?;
-        let n_metadata = r.u64()?;
-        if n_tensors > MAX_TENSORS || n_metadata > MAX_METADATA {
-            return Err(r.err(format!("{n_tensors} tensors / {n_metadata} metadata entries is too many")));
-        }
-        let mut metadata = BTreeMap::new();
-        for _ in 0..n_metadata {
-            let key = r.string()?;
-            let ty = r.u32()?;
-            let value = r.value(ty, 0)?;
-            if metadata.insert(key.clone(), value).is_some() {
-                return Err(r.err(format!("duplicate metadata key `{key}`")));
-            }
-        }
-        let mut raw = Vec::with_capacity(n_tensors as usize);
-        for _ in 0..n_tensors {
-            let name = r.string()?;
-            let n_dims = r.u32()?;
-            if n_dims == 0 || n_dims > MAX_DIMS {
-                return Err(r.err(format!("tensor `{name}` has {n_dims} dimensions")));
-            }
-            let mut dims = Vec::with_capacity(n_dims as usize);
-            for _ in 0..n_dims {
-                dims.push(r.u64()?);
-            }
-            let ty_id = r.u32()?;
-            let offset = r.u64()?;
-            raw.push((name, dims, ty_id, offset, r.pos));
-        }
-        let alignment = match metadata.get("general.alignment") {
-            None => 32,
-            Some(v) => v.as_u64().filter(|a| a.is_power_of_two()).ok_or_else(|| ModelError::Metadata {
-                key: "general.alignment".into(),
-                message: "must be a power of two".into(),
-            })?,
-        };
-        let data_start = (r.pos as u64).div_ceil(alignment) * alignment;
-        let mut tensors = BTreeMap::new();
-        for (name, dims, ty_id, offset, pos) in raw {
-            let terr = |message: String| ModelError::Tensor { name: name.clone(), message };
-            let ty = TensorType::from_id(ty_id)
-                .ok_or_else(|| terr(format!("GGML type {ty_id} is not supported (F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K are)")))?;
-            let n = dims
-                .iter()
-                .try_fold(1u64, |acc, &d| acc.checked_mul(d))
-                .ok_or_else(|| terr("element count overflows".into()))?;
-            let (block_elems, block_bytes) = ty.block();
-            let (block_elems, block_bytes) = (block_elems as u64, block_bytes as u64);
-            if dims[0] % block_elems != 0 {
-                return Err(terr(format!("row length {} is not a multiple of the block size {block_elems}", dims[0])));
-            }
-            let len = (n / block_elems).checked_mul(block_bytes);
-            let start = data_start.checked_add(offset);
-            let end = start.zip(len).and_then(|(s, l)| s.checked_add(l));
-            let (Some(start), Some(len), Some(end)) = (start, len, end) else {
-                return Err(ModelError::Gguf { offset: pos as u64, message: format!("tensor `{name}` range overflows") });
-            };
-            if end > bytes.len() as u64 || offset % alignment != 0 {
-                return Err(ModelError::Gguf {
-                    offset: pos as u64,
-                    message: format!("tensor `{name}` data [{start}, {end}) is misaligned or past the end ({} bytes)", bytes.len()),
-                });
-            }
-            let shape = dims.iter().rev().map(|&d| d as usize).collect();
-            let info = TensorInfo { name: name.clone(), shape, ty, start: start as usize, len: len as usize };
-            if tensors.insert(name.clone(), info).is_some() {
-                return Err(terr("duplicate tensor name".into()));
-            }
-        }
-        Ok(Self { bytes, metadata, tensors })
+        // A whole file's header is read or refused, never left waiting for more.
+        let (metadata, tensors) = parse_header(bytes, Some(bytes.len()))?
+            .ok_or_else(|| ModelError::Gguf { offset: bytes.len() as u64, message: "file ends first".into() })?;
+        Ok(Self { data: Data::File(bytes), metadata, tensors })
     }
 
     /// A metadata value, or an error naming the missing key.
@@ -426,11 +473,162 @@ impl<'a> Gguf<'a> {
         Ok(dequantize(ty, bytes))
     }
 
+    /// Drops the bytes of tensor `name` where they were kept from a stream ([`GgufStream`]).
+    pub fn forget(&mut self, name: &str) {
+        if let Data::Arrived(arrived) = &mut self.data {
+            arrived.remove(name);
+        }
+    }
+
+    /// Whether the bytes of tensor `name` can be read: always in a whole file, once they have
+    /// arrived (and until forgotten) in a stream.
+    pub fn has_bytes(&self, name: &str) -> bool {
+        match &self.data {
+            Data::File(_) => self.tensors.contains_key(name),
+            Data::Arrived(arrived) => arrived.contains_key(name),
+        }
+    }
+
     /// A tensor's type and encoded bytes (row-major, rows of whole blocks), checked to have
     /// `shape`.
-    pub fn tensor_bytes(&self, name: &str, shape: &[usize]) -> Result<(TensorType, &'a [u8]), ModelError> {
+    pub fn tensor_bytes(&self, name: &str, shape: &[usize]) -> Result<(TensorType, &[u8]), ModelError> {
         let info = self.tensor(name, shape)?;
-        Ok((info.ty, &self.bytes[info.start..info.start + info.len]))
+        let bytes = match &self.data {
+            Data::File(bytes) => &bytes[info.start..info.start + info.len],
+            Data::Arrived(arrived) => arrived
+                .get(name)
+                .ok_or_else(|| ModelError::Tensor { name: name.into(), message: "its bytes have not arrived".into() })?,
+        };
+        Ok((info.ty, bytes))
+    }
+}
+
+/// A GGUF file read as its bytes arrive, in order (a download): the header once it is whole,
+/// then each wanted tensor's bytes once they are, kept (in [`GgufStream::gguf`]) until
+/// [`Gguf::forget`] drops them. What it holds is the header and the tensors that have arrived
+/// and are not yet forgotten, never the whole file.
+pub struct GgufStream {
+    /// The file's length, where known (a download's `Content-Length`).
+    file_len: Option<usize>,
+    /// Which tensors to keep, by name; the others' bytes pass by.
+    wanted: fn(&str) -> bool,
+    /// The bytes so far, while the header is not yet whole.
+    head: Vec<u8>,
+    /// The length `head` reaches before the header is read again: doubling it keeps the rereads
+    /// linear in the header's size.
+    reread_at: usize,
+    gguf: Option<Gguf<'static>>,
+    /// Bytes of the file seen so far.
+    offset: usize,
+    /// Wanted tensors not yet begun, `(start, len, name)`, the last in the file first.
+    waiting: Vec<(usize, usize, String)>,
+    /// Wanted tensors begun: `(len, name, bytes so far)`.
+    filling: Vec<(usize, String, Vec<u8>)>,
+}
+
+impl GgufStream {
+    /// A stream of a file of `file_len` bytes (unknown: `None`), keeping the tensors `wanted`
+    /// names.
+    pub fn new(file_len: Option<usize>, wanted: fn(&str) -> bool) -> Self {
+        let (head, gguf, waiting, filling) = (Vec::new(), None, Vec::new(), Vec::new());
+        Self { file_len, wanted, head, reread_at: 1 << 10, gguf, offset: 0, waiting, filling }
+    }
+
+    /// Reads `chunk`, the file's next bytes. Returns how many wanted tensors became whole; an
+    /// error where the header is malformed (as soon as the bytes show it) or too large.
+    pub fn push(&mut self, chunk: &[u8]) -> Result<usize, ModelError> {
+        if self.gguf.is_some() {
+            return self.feed(chunk);
+        }
+        self.head.extend_from_slice(chunk);
+        if self.head.len() < self.reread_at && self.file_len.is_none_or(|len| self.head.len() < len) {
+            return Ok(0);
+        }
+        let Some((metadata, tensors)) = parse_header(&self.head, self.file_len)? else {
+            if self.head.len() > MAX_HEADER_BYTES {
+                return Err(ModelError::Gguf { offset: self.head.len() as u64, message: format!("the header is larger than {MAX_HEADER_BYTES} bytes") });
+            }
+            self.reread_at = 2 * self.head.len();
+            return Ok(0);
+        };
+        let mut waiting: Vec<_> = tensors.values().filter(|t| (self.wanted)(&t.name)).map(|t| (t.start, t.len, t.name.clone())).collect();
+        waiting.sort_unstable_by(|a, b| b.cmp(a));
+        self.waiting = waiting;
+        self.gguf = Some(Gguf { data: Data::Arrived(BTreeMap::new()), metadata, tensors });
+        let head = std::mem::take(&mut self.head);
+        self.feed(&head)
+    }
+
+    /// Reads the bytes at `offset` on, after the header.
+    fn feed(&mut self, chunk: &[u8]) -> Result<usize, ModelError> {
+        let start = self.offset;
+        let end = start.checked_add(chunk.len()).ok_or_else(|| ModelError::Gguf { offset: start as u64, message: "the file is larger than this machine addresses".into() })?;
+        self.offset = end;
+        // A tensor begins in this chunk (an empty one where it starts within or right after it).
+        while let Some((at, len, _)) = self.waiting.last()
+            && at + (*len).min(1) <= end
+        {
+            let (_, len, name) = self.waiting.pop().expect("the last waiting tensor");
+            let mut bytes = Vec::new();
+            bytes.try_reserve_exact(len).map_err(|_| ModelError::Tensor { name: name.clone(), message: format!("{len} bytes do not fit in memory") })?;
+            self.filling.push((len, name, bytes));
+        }
+        let Some(Gguf { data: Data::Arrived(arrived), tensors, .. }) = &mut self.gguf else {
+            return Ok(0);
+        };
+        let mut whole = 0;
+        self.filling.retain_mut(|(len, name, bytes)| {
+            // Tensors begin at or after `start`, as each waited for the chunk it begins in.
+            let from = tensors[name.as_str()].start + bytes.len();
+            let to = end.min(from + (*len - bytes.len()));
+            if from < to {
+                bytes.extend_from_slice(&chunk[from - start..to - start]);
+            }
+            if bytes.len() < *len {
+                return true;
+            }
+            arrived.insert(std::mem::take(name), std::mem::take(bytes));
+            whole += 1;
+            false
+        });
+        Ok(whole)
+    }
+
+    /// The file as read so far: its header, and the wanted tensors that are whole and not
+    /// forgotten; `None` until the header has arrived.
+    pub fn gguf(&self) -> Option<&Gguf<'static>> {
+        self.gguf.as_ref()
+    }
+
+    /// [`GgufStream::gguf`], to forget tensors.
+    pub fn gguf_mut(&mut self) -> Option<&mut Gguf<'static>> {
+        self.gguf.as_mut()
+    }
+
+    /// Bytes read so far.
+    pub fn bytes_read(&self) -> usize {
+        self.offset.max(self.head.len())
+    }
+
+    /// Bytes of tensors held: those begun, and those whole and not forgotten.
+    pub fn held_bytes(&self) -> usize {
+        let arrived = match &self.gguf {
+            Some(Gguf { data: Data::Arrived(arrived), .. }) => arrived.values().map(Vec::len).sum(),
+            _ => 0,
+        };
+        arrived + self.filling.iter().map(|(_, _, bytes)| bytes.len()).sum::<usize>()
+    }
+
+    /// An error unless the header and every wanted tensor have arrived: the file ended early.
+    pub fn check_whole(&self) -> Result<(), ModelError> {
+        let offset = self.bytes_read() as u64;
+        if self.gguf.is_none() {
+            return Err(ModelError::Gguf { offset, message: "the file ended inside its header".into() });
+        }
+        match self.filling.first().map(|(_, name, _)| name).or(self.waiting.last().map(|(_, _, name)| name)) {
+            Some(name) => Err(ModelError::Gguf { offset, message: format!("the file ended before tensor `{name}` was whole") }),
+            None => Ok(()),
+        }
     }
 }
 

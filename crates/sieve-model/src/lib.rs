@@ -25,6 +25,8 @@
 //!   It picks one of three passes: [`cpu`], the WGSL kernels of the private `wgsl_forward`
 //!   module on wgpu devices, or burn's ops (the private `burn_forward` module) elsewhere; each
 //!   depends on [`config`], none on [`model`].
+//! - [`load`]: a model's file read into place a part at a time, whole or as it arrives
+//!   ([`ModelLoader`], over [`gguf::GgufStream`]), each part placed once its tensors are whole.
 //! - [`cpu`]: the forward pass on the CPU: [`cpu::matrix`] keeps weights in their GGUF
 //!   encoding and dequantizes them inside AVX2 or WebAssembly SIMD products; [`cpu::threads`]
 //!   splits them over threads.
@@ -69,6 +71,7 @@ pub mod error;
 pub mod gguf;
 pub mod gpu;
 pub mod kernels;
+pub mod load;
 pub mod model;
 pub mod sampling;
 pub mod tokenizer;
@@ -77,7 +80,8 @@ mod wgsl_forward;
 
 pub use burn::tensor::Device;
 pub use error::ModelError;
-pub use gguf::Gguf;
+pub use gguf::{Gguf, GgufStream};
+pub use load::ModelLoader;
 pub use config::{Architecture, Rope};
 pub use model::{Backend, KvCache, Llama, LlamaConfig, Logits, Placement};
 pub use tokenizer::Tokenizer;

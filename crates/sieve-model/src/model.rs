@@ -50,7 +50,8 @@ use crate::cpu::matrix::Matrix;
 use crate::cpu::{CpuCache, CpuForward, Layer, LayerRows};
 use crate::error::ModelError;
 use crate::gguf::Gguf;
-use crate::wgsl_forward::{GpuCache, WgslForward};
+use crate::load::Part;
+use crate::wgsl_forward::{GpuCache, WgslForward, WgslUpload};
 
 /// Where a model runs.
 #[derive(Debug, Clone)]
@@ -217,50 +218,125 @@ fn random_weights(state: &mut u64, n: usize, scale: f32) -> Vec<f32> {
         .collect()
 }
 
-/// Puts a model's weights where `placement` says: the CPU kernels, the WGSL kernels on a wgpu
-/// device they cover, burn's ops elsewhere. `layer(i)` gives layer `i` (read from a file, a
-/// layer at a time, so that a device's copy of the weights is the only whole one).
-fn place(
-    config: &LlamaConfig,
-    placement: Placement,
-    embed: Matrix,
+/// A model's weights put where a [`Placement`] says as each part arrives, in any order: the
+/// token embedding, the output head (where it is not the embedding), the final norm and each
+/// layer. The WGSL path uploads each part at once, so that the device's copy is the only whole
+/// one; the CPU path keeps them; burn's ops take them at the end.
+pub(crate) struct Assembler {
+    config: LlamaConfig,
+    target: Target,
+    embed: Option<Matrix>,
     head: Option<Matrix>,
-    norm: Vec<f32>,
-    layer: &mut dyn FnMut(usize) -> Result<Layer, ModelError>,
-    on_progress: &mut dyn FnMut(f64),
-) -> Result<Weights, ModelError> {
-    let device = match placement {
-        Placement::Cpu { threads } => {
-            let mut kept = Vec::with_capacity(config.layers);
-            for i in 0..config.layers {
-                kept.push(layer(i)?);
-                on_progress((i + 1) as f64 / (config.layers + 1) as f64);
-            }
-            return Ok(Weights::Cpu(CpuForward::new(config.clone(), threads, embed, head, kept, norm)?));
+    norm: Option<Vec<f32>>,
+    layers: Vec<Option<Layer>>,
+    /// Layers placed so far.
+    placed: usize,
+}
+
+enum Target {
+    Cpu { threads: usize },
+    Wgsl(Box<WgslUpload>),
+    Burn(Device),
+}
+
+impl Assembler {
+    /// An assembler of a model of `config` (validated) on `placement`.
+    pub(crate) fn new(config: LlamaConfig, placement: Placement) -> Result<Self, ModelError> {
+        config.validate()?;
+        let target = match placement {
+            Placement::Cpu { threads } => Target::Cpu { threads },
+            Placement::Device(device) => match WgslUpload::start(&config, &device) {
+                Some(upload) => Target::Wgsl(Box::new(upload?)),
+                None => Target::Burn(device),
+            },
+        };
+        let layers = (0..config.layers).map(|_| None).collect();
+        Ok(Self { config, target, embed: None, head: None, norm: None, layers, placed: 0 })
+    }
+
+    /// The model's hyper-parameters.
+    pub(crate) fn config(&self) -> &LlamaConfig {
+        &self.config
+    }
+
+    /// The token embedding, `[V, D]`.
+    pub(crate) fn embed(&mut self, embed: Matrix) -> Result<(), ModelError> {
+        match &mut self.target {
+            Target::Wgsl(upload) => upload.embed(&embed)?,
+            _ => self.embed = Some(embed),
         }
-        Placement::Device(device) => device,
-    };
-    if let Some(wgsl) = WgslForward::load(config, &device, &embed, head.as_ref(), &norm, layer, on_progress) {
-        return Ok(Weights::Wgsl(wgsl?));
+        Ok(())
     }
-    let (d, f) = (config.hidden, config.ffn);
-    let mut layers = Vec::with_capacity(config.layers);
-    for i in 0..config.layers {
-        let l = layer(i)?;
-        let [q, k, v] = &l.qkv;
-        let [gate, up] = &l.gate_up;
-        layers.push(LayerData {
-            wqkv: stack_transposed(&[dense(q), dense(k), dense(v)], d),
-            wo: transpose(&dense(&l.wo), d, l.wo.cols()),
-            w_gate_up: stack_transposed(&[dense(gate), dense(up)], d),
-            w_down: transpose(&dense(&l.down), d, f),
-            attn_norm: l.attn_norm,
-            extras: l.extras,
-            ffn_norm: l.ffn_norm,
-        });
-        on_progress((i + 1) as f64 / (config.layers + 1) as f64);
+
+    /// The output head, `[V, D]`, where the model has one of its own.
+    pub(crate) fn head(&mut self, head: Matrix) -> Result<(), ModelError> {
+        match &mut self.target {
+            Target::Wgsl(upload) => upload.head(&head)?,
+            _ => self.head = Some(head),
+        }
+        Ok(())
     }
-    Ok(Weights::Burn(BurnWeights::new(config, dense(&embed), head.as_ref().map(dense), layers, norm, &device)))
+
+    /// The final norm's weights, `[D]`.
+    pub(crate) fn norm(&mut self, norm: Vec<f32>) {
+        self.norm = Some(norm);
+    }
+
+    /// Layer `i`.
+    pub(crate) fn layer(&mut self, i: usize, layer: Layer) -> Result<(), ModelError> {
+        match &mut self.target {
+            Target::Wgsl(upload) => upload.layer(i, &layer)?,
+            _ => self.layers[i] = Some(layer),
+        }
+        self.placed += 1;
+        Ok(())
+    }
+
+    /// The fraction of the layers placed so far.
+    pub(crate) fn fraction(&self) -> f64 {
+        self.placed as f64 / (self.config.layers + 1) as f64
+    }
+
+    /// The model, once every part is placed (the head only where the model has one).
+    pub(crate) fn finish(self) -> Result<Llama, ModelError> {
+        let missing = |what: &str| ModelError::Tensor { name: what.into(), message: "missing".into() };
+        let norm = self.norm.ok_or_else(|| missing("output_norm.weight"))?;
+        if self.placed < self.config.layers {
+            return Err(missing(&format!("blk.{}", self.placed)));
+        }
+        let weights = match self.target {
+            Target::Wgsl(upload) => Weights::Wgsl(upload.finish(&norm)?),
+            Target::Cpu { threads } => {
+                let embed = self.embed.ok_or_else(|| missing("token_embd.weight"))?;
+                let layers = self.layers.into_iter().flatten().collect();
+                Weights::Cpu(CpuForward::new(self.config.clone(), threads, embed, self.head, layers, norm)?)
+            }
+            Target::Burn(device) => {
+                let embed = self.embed.ok_or_else(|| missing("token_embd.weight"))?;
+                let (d, f) = (self.config.hidden, self.config.ffn);
+                let layers = self
+                    .layers
+                    .into_iter()
+                    .flatten()
+                    .map(|l| {
+                        let [q, k, v] = &l.qkv;
+                        let [gate, up] = &l.gate_up;
+                        LayerData {
+                            wqkv: stack_transposed(&[dense(q), dense(k), dense(v)], d),
+                            wo: transpose(&dense(&l.wo), d, l.wo.cols()),
+                            w_gate_up: stack_transposed(&[dense(gate), dense(up)], d),
+                            w_down: transpose(&dense(&l.down), d, f),
+                            attn_norm: l.attn_norm,
+                            extras: l.extras,
+                            ffn_norm: l.ffn_norm,
+                        }
+                    })
+                    .collect();
+                Weights::Burn(BurnWeights::new(&self.config, dense(&embed), self.head.as_ref().map(dense), layers, norm, &device))
+            }
+        };
+        Ok(Llama { config: self.config, weights })
+    }
 }
 
 /// A matrix's values as f32, row-major.
@@ -289,17 +365,16 @@ impl Llama {
         placement: impl Into<Placement>,
         on_progress: &mut dyn FnMut(f64),
     ) -> Result<Self, ModelError> {
-        config.validate()?;
-        let d = config.hidden;
-        let embed = Matrix::from_gguf(gguf, "token_embd.weight", config.vocab, d)?;
-        let head = match gguf.tensors.contains_key("output.weight") {
-            true => Some(Matrix::from_gguf(gguf, "output.weight", config.vocab, d)?),
-            false => None,
-        };
-        let norm = gguf.tensor_f32("output_norm.weight", &[d])?;
-        let weights = place(&config, placement.into(), embed, head, norm, &mut |i| Layer::from_gguf(gguf, &config, i), on_progress)?;
+        let mut assembler = Assembler::new(config, placement.into())?;
+        for part in Part::all(gguf, assembler.config.layers) {
+            part.place(gguf, &mut assembler)?;
+            if let Part::Layer(_) = part {
+                on_progress(assembler.fraction());
+            }
+        }
+        let model = assembler.finish()?;
         on_progress(1.0);
-        Ok(Self { config, weights })
+        Ok(model)
     }
 
     /// A model with deterministic random weights drawn from `seed`, for tests: the same weights
@@ -335,10 +410,14 @@ impl Llama {
             .collect();
         let embed = Matrix::from_f32(config.vocab, d, random_weights(&mut s, config.vocab * d, 0.1));
         let norm = vec![1.0; d];
-        let mut layers = layers.into_iter();
-        let mut next = |_| Ok(Layer::from_rows(&config, layers.next().expect("a layer per index")));
-        let weights = place(&config, placement.into(), embed, None, norm, &mut next, &mut |_| {})?;
-        Ok(Self { config, weights })
+        let mut assembler = Assembler::new(config, placement.into())?;
+        assembler.embed(embed)?;
+        assembler.norm(norm);
+        for (i, rows) in layers.into_iter().enumerate() {
+            let layer = Layer::from_rows(&assembler.config, rows);
+            assembler.layer(i, layer)?;
+        }
+        assembler.finish()
     }
 
     /// The model's hyper-parameters.

@@ -35,7 +35,6 @@ use burn::cubecl::client::Client;
 use burn::cubecl::server::Handle;
 use burn::cubecl::server::BufferBinding;
 use burn::tensor::{DType, Device, Shape, Tensor};
-use std::cell::Cell;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::error::ModelError;
@@ -338,6 +337,137 @@ fn floats(client: &Client, values: &[f32]) -> Handle {
     client.create_from_slice(bytemuck::cast_slice(values))
 }
 
+/// The WGSL path's weights as they are uploaded, a part at a time and in any order (the
+/// model's assembler places each part as it becomes whole), then [`WgslUpload::finish`]ed into
+/// the pass.
+pub(crate) struct WgslUpload {
+    config: LlamaConfig,
+    client: Client,
+    device: burn::cubecl::Device,
+    burn_device: Device,
+    /// The largest buffer the device binds.
+    max_bytes: u64,
+    embed: Option<RowBlocks>,
+    head: Option<RowBlocks>,
+    layers: Vec<Option<LayerBuffers>>,
+    /// Q/K/V biases of an architecture without them.
+    zeros: Handle,
+    /// Bytes of the buffers uploaded, as they are.
+    weight_bytes: usize,
+}
+
+impl WgslUpload {
+    /// An upload to `device` when it is a wgpu device and the kernels cover `config`; `None`
+    /// elsewhere. An error where a layer's keys for the context are beyond one binding.
+    pub(crate) fn start(config: &LlamaConfig, device: &Device) -> Option<Result<Self, ModelError>> {
+        if !WgslForward::covers(config) {
+            return None;
+        }
+        let (client, wgpu) = wgpu_client(device)?;
+        let max_bytes = client.properties().memory.max_page_size;
+        let c = config;
+        let cache_bytes = KV_BYTES * c.kv_heads * c.max_seq * c.head_dim;
+        if cache_bytes as u64 > max_bytes {
+            return Some(Err(too_large("a layer's keys for this context", cache_bytes, max_bytes)));
+        }
+        let zeros = floats(&client, &vec![0.0; (c.heads + 2 * c.kv_heads) * c.head_dim]);
+        Some(Ok(Self {
+            config: c.clone(),
+            client,
+            device: wgpu,
+            burn_device: device.clone(),
+            max_bytes,
+            embed: None,
+            head: None,
+            layers: (0..c.layers).map(|_| None).collect(),
+            zeros,
+            weight_bytes: 0,
+        }))
+    }
+
+    fn matrix(&mut self, parts: &[&Matrix], what: &str) -> Result<GpuMatrix, ModelError> {
+        let m = GpuMatrix::upload(&self.client, parts, self.max_bytes, what)?;
+        self.weight_bytes += m.bytes;
+        Ok(m)
+    }
+
+    fn vector(&mut self, values: &[f32]) -> Handle {
+        self.weight_bytes += 4 * values.len();
+        floats(&self.client, values)
+    }
+
+    fn table(&mut self, table: &Matrix, what: &str) -> Result<RowBlocks, ModelError> {
+        let blocks = RowBlocks::upload(&self.client, table, self.max_bytes, what)?;
+        self.weight_bytes += blocks.bytes();
+        Ok(blocks)
+    }
+
+    /// Uploads the token embedding (`[V, D]`).
+    pub(crate) fn embed(&mut self, embed: &Matrix) -> Result<(), ModelError> {
+        self.embed = Some(self.table(embed, "the token embedding")?);
+        Ok(())
+    }
+
+    /// Uploads the output head (`[V, D]`), where it is not the embedding.
+    pub(crate) fn head(&mut self, head: &Matrix) -> Result<(), ModelError> {
+        self.head = Some(self.table(head, "the output head")?);
+        Ok(())
+    }
+
+    /// Uploads layer `i`.
+    pub(crate) fn layer(&mut self, i: usize, l: &Layer) -> Result<(), ModelError> {
+        let [q, k, v] = &l.qkv;
+        let [gate, up] = &l.gate_up;
+        let buffers = LayerBuffers {
+            attn_norm: self.vector(&l.attn_norm),
+            wqkv: self.matrix(&[q, k, v], "a layer's Q/K/V projection")?,
+            qkv_bias: match l.extras.qkv_bias.as_deref() {
+                Some(bias) => self.vector(bias),
+                None => self.zeros.clone(),
+            },
+            qk_norm: l.extras.qk_norm.as_ref().map(|norms| norms.each_ref().map(|n| self.vector(n))),
+            post_norms: l.extras.post_norms.as_ref().map(|norms| norms.each_ref().map(|n| self.vector(n))),
+            wo: self.matrix(&[&l.wo], "a layer's output projection")?,
+            ffn_norm: self.vector(&l.ffn_norm),
+            w_gate_up: self.matrix(&[gate, up], "a layer's gate/up projection")?,
+            w_down: self.matrix(&[&l.down], "a layer's down projection")?,
+        };
+        self.layers[i] = Some(buffers);
+        Ok(())
+    }
+
+    /// The pass, with the final norm's weights `norm`; the embedding and every layer must have
+    /// been uploaded.
+    pub(crate) fn finish(mut self, norm: &[f32]) -> Result<WgslForward, ModelError> {
+        let missing = |what: &str| ModelError::Backend(format!("{what} was not uploaded"));
+        let embed = self.embed.take().ok_or_else(|| missing("the token embedding"))?;
+        let layers = std::mem::take(&mut self.layers).into_iter().collect::<Option<Vec<_>>>().ok_or_else(|| missing("a layer"))?;
+        let norm = self.vector(norm);
+        let c = &self.config;
+        let ropes = c
+            .ropes()
+            .into_iter()
+            .map(|rope| {
+                let (cos, sin) = rope_tables(c, rope);
+                (floats(&self.client, &cos), floats(&self.client, &sin))
+            })
+            .collect();
+        Ok(WgslForward {
+            norm,
+            ropes,
+            embed,
+            head: self.head,
+            layers,
+            client: self.client,
+            device: self.device,
+            burn_device: self.burn_device,
+            config: self.config,
+            launches: AtomicUsize::new(0),
+            weight_bytes: self.weight_bytes,
+        })
+    }
+}
+
 impl WgslForward {
     /// Whether the kernels cover a model of this shape: widths multiples of 4 (a column quad),
     /// a head no wider than [`MAX_HEAD_DIM`], a context the attention's dispatch takes, and
@@ -348,99 +478,6 @@ impl WgslForward {
         let quads = [c.hidden, c.ffn, hd, c.vocab].iter().all(|v| v.is_multiple_of(4));
         let sizes = [(c.vocab, c.hidden), (c.hidden, 2 * c.ffn), (c.max_seq, c.ffn.max(c.hidden).max(c.heads * hd))];
         quads && hd <= MAX_HEAD_DIM && c.max_seq <= 65_535 && sizes.iter().all(|&(a, b)| a.checked_mul(b).is_some_and(|x| u32::try_from(x).is_ok()))
-    }
-
-    /// The model on `device` when it is a wgpu device and the kernels cover `config`, its
-    /// weights uploaded a layer at a time (`layer(i)` gives layer `i`; `on_progress` hears the
-    /// fraction done); `None` elsewhere.
-    pub(crate) fn load(
-        config: &LlamaConfig,
-        device: &Device,
-        embed: &Matrix,
-        head: Option<&Matrix>,
-        norm: &[f32],
-        layer: &mut dyn FnMut(usize) -> Result<Layer, ModelError>,
-        on_progress: &mut dyn FnMut(f64),
-    ) -> Option<Result<Self, ModelError>> {
-        if !Self::covers(config) {
-            return None;
-        }
-        let (client, wgpu) = wgpu_client(device)?;
-        Some(Self::upload(config, device, client, wgpu, embed, head, norm, layer, on_progress))
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn upload(
-        c: &LlamaConfig,
-        device: &Device,
-        client: Client,
-        wgpu: burn::cubecl::Device,
-        embed: &Matrix,
-        head: Option<&Matrix>,
-        norm: &[f32],
-        layer: &mut dyn FnMut(usize) -> Result<Layer, ModelError>,
-        on_progress: &mut dyn FnMut(f64),
-    ) -> Result<Self, ModelError> {
-        let qkv_width = (c.heads + 2 * c.kv_heads) * c.head_dim;
-        let max_bytes = client.properties().memory.max_page_size;
-        let cache_bytes = KV_BYTES * c.kv_heads * c.max_seq * c.head_dim;
-        if cache_bytes as u64 > max_bytes {
-            return Err(too_large("a layer's keys for this context", cache_bytes, max_bytes));
-        }
-        let embed = RowBlocks::upload(&client, embed, max_bytes, "the token embedding")?;
-        let head = head.map(|h| RowBlocks::upload(&client, h, max_bytes, "the output head")).transpose()?;
-        // Bytes of the buffers uploaded, as they are.
-        let weight_bytes = Cell::new(embed.bytes() + head.as_ref().map_or(0, RowBlocks::bytes));
-        let matrix = |parts: &[&Matrix], what: &str| {
-            let m = GpuMatrix::upload(&client, parts, max_bytes, what)?;
-            weight_bytes.set(weight_bytes.get() + m.bytes);
-            Ok::<_, ModelError>(m)
-        };
-        let vector = |values: &[f32]| {
-            weight_bytes.set(weight_bytes.get() + 4 * values.len());
-            floats(&client, values)
-        };
-        let zeros = vector(&vec![0.0; qkv_width]);
-        let mut layers = Vec::with_capacity(c.layers);
-        for i in 0..c.layers {
-            let l = layer(i)?;
-            let [q, k, v] = &l.qkv;
-            let [gate, up] = &l.gate_up;
-            layers.push(LayerBuffers {
-                attn_norm: vector(&l.attn_norm),
-                wqkv: matrix(&[q, k, v], "a layer's Q/K/V projection")?,
-                qkv_bias: l.extras.qkv_bias.as_deref().map_or(zeros.clone(), vector),
-                qk_norm: l.extras.qk_norm.as_ref().map(|norms| norms.each_ref().map(|n| vector(n))),
-                post_norms: l.extras.post_norms.as_ref().map(|norms| norms.each_ref().map(|n| vector(n))),
-                wo: matrix(&[&l.wo], "a layer's output projection")?,
-                ffn_norm: vector(&l.ffn_norm),
-                w_gate_up: matrix(&[gate, up], "a layer's gate/up projection")?,
-                w_down: matrix(&[&l.down], "a layer's down projection")?,
-            });
-            on_progress((i + 1) as f64 / (c.layers + 1) as f64);
-        }
-        let ropes = c
-            .ropes()
-            .into_iter()
-            .map(|rope| {
-                let (cos, sin) = rope_tables(c, rope);
-                (floats(&client, &cos), floats(&client, &sin))
-            })
-            .collect();
-        let norm = vector(norm);
-        Ok(Self {
-            norm,
-            ropes,
-            embed,
-            head,
-            layers,
-            client,
-            device: wgpu,
-            burn_device: device.clone(),
-            config: c.clone(),
-            launches: AtomicUsize::new(0),
-            weight_bytes: weight_bytes.get(),
-        })
     }
 
     /// Bytes the weights take on the device.

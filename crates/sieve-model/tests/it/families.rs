@@ -19,7 +19,7 @@ const FIXTURES: [&str; 16] = [
 /// Each fixture's reference run and GGUF bytes, read from `assets/tiny-models`; panics with the
 /// fix when they are missing.
 #[cfg(not(target_family = "wasm"))]
-fn fixtures() -> Vec<(serde_json::Value, Vec<u8>)> {
+pub(crate) fn fixtures() -> Vec<(serde_json::Value, Vec<u8>)> {
     let dir = crate::common::package_dir().join("../../assets/tiny-models");
     let read = |file: String| {
         std::fs::read(dir.join(&file)).unwrap_or_else(|e| {
@@ -31,7 +31,7 @@ fn fixtures() -> Vec<(serde_json::Value, Vec<u8>)> {
 
 /// In the browser the fixtures are compiled in (scripts/test.sh builds them first).
 #[cfg(target_family = "wasm")]
-fn fixtures() -> Vec<(serde_json::Value, Vec<u8>)> {
+pub(crate) fn fixtures() -> Vec<(serde_json::Value, Vec<u8>)> {
     macro_rules! embedded {
         ($($name:literal),*) => {
             vec![$((

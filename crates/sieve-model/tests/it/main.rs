@@ -9,13 +9,14 @@
 wasm_bindgen_test::wasm_bindgen_test_configure!(run_in_dedicated_worker);
 
 // The GPU kernels, the tiny model's constrained generation, the WGSL and CPU forward passes,
-// the CPU kernels and every architecture and weight type against transformers, in the browser
-// and natively.
+// the CPU kernels and every architecture and weight type against transformers, models loaded as
+// their files arrive, in the browser and natively.
 mod cpu_kernels;
 mod families;
 mod forward;
 mod gpu_kernels;
 mod rng;
+mod stream;
 mod tiny_gpu;
 
 #[cfg(not(target_family = "wasm"))]
