@@ -230,8 +230,8 @@ async function loadModel() {
         ui.loadProgress.value = fraction ?? 0;
         const mb = (n) => (n / 1e6).toFixed(0);
         const text = {
-          download: `Downloading the model: ${mb(loaded ?? 0)} of ${total ? mb(total) : "?"} MB`,
-          cache: `Reading the model from the browser cache: ${mb(loaded ?? 0)} MB`,
+          download: `Downloading the model${device === "webgpu" ? " onto the GPU" : ""}: ${mb(loaded ?? 0)} of ${total ? mb(total) : "?"} MB`,
+          cache: `Reading the model from the browser cache${device === "webgpu" ? " onto the GPU" : ""}: ${mb(loaded ?? 0)} MB`,
           weights: `Loading the weights for ${where(device)}: ${Math.round((fraction ?? 0) * 100)}%`,
           ready: "Ready.",
         }[stage];

@@ -3,11 +3,13 @@
 // engine runs one constrained completion with the real model on each device: WebGPU (here
 // SwiftShader) and the CPU, on one thread and on two (the page is cross-origin isolated, so the
 // second thread is a helper worker holding half of each product's rows), with the same greedy
-// answer; tool calls, each call's arguments checked by Ajv; and a model download that breaks off
-// halfway and is taken up where it stopped.
+// answer; tool calls, each call's arguments checked by Ajv; a model download that breaks off
+// halfway and is taken up where it stopped; and on WebGPU, a model loaded as it arrives, kept
+// whole in the Cache API.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { readFile, writeFile } from "node:fs/promises";
+import { fileURLToPath } from "node:url";
 import { start } from "./browser.mjs";
 import { installTarball } from "./pack.mjs";
 import Ajv2020 from "ajv/dist/2020.js";
@@ -114,14 +116,22 @@ const PAGE = `<!doctype html>
     engine.unload();
     return { ...out, readme };
   };
-  // A model by URL, not from the Cache API: its progress, and a short greedy completion.
-  window.fromUrl = async (model) => {
+  // A model by URL on \`device\`, through the Cache API where \`cache\`: the stages of its
+  // progress, the bytes read, and a short greedy completion.
+  window.fromUrl = async (model, device = "cpu", cache = false) => {
     const loaded = [];
-    const engine = await createEngine({ model, device: "cpu", threads: 1, cache: false, onProgress: (p) => p.stage === "download" && loaded.push([p.loaded, p.total]) });
+    const stages = [];
+    const onProgress = (p) => {
+      if (stages.at(-1) !== p.stage) stages.push(p.stage);
+      if (p.stage === "download" || p.stage === "cache") loaded.push([p.loaded, p.total]);
+    };
+    const engine = await createEngine({ model, device, threads: 1, cache, onProgress });
     const r = await engine.completions.create({ prompt: "Hi", max_tokens: 8 });
+    const info = engine.info;
     engine.unload();
-    return { loaded, text: r.choices[0].text, tokens: r.usage.completion_tokens };
+    return { loaded, stages, info, text: r.choices[0].text, tokens: r.usage.completion_tokens };
   };
+  window.loadError = (model, device) => caught(() => createEngine({ model, device, cache: false }));
 </script>`;
 
 /** The bad schema's and the bad regex's errors keep their kind and place. */
@@ -136,12 +146,15 @@ function assertSieveErrors(errors, where) {
 
 /** A model whose first download the server breaks off after 5 MB. */
 const BROKEN = "/assets/tiny-models/qwen3-chat.gguf";
+/** The same file under another path, for the model loaded as it arrives on WebGPU. */
+const BROKEN_GPU = "/gpu/qwen3-chat.gguf";
 
 let ctx;
 before(async () => {
   await installTarball(APP, "package-app");
   await writeFile(new URL("index.html", APP), PAGE);
-  ctx = await start({ breaks: { [BROKEN]: 5_000_000 } });
+  const gpu = { "/gpu/": fileURLToPath(new URL("../../assets/tiny-models/", import.meta.url)) };
+  ctx = await start({ mounts: gpu, breaks: { [BROKEN]: 5_000_000, [BROKEN_GPU]: 5_000_000 } });
 });
 after(async () => {
   await ctx?.close();
@@ -268,5 +281,31 @@ test("a model download that breaks off is taken up where it stopped", { timeout:
   assert.equal(log.filter((r) => r.path === BROKEN).length, 3);
   assert.ok(broken.tokens >= 1);
   assert.equal(broken.text, whole.text);
+  assert.deepEqual(errors, []);
+});
+
+test("on WebGPU a model loads as it arrives, taken up where it broke off and kept whole in the Cache API", { timeout: 5 * 60_000 }, async () => {
+  const { page, url, errors, log } = ctx;
+  await page.goto(`${url}tests/e2e/out/package-app/index.html`);
+  await page.waitForFunction(() => typeof window.fromUrl === "function");
+  const broken = await page.evaluate((model) => window.fromUrl(model, "webgpu", true), BROKEN_GPU);
+  assert.equal(broken.info.device, "webgpu");
+  // The weights go to the GPU as the bytes arrive: no stage of their own after the download.
+  assert.deepEqual(broken.stages, ["download", "ready"]);
+  const asked = log.filter((r) => r.path === BROKEN_GPU);
+  assert.deepEqual(asked.map((r) => r.status), [200, 206], JSON.stringify(asked));
+  const [size] = broken.loaded.at(-1).slice(1);
+  assert.deepEqual(broken.loaded.at(-1), [size, size]);
+  assert.ok(broken.tokens >= 1);
+  // The copy in the Cache API is whole: the next load reads it, asks the server nothing, and
+  // answers alike.
+  const cached = await page.evaluate((model) => window.fromUrl(model, "webgpu", true), BROKEN_GPU);
+  assert.deepEqual(cached.stages, ["cache", "ready"]);
+  assert.deepEqual(cached.loaded.at(-1), [size, size]);
+  assert.equal(log.filter((r) => r.path === BROKEN_GPU).length, 2);
+  assert.equal(cached.text, broken.text);
+  // A file that is not a model fails as its first bytes arrive, saying why.
+  const notModel = await page.evaluate(() => window.loadError("/README.md", "webgpu"));
+  assert.match(notModel?.message ?? "", /not a GGUF file/, JSON.stringify(notModel));
   assert.deepEqual(errors, []);
 });

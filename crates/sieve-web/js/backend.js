@@ -1,6 +1,6 @@
 // The engine's working half: fetches (and caches) the model, loads it on WebGPU or on the CPU,
 // and runs requests. It runs inside the Web Worker (worker.js) by default, or on the page itself.
-import init, { Model } from "./sieve_web.js";
+import init, { Model, ModelLoader } from "./sieve_web.js";
 import { HelperPool, canUseHelpers } from "./parts.js";
 
 const CACHE_NAME = "sieve-models-v1";
@@ -9,61 +9,95 @@ const CACHE_NAME = "sieve-models-v1";
 const RESUMES = 5;
 
 /**
- * The model's bytes from `response` (the first answer for `url`), reporting `(loaded, total)` as
- * chunks arrive. Where the connection breaks off, the rest is asked for with a `Range` header
- * (after a short wait, up to RESUMES times) and read on from where it stopped; a server that
- * answers with the whole file instead starts it over. With a known length the bytes go straight
- * into one buffer of that size (chunks are gathered where the body turns out longer).
+ * Reads the model from `response` (the first answer for `url`), handing its bytes to
+ * `onChunk(chunk, total)` in order and reporting `(loaded, total)` as they arrive. Where the connection
+ * breaks off (or the body ends short of its `Content-Length`), the rest is asked for with a
+ * `Range` header after a short wait, up to RESUMES times; a server that answers with the whole
+ * file instead has its first bytes, taken already, skipped. An error from `onChunk` ends the
+ * download.
  */
-async function download(url, response, report) {
-  if (!response.body) return new Uint8Array(await response.arrayBuffer());
+async function download(url, response, onChunk, report) {
   const total = Number(response.headers.get("Content-Length")) || 0;
-  let whole = total ? new Uint8Array(total) : null;
-  let chunks = [];
   let loaded = 0;
-  for (let resumes = 0; ; resumes++) {
+  const take = (chunk) => {
+    onChunk(chunk, total);
+    loaded += chunk.length;
+    report(loaded, total);
+  };
+  if (!response.body) return take(new Uint8Array(await response.arrayBuffer()));
+  let reader = response.body.getReader();
+  // Bytes at the start of a body that were taken from an earlier one.
+  let skip = 0;
+  for (let resumes = 0; ; ) {
+    let step;
     try {
-      const reader = response.body.getReader();
-      for (;;) {
-        const { done, value } = await reader.read();
-        if (done) break;
-        if (whole && loaded + value.length > total) {
-          // More than Content-Length said (a compressed body's length): gather chunks instead.
-          chunks = [whole.subarray(0, loaded)];
-          whole = null;
-        }
-        if (whole) whole.set(value, loaded);
-        else chunks.push(value);
-        loaded += value.length;
-        report(loaded, total);
-      }
-      if (total && loaded < total) throw new Error(`the body ended at ${loaded} of ${total} bytes`);
-      break;
+      step = await reader.read();
+      if (step.done && total && loaded < total) throw new Error(`the body ended at ${loaded} of ${total} bytes`);
     } catch (err) {
       if (resumes === RESUMES) throw new Error(`the model download from ${url} broke off at ${loaded} of ${total || "?"} bytes (tried ${RESUMES + 1} times): ${err?.message ?? err}`);
-      await new Promise((resolve) => setTimeout(resolve, 250 * 2 ** resumes));
-      response = await fetch(url, { headers: { Range: `bytes=${loaded}-` } }).catch(() => null);
-      const range = /^bytes (\d+)-/.exec(response?.headers.get("Content-Range") ?? "");
-      if (response?.status === 206 && range && Number(range[1]) === loaded) continue;
-      if (response?.status !== 200) throw new Error(`the model download from ${url} broke off at ${loaded} bytes and could not be taken up again: ${response ? `HTTP ${response.status}` : err?.message ?? err}`);
-      // The whole file again: start over.
-      loaded = 0;
-      chunks = [];
-      whole = total ? new Uint8Array(total) : null;
+      await new Promise((resolve) => setTimeout(resolve, 250 * 2 ** resumes++));
+      let again = await fetch(url, { headers: { Range: `bytes=${loaded}-` } }).catch(() => null);
+      const range = /^bytes (\d+)-/.exec(again?.headers.get("Content-Range") ?? "");
+      if (again?.status === 206 && range && Number(range[1]) === loaded) skip = 0;
+      else if (again?.status === 200) skip = loaded;
+      else again = null;
+      if (!again?.body) throw new Error(`the model download from ${url} broke off at ${loaded} bytes and could not be taken up again: ${again ? "no body" : err?.message ?? err}`);
+      reader = again.body.getReader();
+      continue;
+    }
+    if (step.done) return;
+    const skipped = Math.min(skip, step.value.length);
+    skip -= skipped;
+    if (skipped === step.value.length) continue;
+    try {
+      take(skipped ? step.value.subarray(skipped) : step.value);
+    } catch (err) {
+      reader.cancel().catch(() => {});
+      throw err;
     }
   }
-  if (whole) return whole;
-  whole = new Uint8Array(loaded);
-  let at = 0;
-  for (const chunk of chunks) {
-    whole.set(chunk, at);
-    at += chunk.length;
-  }
-  return whole;
 }
 
-/** The model bytes from a URL, through the Cache API when it is available and `useCache`. */
-async function fetchModel(url, useCache, onProgress) {
+/**
+ * A copy of the bytes passed to `add` for the Cache API, written as they come: `done()` stores
+ * it under `url` once the file is whole, `fail()` stores nothing. Without the Cache API (or
+ * when it refuses) it does nothing.
+ */
+function cacheWriter(cache, url, total) {
+  if (!cache) return { add() {}, done: async () => {}, fail() {} };
+  let controller;
+  const body = new ReadableStream({ start: (c) => void (controller = c) });
+  const headers = { "Content-Type": "application/octet-stream", ...(total ? { "Content-Length": String(total) } : {}) };
+  const put = cache.put(url, new Response(body, { headers })).catch(() => {});
+  let open = true;
+  const attempt = (f) => {
+    if (!open) return;
+    try {
+      f();
+    } catch {
+      open = false;
+    }
+  };
+  return {
+    add: (chunk) => attempt(() => controller.enqueue(chunk)),
+    done: async () => {
+      attempt(() => controller.close());
+      await put;
+    },
+    fail: (err) => {
+      attempt(() => controller.error(err));
+      open = false;
+    },
+  };
+}
+
+/**
+ * Reads the model from a URL, through the Cache API when it is available and `useCache`,
+ * handing its bytes to `onChunk(chunk, total)` in order as they arrive (`total`: the file's
+ * length, 0 where unknown). A download goes into the cache as it arrives, and is kept once
+ * whole.
+ */
+async function fetchModel(url, useCache, onChunk, onProgress) {
   let cache = null;
   if (useCache && typeof caches !== "undefined") {
     cache = await caches.open(CACHE_NAME).catch(() => null);
@@ -72,13 +106,49 @@ async function fetchModel(url, useCache, onProgress) {
   const stage = cached ? "cache" : "download";
   const response = cached ?? (await fetch(url));
   if (!response.ok) throw new Error(`could not fetch the model from ${url}: HTTP ${response.status}`);
-  const bytes = await download(url, response, (loaded, total) =>
-    onProgress({ stage, loaded, total, fraction: total ? loaded / total : null }),
-  );
-  if (cache && !cached) {
-    await cache.put(url, new Response(bytes, { headers: { "Content-Type": "application/octet-stream" } })).catch(() => {});
+  const writer = cacheWriter(cached ? null : cache, url, Number(response.headers.get("Content-Length")) || 0);
+  try {
+    await download(url, response, (chunk, total) => {
+      onChunk(chunk, total);
+      writer.add(chunk);
+    }, (loaded, total) => onProgress({ stage, loaded, total, fraction: total ? loaded / total : null }));
+  } catch (err) {
+    writer.fail(err);
+    throw err;
   }
-  return bytes;
+  await writer.done();
+}
+
+/**
+ * Gathers chunks into one buffer: of `total` bytes where that is known (the chunks go straight
+ * into it), or joined at the end.
+ */
+function gatherer(total) {
+  let whole = total ? new Uint8Array(total) : null;
+  let chunks = [];
+  let at = 0;
+  return {
+    add(chunk) {
+      if (whole && at + chunk.length > total) {
+        // More than Content-Length said (a compressed body's length): gather chunks instead.
+        chunks = [whole.subarray(0, at)];
+        whole = null;
+      }
+      if (whole) whole.set(chunk, at);
+      else chunks.push(chunk);
+      at += chunk.length;
+    },
+    bytes() {
+      if (whole) return whole.subarray(0, at);
+      const out = new Uint8Array(at);
+      let offset = 0;
+      for (const chunk of chunks) {
+        out.set(chunk, offset);
+        offset += chunk.length;
+      }
+      return out;
+    },
+  };
 }
 
 /** The WebGPU adapter's description, and whether it is a GPU emulated on the CPU. */
@@ -133,23 +203,45 @@ export class Backend {
 
   /**
    * Loads `source`: a URL string, or the GGUF bytes as an ArrayBuffer (engine.js normalises),
-   * on `device` ("auto", "webgpu" or "cpu").
+   * on `device` ("auto", "webgpu" or "cpu"). On WebGPU a URL's model is loaded as it arrives;
+   * the CPU path (whose helper workers each take the file) reads it whole first.
    */
   async load(source, { cache = true, device = "auto", threads = null, context = 4096, onProgress = () => {} } = {}) {
     const chosen = await chooseDevice(device);
+    const on = chosen.device;
     await init({ module_or_path: await compileModule() });
-    const bytes = typeof source === "string" ? await fetchModel(source, cache, onProgress) : new Uint8Array(source);
-    onProgress({ stage: "weights", fraction: 0, device: chosen.device });
-    const parts = chosen.device === "cpu" ? cpuThreads(threads) : 1;
-    // Helper workers holding parts 1..parts of the model, on the same module.
-    const helpers = parts > 1 ? await HelperPool.start({ module: await compileModule(), bytes, parts }) : undefined;
-    try {
-      this.#model = await Model.load(bytes, chosen.device, context, (fraction) => onProgress({ stage: "weights", fraction, device: chosen.device }), helpers);
-    } catch (err) {
-      helpers?.close();
-      throw err;
+    if (typeof source === "string" && on === "webgpu") {
+      // Each part of the model goes to the GPU as soon as its bytes have arrived: the file is
+      // never held whole.
+      const loader = await ModelLoader.start(on, context);
+      try {
+        await fetchModel(source, cache, (chunk) => loader.push(chunk), (progress) => onProgress({ ...progress, device: on }));
+      } catch (err) {
+        loader.free();
+        throw err;
+      }
+      this.#model = loader.finish(undefined);
+    } else {
+      let bytes;
+      if (typeof source === "string") {
+        let gathered = null;
+        await fetchModel(source, cache, (chunk, total) => (gathered ??= gatherer(total)).add(chunk), onProgress);
+        bytes = gathered?.bytes() ?? new Uint8Array(0);
+      } else {
+        bytes = new Uint8Array(source);
+      }
+      onProgress({ stage: "weights", fraction: 0, device: on });
+      const parts = on === "cpu" ? cpuThreads(threads) : 1;
+      // Helper workers holding parts 1..parts of the model, on the same module.
+      const helpers = parts > 1 ? await HelperPool.start({ module: await compileModule(), bytes, parts }) : undefined;
+      try {
+        this.#model = await Model.load(bytes, on, context, (fraction) => onProgress({ stage: "weights", fraction, device: on }), helpers);
+      } catch (err) {
+        helpers?.close();
+        throw err;
+      }
     }
-    onProgress({ stage: "ready", fraction: 1, device: chosen.device });
+    onProgress({ stage: "ready", fraction: 1, device: on });
     return { ...this.#model.info, adapter: chosen.adapter };
   }
 

@@ -154,9 +154,11 @@ export class SieveError extends Error {
 /** Where loading the model stands. */
 export interface LoadProgress {
   /** `download` (from the network), `cache` (from the Cache API), `weights` (dequantizing and
-   * uploading to the GPU, or reading them for the CPU), `ready`. */
+   * uploading to the GPU, or reading them for the CPU), `ready`. A model loaded by URL on WebGPU
+   * goes to the GPU a part at a time as its bytes arrive, during the `download` or `cache`
+   * stage, with no `weights` stage of its own. */
   stage: "download" | "cache" | "weights" | "ready";
-  /** Where the model is being loaded (weights and ready stages). */
+  /** Where the model is being loaded (weights and ready stages; on WebGPU, every stage). */
   device?: "webgpu" | "cpu";
   /** 0 to 1, or null when the size is unknown. */
   fraction: number | null;
@@ -183,7 +185,8 @@ export interface EngineOptions {
   onProgress?: (progress: LoadProgress) => void;
   /** Run the model in a Web Worker (default true) so the page never freezes. */
   worker?: boolean;
-  /** Keep downloaded model bytes in the Cache API (default true). */
+  /** Keep downloaded model bytes in the Cache API (default true): written as they arrive,
+   * kept once the file is whole. */
   cache?: boolean;
 }
 

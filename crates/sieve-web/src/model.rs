@@ -9,7 +9,7 @@ use sieve_core::{CompileError, Constraint, ConstraintCache, Limits, Matcher};
 use sieve_model::decode::{Deferred, Delta, GenerateConfig, Picker, StopReason, TokenConstraint, Unconstrained, generate_streaming};
 use sieve_model::sampling::Sampling;
 use sieve_model::tools::Event;
-use sieve_model::{Backend, Gguf, Llama, LlamaConfig, ModelError, Placement, Tokenizer};
+use sieve_model::{Backend, Llama, ModelError, Placement, Tokenizer};
 use wasm_bindgen::prelude::*;
 
 use crate::constraint::{Vocabulary, from_js, to_js};
@@ -25,6 +25,8 @@ pub(crate) const MAX_CONTEXT: usize = 65_535;
 const DEFAULT_MAX_TOKENS: usize = 256;
 /// Compiled constraints kept by source text, so a repeated schema is free.
 const CONSTRAINT_CACHE: usize = 32;
+/// Bytes of a file in memory read into the loader at once, so that its progress is reported.
+const LOAD_PIECE: usize = 4 << 20;
 
 /// A loaded model, its tokenizer and the compiled constraints of past requests.
 #[wasm_bindgen]
@@ -56,36 +58,15 @@ impl Model {
         on_progress: Option<js_sys::Function>,
         helpers: Option<HelperPool>,
     ) -> Result<Model, JsError> {
-        let placement = match device {
-            "webgpu" => Placement::from(sieve_model::gpu::wgpu_device().await.map_err(no_webgpu)?),
-            "cpu" => Placement::Cpu { threads: 1 },
-            other => return Err(JsError::new(&format!("unknown device {other:?}: \"webgpu\" or \"cpu\""))),
-        };
-        let gguf = Gguf::parse(&bytes).map_err(js_error)?;
-        let tokenizer = Tokenizer::from_gguf(&gguf).map_err(js_error)?;
-        if context == 0 || context as usize > MAX_CONTEXT {
-            return Err(JsError::new(&format!("a context of {context} tokens: it is 1 to {MAX_CONTEXT}")));
-        }
-        let config = LlamaConfig::from_gguf(&gguf, context as usize).map_err(js_error)?;
-        let name = gguf.get_str("general.name").unwrap_or(config.arch.name()).to_string();
-        let mut report = |fraction: f64| {
+        let mut loader = ModelLoader::start(device, context).await?;
+        for piece in bytes.chunks(LOAD_PIECE) {
+            loader.push(piece)?;
             if let Some(f) = &on_progress {
-                let _ = f.call1(&JsValue::NULL, &JsValue::from_f64(fraction));
+                let _ = f.call1(&JsValue::NULL, &JsValue::from_f64(loader.fraction()));
             }
-        };
-        let mut model = Llama::from_gguf_with_progress(&gguf, config, placement, &mut report).map_err(js_error)?;
-        if let Some(pool) = helpers {
-            model.set_helpers(Box::new(PoolHelpers(pool))).map_err(js_error)?;
         }
-        let vocab = sieve_core::Vocabulary::from_tokenizer_json(tokenizer.json())
-            .and_then(|v| v.with_eos_ids(tokenizer.end_ids()))
-            .and_then(|v| v.with_width(model.config().vocab))
-            .map_err(js_error)?;
-        let vocab = Arc::new(vocab);
-        // The mask code is optimised by the browser before the first request.
-        sieve_core::warm_up(&vocab);
-        let constraints = ConstraintCache::new(Limits::default(), CONSTRAINT_CACHE);
-        Ok(Model { inner: Rc::new(Loaded { name, model, tokenizer, vocab, constraints }) })
+        drop(bytes);
+        loader.finish(helpers)
     }
 
     /// The model's vocabulary, for the low-level API.
@@ -133,6 +114,74 @@ impl Model {
             let request: Request = from_js(&request).map_err(|e| JsError::new(&format!("bad request: {e}")))?;
             run(&loaded, &request, on_delta.as_ref()).await
         })
+    }
+}
+
+/// A model loaded as its file arrives (a download), each part of it placed as soon as its
+/// tensors are whole: on WebGPU the file is never held whole, in JavaScript or in this module's
+/// memory (see `sieve_model::ModelLoader`).
+#[wasm_bindgen]
+pub struct ModelLoader {
+    loader: sieve_model::ModelLoader,
+    /// The file's name and tokenizer, read as soon as its header arrives.
+    header: Option<(String, Tokenizer)>,
+}
+
+#[wasm_bindgen]
+impl ModelLoader {
+    /// A loader onto `device` (`"webgpu"` or `"cpu"`) for a context of `context` tokens (the
+    /// model's maximum when that is smaller).
+    pub async fn start(device: &str, context: u32) -> Result<ModelLoader, JsError> {
+        if context == 0 || context as usize > MAX_CONTEXT {
+            return Err(JsError::new(&format!("a context of {context} tokens: it is 1 to {MAX_CONTEXT}")));
+        }
+        let placement = match device {
+            "webgpu" => Placement::from(sieve_model::gpu::wgpu_device().await.map_err(no_webgpu)?),
+            "cpu" => Placement::Cpu { threads: 1 },
+            other => return Err(JsError::new(&format!("unknown device {other:?}: \"webgpu\" or \"cpu\""))),
+        };
+        Ok(ModelLoader { loader: sieve_model::ModelLoader::new(placement, context as usize, None), header: None })
+    }
+
+    /// Reads the file's next bytes and places every part of the model they make whole. An
+    /// error as soon as the bytes show that the file cannot be run (not a GGUF, an architecture,
+    /// tensor type or tokenizer that is not supported), before any weight is placed.
+    pub fn push(&mut self, chunk: &[u8]) -> Result<(), JsError> {
+        self.loader.push(chunk).map_err(js_error)?;
+        if self.header.is_none()
+            && let Some(gguf) = self.loader.gguf()
+        {
+            let tokenizer = Tokenizer::from_gguf(gguf).map_err(js_error)?;
+            let arch = gguf.get_str("general.architecture").unwrap_or("unknown");
+            let name = gguf.get_str("general.name").unwrap_or(arch).to_string();
+            self.header = Some((name, tokenizer));
+        }
+        Ok(())
+    }
+
+    /// The fraction (0 to 1) of the model's layers placed so far.
+    #[wasm_bindgen(getter)]
+    pub fn fraction(&self) -> f64 {
+        self.loader.fraction()
+    }
+
+    /// The model, once the whole file has been pushed (on the CPU, with the `helpers` workers
+    /// when given); an error naming what is missing where the file ended early.
+    pub fn finish(self, helpers: Option<HelperPool>) -> Result<Model, JsError> {
+        let mut model = self.loader.finish().map_err(js_error)?;
+        let (name, tokenizer) = self.header.ok_or_else(|| JsError::new("the model file ended inside its header"))?;
+        if let Some(pool) = helpers {
+            model.set_helpers(Box::new(PoolHelpers(pool))).map_err(js_error)?;
+        }
+        let vocab = sieve_core::Vocabulary::from_tokenizer_json(tokenizer.json())
+            .and_then(|v| v.with_eos_ids(tokenizer.end_ids()))
+            .and_then(|v| v.with_width(model.config().vocab))
+            .map_err(js_error)?;
+        let vocab = Arc::new(vocab);
+        // The mask code is optimised by the browser before the first request.
+        sieve_core::warm_up(&vocab);
+        let constraints = ConstraintCache::new(Limits::default(), CONSTRAINT_CACHE);
+        Ok(Model { inner: Rc::new(Loaded { name, model, tokenizer, vocab, constraints }) })
     }
 }
 
