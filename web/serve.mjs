@@ -9,8 +9,9 @@
 // threads in the page), as on a site that does not send them. Single byte ranges (`Range:
 // bytes=A-` or `A-B`) are served as a model host serves them. For the browser tests, `breaks`
 // maps a URL path to a byte count: the first whole response for that path closes its connection
-// after that many bytes, as a dropped download does; `log` (returned) lists each request's path,
-// range and status.
+// after that many bytes, as a dropped download does; `rangeless` lists URL prefixes whose
+// requests get the whole file whatever their `Range`, as some hosts answer; `log` (returned)
+// lists each request's path, range and status.
 import { createServer } from "node:http";
 import { createReadStream } from "node:fs";
 import { stat } from "node:fs/promises";
@@ -31,7 +32,7 @@ const TYPES = {
   ".ts": "text/plain; charset=utf-8",
 };
 
-async function handle(req, res, { mounts, isolated, breaks, log }) {
+async function handle(req, res, { mounts, isolated, breaks, rangeless, log }) {
   let path = decodeURIComponent(new URL(req.url, "http://localhost").pathname);
   const asked = path;
   let root = ROOT;
@@ -51,7 +52,7 @@ async function handle(req, res, { mounts, isolated, breaks, log }) {
       file = join(file, "index.html");
       info = await stat(file);
     }
-    const range = /^bytes=(\d+)-(\d*)$/.exec(req.headers.range ?? "");
+    const range = rangeless.some((p) => asked.startsWith(p)) ? null : /^bytes=(\d+)-(\d*)$/.exec(req.headers.range ?? "");
     const first = range ? Number(range[1]) : 0;
     const last = range && range[2] ? Math.min(Number(range[2]), info.size - 1) : info.size - 1;
     if (range && first > last) {
@@ -87,16 +88,16 @@ async function handle(req, res, { mounts, isolated, breaks, log }) {
 }
 
 /** Starts the server; resolves to its URL and a close function. Port 0 picks any free port. */
-export function serve({ port = 8080, host = "127.0.0.1", tries = 20, mounts = {}, isolated = true, breaks = {} } = {}) {
+export function serve({ port = 8080, host = "127.0.0.1", tries = 20, mounts = {}, isolated = true, breaks = {}, rangeless = [] } = {}) {
   return new Promise((resolvePromise, reject) => {
     const log = [];
     const pending = { ...breaks };
     const server = createServer((req, res) => {
-      handle(req, res, { mounts, isolated, breaks: pending, log }).catch((err) => res.writeHead(500).end(String(err)));
+      handle(req, res, { mounts, isolated, breaks: pending, rangeless, log }).catch((err) => res.writeHead(500).end(String(err)));
     });
     server.once("error", (err) => {
       if (err.code === "EADDRINUSE" && port !== 0 && tries > 1) {
-        serve({ port: port + 1, host, tries: tries - 1, mounts, isolated, breaks }).then(resolvePromise, reject);
+        serve({ port: port + 1, host, tries: tries - 1, mounts, isolated, breaks, rangeless }).then(resolvePromise, reject);
       } else {
         reject(err);
       }

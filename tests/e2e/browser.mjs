@@ -18,10 +18,10 @@ const ARGS = [
 ];
 
 /** Starts the server and the browser; `close()` stops both. Page errors are collected.
- * `mounts`, `isolated` and `breaks` are passed to the server, whose `log` of requests is
- * returned (see web/serve.mjs). */
-export async function start({ mounts, isolated, breaks } = {}) {
-  const server = await serve({ port: 0, mounts, isolated, breaks });
+ * `mounts`, `isolated`, `breaks` and `rangeless` are passed to the server, whose `log` of
+ * requests is returned (see web/serve.mjs). */
+export async function start({ mounts, isolated, breaks, rangeless } = {}) {
+  const server = await serve({ port: 0, mounts, isolated, breaks, rangeless });
   const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ARGS });
   const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
   const errors = [];

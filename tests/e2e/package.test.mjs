@@ -146,15 +146,21 @@ function assertSieveErrors(errors, where) {
 
 /** A model whose first download the server breaks off after 5 MB. */
 const BROKEN = "/assets/tiny-models/qwen3-chat.gguf";
-/** The same file under another path, for the model loaded as it arrives on WebGPU. */
+/** The same file under other paths, for the model loaded as it arrives on WebGPU: from a host
+ * that serves ranges, and from one that answers every request with the whole file. */
 const BROKEN_GPU = "/gpu/qwen3-chat.gguf";
+const BROKEN_WHOLE = "/whole/qwen3-chat.gguf";
 
 let ctx;
 before(async () => {
   await installTarball(APP, "package-app");
   await writeFile(new URL("index.html", APP), PAGE);
-  const gpu = { "/gpu/": fileURLToPath(new URL("../../assets/tiny-models/", import.meta.url)) };
-  ctx = await start({ mounts: gpu, breaks: { [BROKEN]: 5_000_000, [BROKEN_GPU]: 5_000_000 } });
+  const tiny = fileURLToPath(new URL("../../assets/tiny-models/", import.meta.url));
+  ctx = await start({
+    mounts: { "/gpu/": tiny, "/whole/": tiny },
+    breaks: { [BROKEN]: 5_000_000, [BROKEN_GPU]: 5_000_000, [BROKEN_WHOLE]: 5_000_000 },
+    rangeless: ["/whole/"],
+  });
 });
 after(async () => {
   await ctx?.close();
@@ -304,6 +310,11 @@ test("on WebGPU a model loads as it arrives, taken up where it broke off and kep
   assert.deepEqual(cached.loaded.at(-1), [size, size]);
   assert.equal(log.filter((r) => r.path === BROKEN_GPU).length, 2);
   assert.equal(cached.text, broken.text);
+  // A host without ranges sends the whole file again: the bytes already placed are skipped.
+  const restarted = await page.evaluate((model) => window.fromUrl(model, "webgpu", false), BROKEN_WHOLE);
+  assert.deepEqual(log.filter((r) => r.path === BROKEN_WHOLE).map((r) => r.status), [200, 200]);
+  assert.deepEqual(restarted.loaded.at(-1), [size, size]);
+  assert.equal(restarted.text, broken.text);
   // A file that is not a model fails as its first bytes arrive, saying why.
   const notModel = await page.evaluate(() => window.loadError("/README.md", "webgpu"));
   assert.match(notModel?.message ?? "", /not a GGUF file/, JSON.stringify(notModel));
