@@ -126,6 +126,40 @@ pub fn tokenizer_json(gguf: &Gguf<'_>) -> Result<String, ModelError> {
     Ok(Json::Object(doc).to_string())
 }
 
+/// A `tokenizer.json` without SentencePiece's dummy prefix: its `Prepend` normalizer left out,
+/// its `Metaspace` pre-tokenizer's prepending turned off; `None` where it has neither.
+fn without_dummy_prefix(doc: &Json) -> Option<Json> {
+    fn strip(part: &mut Json) -> bool {
+        match part.get("type").and_then(Json::as_str) {
+            Some("Prepend") => {
+                *part = Json::Null;
+                true
+            }
+            Some("Metaspace") if part.get("prepend_scheme").and_then(Json::as_str) != Some("never") || part.get("add_prefix_space") == Some(&Json::Bool(true)) => {
+                part["prepend_scheme"] = json!("never");
+                part["add_prefix_space"] = json!(false);
+                true
+            }
+            Some("Sequence") => {
+                let key = if part.get("normalizers").is_some() { "normalizers" } else { "pretokenizers" };
+                let Some(Json::Array(items)) = part.get_mut(key) else { return false };
+                let changed = items.iter_mut().fold(false, |changed, item| strip(item) | changed);
+                items.retain(|item| !item.is_null());
+                changed
+            }
+            _ => false,
+        }
+    }
+    let mut doc = doc.clone();
+    let mut changed = false;
+    for key in ["normalizer", "pre_tokenizer"] {
+        if let Some(part) = doc.get_mut(key) {
+            changed |= strip(part);
+        }
+    }
+    changed.then_some(doc)
+}
+
 /// The merges a SentencePiece BPE model's scores imply, in the order llama.cpp applies them
 /// (the pair whose joined piece scores highest first): every split of every normal piece into
 /// two pieces of the vocabulary, ordered by the joined piece's score, then its id, then the
@@ -180,6 +214,9 @@ fn pre_tokenizer(name: &str) -> Result<Split, ModelError> {
 #[derive(Clone)]
 pub struct Tokenizer {
     inner: tokenizers::Tokenizer,
+    /// The same without SentencePiece's dummy prefix (the `▁` put before a text), for text that
+    /// continues a sequence; `None` where the tokenizer puts none.
+    continuation: Option<tokenizers::Tokenizer>,
     json: String,
     eos: u32,
     /// Every id that ends a generation: `eos`, and the end-of-turn and end-of-message tokens
@@ -238,6 +275,10 @@ impl Tokenizer {
             .filter(|&e| (e as usize) < size)
             .ok_or_else(|| ModelError::Tokenizer(format!("end-of-sequence id {eos} is past the vocabulary")))?;
         let doc: Json = serde_json::from_str(&json).map_err(|e| ModelError::Tokenizer(format!("tokenizer.json rejected: {e}")))?;
+        let continuation = without_dummy_prefix(&doc)
+            .map(|doc| doc.to_string().parse::<tokenizers::Tokenizer>())
+            .transpose()
+            .map_err(|e| ModelError::Tokenizer(format!("tokenizer.json without its dummy prefix rejected: {e}")))?;
         let encoding = sieve_core::TokenEncoding::of(doc.get("decoder"), doc.get("pre_tokenizer"));
         let added = inner.get_added_tokens_decoder();
         let mut bytes = vec![Vec::new(); size];
@@ -254,7 +295,7 @@ impl Tokenizer {
                 bytes[slot] = encoding.decode(&token).ok_or_else(|| ModelError::Tokenizer(format!("token {id} `{token}` is not byte-level")))?;
             }
         }
-        Ok(Self { inner, json, eos, ends: vec![eos], bos: None, bytes, special, chat: ChatTemplate::chatml() })
+        Ok(Self { inner, continuation, json, eos, ends: vec![eos], bos: None, bytes, special, chat: ChatTemplate::chatml() })
     }
 
     /// The `tokenizer.json` text (for sieve-core's `Vocabulary::from_tokenizer_json`).
@@ -311,11 +352,13 @@ impl Tokenizer {
         self.special.get(id as usize).copied().unwrap_or(false)
     }
 
-    /// The canonical ids of `bytes` when they are UTF-8 and tokenize to ordinary tokens whose
-    /// bytes spell them exactly; `None` otherwise (a special-token literal in the text, say).
+    /// The canonical ids of `bytes`, text that continues a sequence (no dummy prefix before
+    /// it), when they are UTF-8 and tokenize to ordinary tokens whose bytes spell them exactly;
+    /// `None` otherwise (a special-token literal in the text, say).
     pub fn encode_exact(&self, bytes: &[u8]) -> Result<Option<Vec<u32>>, ModelError> {
         let Ok(text) = std::str::from_utf8(bytes) else { return Ok(None) };
-        let ids = self.encode(text)?;
+        let tokenizer = self.continuation.as_ref().unwrap_or(&self.inner);
+        let ids = tokenizer.encode(text, false).map_err(|e| ModelError::Tokenizer(format!("encode: {e}")))?.get_ids().to_vec();
         let spelled: Vec<u8> = ids.iter().flat_map(|&id| self.token_bytes(id).iter().copied()).collect();
         Ok((spelled == bytes && !ids.iter().any(|&id| self.is_special(id))).then_some(ids))
     }
