@@ -65,7 +65,7 @@ fn dot_products_match_the_dequantized_rows() {
             let rows = 6;
             let data = random_rows(ty, rows, cols, &mut rng);
             let matrix = Matrix::from_bytes(ty, rows, cols, data.clone()).expect("whole rows");
-            let xs: Vec<Vec<f32>> = (0..3).map(|_| (0..cols).map(|_| rng.value(3.0)).collect()).collect();
+            let xs: Vec<Vec<f32>> = (0..5).map(|_| (0..cols).map(|_| rng.value(3.0)).collect()).collect();
             let acts: Vec<Activation<'_>> = xs.iter().map(|x| Activation::new(x)).collect();
             let weights = dequantize(ty, &data);
             // Per row, per token: the exact product and the sum of the terms' magnitudes.
@@ -82,8 +82,9 @@ fn dot_products_match_the_dequantized_rows() {
                 })
                 .collect();
             for &simd in &simds {
-                // All rows, then the rows from the third on; one token, then three.
-                for (first, n) in [(0, 1), (2, 1), (0, 3), (2, 3)] {
+                // All rows, then the rows from the third on; one token, three, then five (the
+                // kernels that unpack a block for several tokens take four, then one).
+                for (first, n) in [(0, 1), (2, 1), (0, 3), (2, 3), (0, 5)] {
                     let mut out = vec![f32::NAN; (rows - first) * n];
                     matrix.dot_rows(simd, first, &acts[..n], &mut out);
                     for (i, &got) in out.iter().enumerate() {
