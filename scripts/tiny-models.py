@@ -3,7 +3,7 @@
 Hugging Face `transformers` (float32) gives for them: the parity tests' fixtures.
 
     python scripts/tiny-models.py OUT_DIR
-    python scripts/tiny-models.py --qwen3 0.6b q4_k_m OUT.gguf   (a benchmark model)
+    python scripts/tiny-models.py --shape qwen3-0.6b q4_k_m OUT.gguf   (a benchmark model)
 
 For each architecture a model is built by `transformers` from a fixed seed and written the way
 llama.cpp's converter names its tensors and keys (llama's Q and K rows permuted to adjacent RoPE
@@ -257,66 +257,120 @@ def write(path, arch, model, qtype=None, seed=0):
     w.close()
 
 
-# Qwen3 shapes for write_qwen3: the end-to-end tests' tiny one, and Qwen3-0.6B's for benchmarks.
-QWEN3_SHAPES = {
-    "tiny": dict(vocab=151680, hidden=64, ffn=128, layers=2, heads=4, kv_heads=2, head_dim=16),
-    "0.6b": dict(vocab=151936, hidden=1024, ffn=3072, layers=28, heads=16, kv_heads=8, head_dim=128),
+# Real models' shapes for write_shaped, with random weights: for benchmarks (a model's speed does
+# not depend on its weights' values), and the tiny Qwen3 of the end-to-end tests. Each carries its
+# family's tokenizer where the registries have it (TOKENIZERS); Gemma's is not there, so Gemma 3's
+# shape carries Llama 2's SentencePiece tokenizer, its ids past Llama 2's unused control tokens.
+SHAPES = {
+    "qwen3-tiny": dict(name="tiny Qwen3 (random weights)", arch="qwen3", tokenizer="qwen3", vocab=151680, hidden=64, ffn=128, layers=2, heads=4, kv_heads=2, head_dim=16),
+    "qwen3-0.6b": dict(arch="qwen3", tokenizer="qwen3", vocab=151936, hidden=1024, ffn=3072, layers=28, heads=16, kv_heads=8, head_dim=128),
+    # Qwen 2.5 and Qwen 3 share their vocabulary and merges.
+    "qwen2.5-0.5b": dict(arch="qwen2", tokenizer="qwen3", vocab=151936, hidden=896, ffn=4864, layers=24, heads=14, kv_heads=2, head_dim=64),
+    "llama3.2-1b": dict(arch="llama", tokenizer="llama3", vocab=128256, hidden=2048, ffn=8192, layers=16, heads=32, kv_heads=8, head_dim=64),
+    "gemma3-270m": dict(arch="gemma3", tokenizer="llama2", vocab=262144, hidden=640, ffn=2048, layers=18, heads=4, kv_heads=1, head_dim=256),
+    "phi3.5-mini": dict(arch="phi3", tokenizer="llama2", vocab=32064, hidden=3072, ffn=8192, layers=32, heads=32, kv_heads=32, head_dim=96),
+}
+
+# (tokenizer.json in assets/tokenizers, byte-level BPE's pre-tokenizer or None for SentencePiece,
+# end of sequence, beginning of sequence, whether a prompt starts with it)
+TOKENIZERS = {
+    "qwen3": ("qwen3.json", "qwen2", 151645, 151643, False),
+    "llama3": ("llama3.json", "llama-bpe", 128009, 128000, True),
+    "llama2": ("llama2.json", None, 2, 1, True),
 }
 
 
-def qwen3_tokenizer(w, tokenizers, vocab):
-    """Qwen3's tokenizer and chat template as the converter writes them: ids in order, added
-    tokens control or user-defined, padding names for ids past the tokenizer's."""
-    tok = json.loads((tokenizers / "qwen3.json").read_text())
+def add_tokenizer(w, tokenizers, name, vocab):
+    """A `tokenizer.json` as the converter writes it: ids in order, added tokens control or
+    user-defined, byte-level BPE's merges and pre-tokenizer, or SentencePiece's byte tokens and
+    scores (each piece ranked by the first merge that makes it). Ids past the tokenizer's are
+    padding: user-defined where the family pads so (Qwen), unused control tokens where the
+    tokenizer stands in for another family's."""
+    file, pre, eos, bos, add_bos = TOKENIZERS[name]
+    T = gguf.TokenType
+    tok = json.loads((tokenizers / file).read_text())
     tokens = [f"[PAD{i}]" for i in range(vocab)]
-    types = [gguf.TokenType.USER_DEFINED] * vocab
+    types = [T.USER_DEFINED if name == "qwen3" else T.CONTROL] * vocab
     for token, i in tok["model"]["vocab"].items():
-        tokens[i], types[i] = token, gguf.TokenType.NORMAL
+        tokens[i], types[i] = token, T.NORMAL
+    unk = tok["model"].get("unk_token")
     for added in tok["added_tokens"]:
+        special = T.UNKNOWN if added["content"] == unk else T.CONTROL
         tokens[added["id"]] = added["content"]
-        types[added["id"]] = gguf.TokenType.CONTROL if added["special"] else gguf.TokenType.USER_DEFINED
-    w.add_tokenizer_model("gpt2")
-    w.add_tokenizer_pre("qwen2")
+        types[added["id"]] = special if added["special"] else T.USER_DEFINED
+    merges = [m if isinstance(m, str) else " ".join(m) for m in tok["model"]["merges"]]
+    if pre:
+        w.add_tokenizer_model("gpt2")
+        w.add_tokenizer_pre(pre)
+        w.add_token_merges(merges)
+    else:
+        ids = {t: i for i, t in enumerate(tokens)}
+        scores = np.zeros(vocab, dtype=np.float32)
+        for rank, merge in reversed(list(enumerate(merges))):
+            scores[ids[merge.replace(" ", "")]] = -rank
+        for i, token in enumerate(tokens):
+            if types[i] == T.NORMAL and len(token) == 6 and token.startswith("<0x"):
+                types[i] = T.BYTE
+        w.add_tokenizer_model("llama")
+        w.add_token_scores(scores.tolist())
     w.add_token_list(tokens)
     w.add_token_types(types)
-    w.add_token_merges([m if isinstance(m, str) else " ".join(m) for m in tok["model"]["merges"]])
-    w.add_eos_token_id(151645)
-    w.add_bos_token_id(151643)
-    w.add_pad_token_id(151643)
-    w.add_add_bos_token(False)
-    w.add_chat_template(json.loads((tokenizers / "qwen3.config.json").read_text())["chat_template"])
+    w.add_eos_token_id(eos)
+    w.add_bos_token_id(bos)
+    w.add_add_bos_token(add_bos)
+    if name == "qwen3":
+        w.add_pad_token_id(bos)
+        w.add_chat_template(json.loads((tokenizers / "qwen3.config.json").read_text())["chat_template"])
 
 
-def write_qwen3(path, tokenizers, shape, mix, seed=11):
-    """A random-weight Qwen3 of `shape` (QWEN3_SHAPES) with Qwen3's tokenizer, tied embeddings:
-    matrices in F16, BF16, Q8_0 or Q4_0 (`mix` "f16", "bf16", "q8_0", "q4_0") or as llama.cpp's
-    Q4_K_M mixes them ("q4_k_m": Q6_K for the embedding, attn_v and ffn_down, Q4_K elsewhere;
-    random blocks)."""
-    s = QWEN3_SHAPES[shape]
+def write_shaped(path, tokenizers, shape, mix, seed=11):
+    """A random-weight model of `shape` (SHAPES) as the converter writes its architecture, with
+    its tokenizer: matrices in F16, BF16, Q8_0 or Q4_0 (`mix` "f16", "bf16", "q8_0", "q4_0") or
+    as llama.cpp's Q4_K_M mixes them ("q4_k_m": Q6_K for the embedding, the output head,
+    attn_v and ffn_down, Q4_K elsewhere, random blocks; Q5_0 and Q8_0 for rows not whole
+    256-value blocks, as llama.cpp falls back)."""
+    s = SHAPES[shape]
+    arch = s["arch"]
     rng = np.random.default_rng(seed)
-    w = gguf.GGUFWriter(str(path), "qwen3")
-    w.add_name(f"Qwen3 {shape} shape (random weights)" if shape != "tiny" else "tiny Qwen3 (random weights)")
-    w.add_context_length(40960)
+    w = gguf.GGUFWriter(str(path), arch)
+    w.add_name(s.get("name", f"{shape} shape (random weights)"))
+    w.add_context_length({"phi3": 131072, "llama": 131072, "gemma3": 32768}.get(arch, 40960))
     w.add_embedding_length(s["hidden"])
     w.add_block_count(s["layers"])
     w.add_feed_forward_length(s["ffn"])
     w.add_head_count(s["heads"])
     w.add_head_count_kv(s["kv_heads"])
-    w.add_key_length(s["head_dim"])
-    w.add_value_length(s["head_dim"])
     w.add_layer_norm_rms_eps(1e-6)
-    w.add_rope_freq_base(1e6)
+    d, hd = s["hidden"], s["head_dim"]
+    if arch in ("llama", "phi3"):
+        w.add_rope_dimension_count(hd)
+    else:
+        w.add_key_length(hd)
+        w.add_value_length(hd)
+    w.add_rope_freq_base({"llama": 5e5, "phi3": 1e4}.get(arch, 1e6))
+    if arch == "gemma3":
+        w.add_sliding_window(512)
+    if arch == "llama":
+        rope = dict(rope_theta=5e5, factor=32.0, low_freq_factor=1.0, high_freq_factor=4.0, original_max_position_embeddings=8192)
+        w.add_tensor("rope_freqs.weight", llama3_rope_factors(rope, hd))
+    if arch == "phi3":
+        w.add_rope_scaling_attn_factors(1.19)
+        w.add_rope_scaling_orig_ctx_len(4096)
+        w.add_tensor("rope_factors_long.weight", (1 + 0.5 * rng.random(hd // 2)).astype(np.float32))
+        w.add_tensor("rope_factors_short.weight", (1 + 0.05 * rng.random(hd // 2)).astype(np.float32))
     F = gguf.LlamaFileType
     w.add_file_type(int({"f16": F.MOSTLY_F16, "bf16": F.MOSTLY_BF16, "q8_0": F.MOSTLY_Q8_0, "q4_0": F.MOSTLY_Q4_0}.get(mix, F.MOSTLY_Q4_K_M)))
-    qwen3_tokenizer(w, tokenizers, s["vocab"])
+    add_tokenizer(w, tokenizers, s["tokenizer"], s["vocab"])
 
     def matrix(name, rows, cols):
         qtype = {"f16": Q.F16, "bf16": Q.BF16, "q4_0": Q.Q4_0}.get(mix, Q.Q8_0)
         if mix == "q4_k_m":
-            qtype = Q.Q6_K if any(part in name for part in ("token_embd", "attn_v", "ffn_down")) else Q.Q4_K
+            qtype = Q.Q6_K if any(part in name for part in ("token_embd", "output.", "attn_v", "ffn_down")) else Q.Q4_K
+            if cols % 256:
+                qtype = Q.Q8_0 if qtype == Q.Q6_K else Q.Q5_0
         if qtype == Q.F16:
             w.add_tensor(name, (rng.standard_normal((rows, cols), dtype=np.float32) / np.float32(cols ** 0.5)).astype(np.float16))
-        elif qtype in (Q.BF16, Q.Q8_0, Q.Q4_0):
+        elif qtype in (Q.BF16, Q.Q8_0, Q.Q4_0, Q.Q5_0):
             values = rng.standard_normal((rows, cols), dtype=np.float32) / np.float32(cols ** 0.5)
             w.add_tensor(name, gguf.quants.quantize(values, qtype), raw_dtype=qtype)
         else:
@@ -325,21 +379,36 @@ def write_qwen3(path, tokenizers, shape, mix, seed=11):
     def vector(name, n):
         w.add_tensor(name, (1 + 0.2 * (2 * rng.random(n, dtype=np.float32) - 1)).astype(np.float32))
 
-    d, hd = s["hidden"], s["head_dim"]
+    qd, kd, f = s["heads"] * hd, s["kv_heads"] * hd, s["ffn"]
     matrix("token_embd.weight", s["vocab"], d)
     vector("output_norm.weight", d)
+    if arch == "phi3":
+        matrix("output.weight", s["vocab"], d)
     for i in range(s["layers"]):
-        matrix(f"blk.{i}.attn_q.weight", s["heads"] * hd, d)
-        matrix(f"blk.{i}.attn_k.weight", s["kv_heads"] * hd, d)
-        matrix(f"blk.{i}.attn_v.weight", s["kv_heads"] * hd, d)
-        matrix(f"blk.{i}.attn_output.weight", d, s["heads"] * hd)
-        vector(f"blk.{i}.attn_q_norm.weight", hd)
-        vector(f"blk.{i}.attn_k_norm.weight", hd)
+        if arch == "phi3":
+            matrix(f"blk.{i}.attn_qkv.weight", qd + 2 * kd, d)
+        else:
+            matrix(f"blk.{i}.attn_q.weight", qd, d)
+            matrix(f"blk.{i}.attn_k.weight", kd, d)
+            matrix(f"blk.{i}.attn_v.weight", kd, d)
+        if arch == "qwen2":
+            for part, n in (("q", qd), ("k", kd), ("v", kd)):
+                w.add_tensor(f"blk.{i}.attn_{part}.bias", (0.1 * rng.standard_normal(n)).astype(np.float32))
+        matrix(f"blk.{i}.attn_output.weight", d, qd)
+        if arch in ("qwen3", "gemma3"):
+            vector(f"blk.{i}.attn_q_norm.weight", hd)
+            vector(f"blk.{i}.attn_k_norm.weight", hd)
         vector(f"blk.{i}.attn_norm.weight", d)
         vector(f"blk.{i}.ffn_norm.weight", d)
-        matrix(f"blk.{i}.ffn_gate.weight", s["ffn"], d)
-        matrix(f"blk.{i}.ffn_up.weight", s["ffn"], d)
-        matrix(f"blk.{i}.ffn_down.weight", d, s["ffn"])
+        if arch == "gemma3":
+            vector(f"blk.{i}.post_attention_norm.weight", d)
+            vector(f"blk.{i}.post_ffw_norm.weight", d)
+        if arch == "phi3":  # gate rows, then up rows
+            matrix(f"blk.{i}.ffn_up.weight", 2 * f, d)
+        else:
+            matrix(f"blk.{i}.ffn_gate.weight", f, d)
+            matrix(f"blk.{i}.ffn_up.weight", f, d)
+        matrix(f"blk.{i}.ffn_down.weight", d, f)
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
@@ -348,13 +417,13 @@ def write_qwen3(path, tokenizers, shape, mix, seed=11):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("out", type=Path, help="the fixtures' folder, or with --qwen3 the GGUF file to write")
-    parser.add_argument("--qwen3", nargs=2, metavar=("SHAPE", "MIX"), help="write one random-weight Qwen3 (shapes: "
-                        f"{', '.join(QWEN3_SHAPES)}; mixes: f16, bf16, q8_0, q4_0, q4_k_m) instead, for benchmarks")
+    parser.add_argument("out", type=Path, help="the fixtures' folder, or with --shape the GGUF file to write")
+    parser.add_argument("--shape", nargs=2, metavar=("SHAPE", "MIX"), help="write one random-weight model of a real one's shape "
+                        f"(shapes: {', '.join(SHAPES)}; mixes: f16, bf16, q8_0, q4_0, q4_k_m) instead, for benchmarks")
     args = parser.parse_args()
     tokenizers = Path(__file__).resolve().parent.parent / "assets" / "tokenizers"
-    if args.qwen3:
-        write_qwen3(args.out, tokenizers, *args.qwen3)
+    if args.shape:
+        write_shaped(args.out, tokenizers, *args.shape)
         return
     out = args.out
     out.mkdir(parents=True, exist_ok=True)
@@ -368,7 +437,7 @@ def main():
         reference = {"file": f"{name}.gguf", "architecture": arch, "weights": qtype.name if qtype else "F32", **run(model, prompt)}
         (out / f"{name}.json").write_text(json.dumps(reference))
         print(f"{name}: greedy {reference['greedy']}")
-    write_qwen3(out / "qwen3-chat.gguf", tokenizers, "tiny", "q8_0")
+    write_shaped(out / "qwen3-chat.gguf", tokenizers, "qwen3-tiny", "q8_0")
     print("qwen3-chat.gguf")
 
 

@@ -4,7 +4,7 @@
 //! shaders/weights.wgsl)
 //! with made-up token ids: for machines the real model cannot be copied to (a lent GPU), where
 //! a random-weight file of a larger model's shape can be written (`scripts/tiny-models.py
-//! --qwen3`). Greedy, each token picked on the GPU (4 bytes read back), as the decode loop does;
+//! --shape`). Greedy, each token picked on the GPU (4 bytes read back), as the decode loop does;
 //! medians of the rounds after a warm-up.
 //!
 //!     cargo run --release -p sieve-model --example gpu_speed -- [--model FILE] [PROMPT_TOKENS [NEW_TOKENS [ROUNDS]]]
