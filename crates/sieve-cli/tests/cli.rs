@@ -209,6 +209,14 @@ fn generate_and_bench_decode_with_the_real_model() {
     assert_eq!(r["constrained"]["forward_passes"], r["constrained"]["completion_tokens"]);
     assert!(r["jump_forward"]["forward_passes"].as_u64().unwrap() < r["constrained"]["forward_passes"].as_u64().unwrap(), "{r}");
     assert!(r["constrained_overhead_pct"].as_f64().is_some() && r["tokens_per_s_unconstrained"].as_f64().unwrap() > 0.0);
+    // The real model's greedy text is the same with jump-forward; its tokens again without
+    // jump-forward are the same text, a pass per token.
+    assert_eq!(r["jump_forward_same_text_rounds"], 1, "{r}");
+    assert!(r["jump_forward_fewer_passes_pct"].as_f64().unwrap() > 0.0 && r["jump_forward_less_time_pct"].as_f64().is_some(), "{r}");
+    let same_tokens = &r["jump_forward_same_tokens"];
+    assert_eq!(same_tokens["without_jump_forward"]["completion_tokens"], r["jump_forward"]["completion_tokens"], "{r}");
+    assert_eq!(same_tokens["without_jump_forward"]["forward_passes"], r["jump_forward"]["completion_tokens"], "{r}");
+    assert!(same_tokens["fewer_passes_pct"].as_f64().unwrap() > 0.0, "{r}");
 
     // Without a constraint: free decoding of a raw prompt, exactly --max-tokens tokens.
     let (code, out) = sieve(&["bench-decode", "--model", &m, "--raw", "--prompt", "Once upon a time", "--max-tokens", "8", "--rounds", "1", "--device", "cpu", "--threads", "1"]);
