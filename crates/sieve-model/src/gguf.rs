@@ -619,15 +619,22 @@ impl GgufStream {
         arrived + self.filling.iter().map(|(_, _, bytes)| bytes.len()).sum::<usize>()
     }
 
-    /// An error unless the header and every wanted tensor have arrived: the file ended early.
-    pub fn check_whole(&self) -> Result<(), ModelError> {
+    /// Ends the file: a header not yet read is read now (a short file's error is the one its
+    /// bytes show), and it is an error unless the header and every wanted tensor have arrived.
+    /// Returns how many wanted tensors became whole.
+    pub fn end(&mut self) -> Result<usize, ModelError> {
         let offset = self.bytes_read() as u64;
+        let mut whole = 0;
         if self.gguf.is_none() {
-            return Err(ModelError::Gguf { offset, message: "the file ended inside its header".into() });
+            if parse_header(&self.head, None)?.is_none() {
+                return Err(ModelError::Gguf { offset, message: "the file ended inside its header".into() });
+            }
+            self.reread_at = 0;
+            whole = self.push(&[])?;
         }
         match self.filling.first().map(|(_, name, _)| name).or(self.waiting.last().map(|(_, _, name)| name)) {
             Some(name) => Err(ModelError::Gguf { offset, message: format!("the file ended before tensor `{name}` was whole") }),
-            None => Ok(()),
+            None => Ok(whole),
         }
     }
 }

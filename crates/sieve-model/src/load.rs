@@ -106,6 +106,12 @@ impl ModelLoader {
     /// Reads the file's next bytes, placing every part they make whole.
     pub fn push(&mut self, chunk: &[u8]) -> Result<(), ModelError> {
         let whole = self.stream.push(chunk)?;
+        self.place_arrived(whole)
+    }
+
+    /// Places every part whose tensors have arrived (`whole` became whole just now), reading the
+    /// configuration first once it can be.
+    fn place_arrived(&mut self, whole: usize) -> Result<(), ModelError> {
         if whole == 0 && self.assembler.is_some() {
             return Ok(());
         }
@@ -170,8 +176,9 @@ impl ModelLoader {
 
     /// The model, once the whole file has been pushed; an error naming what did not arrive
     /// where it ended early.
-    pub fn finish(self) -> Result<Llama, ModelError> {
-        self.stream.check_whole()?;
+    pub fn finish(mut self) -> Result<Llama, ModelError> {
+        let whole = self.stream.end()?;
+        self.place_arrived(whole)?;
         let assembler = self.assembler.ok_or_else(|| ModelError::Input("the model's configuration was never read".into()))?;
         assembler.finish()
     }

@@ -199,5 +199,10 @@ mod files {
         loader.push(&bytes[..(start + bytes.len()) / 2]).unwrap();
         let err = loader.finish().err().unwrap().to_string();
         assert!(err.contains("the file ended before tensor `blk."), "{err}");
+        // A file shorter than any header: its own error, once it has ended.
+        let mut loader = ModelLoader::new(Placement::Cpu { threads: 1 }, 64, None);
+        loader.push(b"not a model").unwrap();
+        let err = loader.finish().err().unwrap().to_string();
+        assert!(err.contains("not a GGUF file"), "{err}");
     }
 }
