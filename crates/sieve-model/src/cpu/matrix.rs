@@ -30,6 +30,31 @@ const TILE_ROWS: usize = 4;
 const TILE_TOKENS: usize = 5;
 const TILE_TOKENS_SHARED_BLOCKS: usize = 12;
 
+/// Bytes of a block of the 32-value types: f16 scale `d`, then an f16 minimum `m` unless
+/// `centred` (Q4_0, Q5_0), the 32 values' fifth bits where `five` (Q5_0, Q5_1), then 16 bytes
+/// of nibbles (low nibbles are values 0..16, high nibbles 16..32). `w = d * q + m`, a centred
+/// type's `m` being `-8 d` (four bits) or `-16 d` (five).
+const fn block32_size(centred: bool, five: bool) -> usize {
+    2 + if centred { 0 } else { 2 } + if five { 4 } else { 0 } + 16
+}
+
+/// A block's `(d, m)` (see [`block32_size`]).
+fn block32_scale_min<const CENTRED: bool, const FIVE: bool>(block: &[u8]) -> (f32, f32) {
+    let d = f16_at(block, 0);
+    match CENTRED {
+        true => (d, if FIVE { -16.0 } else { -8.0 } * d),
+        false => (d, f16_at(block, 2)),
+    }
+}
+
+/// A block's fifth bits (bit `j` for value `j`), zero without them.
+fn block32_fifth_bits<const FIVE: bool>(block: &[u8], size: usize) -> u32 {
+    match FIVE {
+        true => u32::from_le_bytes([block[size - 20], block[size - 19], block[size - 18], block[size - 17]]),
+        false => 0,
+    }
+}
+
 /// The instructions the kernels use, chosen once per model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Simd {
@@ -217,10 +242,11 @@ impl Matrix {
     }
 
     /// Fewest tokens for which tiles beat dot products with `simd`: later where the dot kernel
-    /// unpacks each block once for several tokens (Q4_0 and Q4_1 with SIMD), see [`TILE_TOKENS`].
+    /// unpacks each block once for several tokens (the 32-value types with SIMD), see
+    /// [`TILE_TOKENS`].
     fn tile_from(&self, simd: Simd) -> usize {
         match (simd, self.ty) {
-            (_, TensorType::Q4_0 | TensorType::Q4_1) if simd != Simd::Portable => TILE_TOKENS_SHARED_BLOCKS,
+            (_, TensorType::Q4_0 | TensorType::Q4_1 | TensorType::Q5_0 | TensorType::Q5_1) if simd != Simd::Portable => TILE_TOKENS_SHARED_BLOCKS,
             _ => TILE_TOKENS,
         }
     }
@@ -268,6 +294,14 @@ impl Matrix {
                 }
             };
         }
+        // A kernel that takes all the tokens at once, unpacking each block once for them.
+        macro_rules! block32 {
+            ($dots:expr) => {
+                for (o, row) in out.chunks_exact_mut(n).zip(rows) {
+                    $dots(row, xs, o);
+                }
+            };
+        }
         match (simd, self.ty) {
             (_, TensorType::F32) => unreachable!("f32 rows are not encoded"),
             #[cfg(target_arch = "x86_64")]
@@ -277,16 +311,10 @@ impl Matrix {
             (Simd::Avx2, ty) => unsafe {
                 match ty {
                     TensorType::F16 => each!(|r, x, _| avx2::f16_dot(r, x)),
-                    TensorType::Q4_1 => {
-                        for (o, row) in out.chunks_exact_mut(n).zip(rows) {
-                            avx2::q4_dots::<false>(row, xs, o);
-                        }
-                    }
-                    TensorType::Q4_0 => {
-                        for (o, row) in out.chunks_exact_mut(n).zip(rows) {
-                            avx2::q4_dots::<true>(row, xs, o);
-                        }
-                    }
+                    TensorType::Q4_0 => block32!(avx2::block32_dots::<true, false>),
+                    TensorType::Q4_1 => block32!(avx2::block32_dots::<false, false>),
+                    TensorType::Q5_0 => block32!(avx2::block32_dots::<true, true>),
+                    TensorType::Q5_1 => block32!(avx2::block32_dots::<false, true>),
                     TensorType::Q8_0 => each!(|r, x, _| avx2::q8_0_dot(r, x)),
                     TensorType::Q4_K => each!(|r, x, sums| avx2::q4_k_dot(r, x, sums)),
                     TensorType::Q6_K => each!(|r, x, _| avx2::q6_k_dot(r, x)),
@@ -294,17 +322,13 @@ impl Matrix {
                 }
             },
             #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-            (Simd::Simd128, TensorType::Q4_1) => {
-                for (o, row) in out.chunks_exact_mut(n).zip(rows) {
-                    simd128::q4_dots::<false>(row, xs, o);
-                }
-            }
+            (Simd::Simd128, TensorType::Q4_0) => block32!(simd128::block32_dots::<true, false>),
             #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-            (Simd::Simd128, TensorType::Q4_0) => {
-                for (o, row) in out.chunks_exact_mut(n).zip(rows) {
-                    simd128::q4_dots::<true>(row, xs, o);
-                }
-            }
+            (Simd::Simd128, TensorType::Q4_1) => block32!(simd128::block32_dots::<false, false>),
+            #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+            (Simd::Simd128, TensorType::Q5_0) => block32!(simd128::block32_dots::<true, true>),
+            #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+            (Simd::Simd128, TensorType::Q5_1) => block32!(simd128::block32_dots::<false, true>),
             #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
             (Simd::Simd128, TensorType::Q8_0) => each!(|r, x, _| simd128::q8_0_dot(r, x)),
             #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
@@ -312,8 +336,10 @@ impl Matrix {
             #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
             (Simd::Simd128, TensorType::Q6_K) => each!(|r, x, _| simd128::q6_k_dot(r, x)),
             (_, TensorType::F16) => each!(|r, x, _| portable::f16_dot(r, x)),
-            (_, TensorType::Q4_1) => each!(portable::q4_dot::<false>),
-            (_, TensorType::Q4_0) => each!(portable::q4_dot::<true>),
+            (_, TensorType::Q4_0) => each!(portable::block32_dot::<true, false>),
+            (_, TensorType::Q4_1) => each!(portable::block32_dot::<false, false>),
+            (_, TensorType::Q5_0) => each!(portable::block32_dot::<true, true>),
+            (_, TensorType::Q5_1) => each!(portable::block32_dot::<false, true>),
             (_, TensorType::Q8_0) => each!(|r, x, _| portable::q8_0_dot(r, x)),
             (_, TensorType::Q4_K) => each!(portable::q4_k_dot),
             (_, TensorType::Q6_K) => each!(|r, x, _| portable::q6_k_dot(r, x)),
@@ -378,19 +404,19 @@ mod portable {
         (0..x.len()).map(|i| f16_at(row, 2 * i) * x[i]).sum()
     }
 
-    /// Blocks of 20 bytes (Q4_1): f16 scale `d`, f16 minimum `m`, 16 bytes of nibbles (low
-    /// nibbles are elements 0..16, high nibbles 16..32); `w = d * q + m`, so a block's product is
-    /// `d * sum(q * x) + m * sum(x)`. A Q4_0 block (18 bytes) has no `m`: its minimum is `-8 d`.
-    pub fn q4_dot<const Q4_0: bool>(row: &[u8], x: &[f32], sums: &[f32]) -> f32 {
-        let size = if Q4_0 { 18 } else { 20 };
+    /// Blocks of 32 values (see [`super::block32_size`]): a block's product is
+    /// `d * sum(q * x) + m * sum(x)`.
+    pub fn block32_dot<const CENTRED: bool, const FIVE: bool>(row: &[u8], x: &[f32], sums: &[f32]) -> f32 {
+        let size = super::block32_size(CENTRED, FIVE);
         let mut total = 0.0;
         for (b, block) in row.chunks_exact(size).enumerate() {
             let xs = &x[b * BLOCK..(b + 1) * BLOCK];
             let qs = &block[size - 16..];
-            let q: f32 = qs.iter().zip(&xs[..16]).map(|(&q, x)| f32::from(q & 0x0f) * x).sum::<f32>()
-                + qs.iter().zip(&xs[16..]).map(|(&q, x)| f32::from(q >> 4) * x).sum::<f32>();
-            let d = f16_at(block, 0);
-            let minimum = if Q4_0 { -8.0 * d } else { f16_at(block, 2) };
+            let high = super::block32_fifth_bits::<FIVE>(block, size);
+            let fifth = |j: usize| (((high >> j) & 1) << 4) as u8;
+            let q: f32 = qs.iter().enumerate().zip(&xs[..16]).map(|((j, &q), x)| f32::from(q & 0x0f | fifth(j)) * x).sum::<f32>()
+                + qs.iter().enumerate().zip(&xs[16..]).map(|((j, &q), x)| f32::from(q >> 4 | fifth(j + 16)) * x).sum::<f32>();
+            let (d, minimum) = super::block32_scale_min::<CENTRED, FIVE>(block);
             total += d * q + minimum * sums[b];
         }
         total
@@ -526,47 +552,61 @@ mod avx2 {
         (_mm_cvtss_f32(both), _mm_cvtss_f32(_mm_movehdup_ps(both)))
     }
 
-    /// `out[t] = row · xs[t]` for each token, four at a time: each block's weights are unpacked
-    /// once for all of them, and each token's sums run in the same order whatever the number of
+    /// `out[t] = row · xs[t]` for each token, blocks of 32 values (see
+    /// [`super::block32_size`]), four tokens at a time: each block's weights are unpacked once
+    /// for all of them, and each token's sums run in the same order whatever the number of
     /// tokens, so a token's result does not depend on the others.
     ///
     /// # Safety
-    /// AVX2, FMA and F16C must be available; `row` holds `x.len() / 32` blocks of 20 bytes (Q4_1)
-    /// or 18 (`Q4_0`) for each `x` of `xs`, and `out` one value per token.
+    /// AVX2, FMA and F16C must be available; `row` holds `x.len() / 32` blocks for each `x` of
+    /// `xs`, and `out` one value per token.
     #[target_feature(enable = "avx2,fma,f16c")]
-    pub unsafe fn q4_dots<const Q4_0: bool>(row: &[u8], xs: &[Activation<'_>], out: &mut [f32]) {
+    pub unsafe fn block32_dots<const CENTRED: bool, const FIVE: bool>(row: &[u8], xs: &[Activation<'_>], out: &mut [f32]) {
         let mut done = 0;
         while done < xs.len() {
             let (xs, out) = (&xs[done..], &mut out[done..]);
             // SAFETY: the caller's guarantees hold for every part of `xs`.
             done += unsafe {
                 match xs.len() {
-                    1 => q4_dots_n::<1, Q4_0>(row, xs, out),
-                    2 => q4_dots_n::<2, Q4_0>(row, xs, out),
-                    3 => q4_dots_n::<3, Q4_0>(row, xs, out),
-                    _ => q4_dots_n::<4, Q4_0>(row, xs, out),
+                    1 => block32_dots_n::<1, CENTRED, FIVE>(row, xs, out),
+                    2 => block32_dots_n::<2, CENTRED, FIVE>(row, xs, out),
+                    3 => block32_dots_n::<3, CENTRED, FIVE>(row, xs, out),
+                    _ => block32_dots_n::<4, CENTRED, FIVE>(row, xs, out),
                 }
             };
         }
     }
 
-    /// [`q4_dots`] for the first `N` tokens; returns `N`. A Q4_0 block is a Q4_1 block whose
-    /// minimum is `-8 d`.
+    /// The fifth bits of 16 values (bit `j` of `bits` for value `j`) as bytes of 0 or 16.
+    #[target_feature(enable = "avx2")]
+    fn fifth_bits(bits: u32) -> __m128i {
+        let spread = _mm_shuffle_epi8(_mm_set1_epi16(bits as u16 as i16), _mm_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1));
+        let select = _mm_setr_epi8(1, 2, 4, 8, 16, 32, 64, -128, 1, 2, 4, 8, 16, 32, 64, -128);
+        _mm_and_si128(_mm_cmpeq_epi8(_mm_and_si128(spread, select), select), _mm_set1_epi8(16))
+    }
+
+    /// [`block32_dots`] for the first `N` tokens; returns `N`.
     #[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn q4_dots_n<const N: usize, const Q4_0: bool>(row: &[u8], xs: &[Activation<'_>], out: &mut [f32]) -> usize {
-        let size = if Q4_0 { 18 } else { 20 };
+    unsafe fn block32_dots_n<const N: usize, const CENTRED: bool, const FIVE: bool>(row: &[u8], xs: &[Activation<'_>], out: &mut [f32]) -> usize {
+        let size = super::block32_size(CENTRED, FIVE);
         let low = _mm_set1_epi8(0x0f);
         let mut acc = [_mm256_setzero_ps(); N];
         let mut minimums = [0.0f32; N];
         let x: [&[f32]; N] = std::array::from_fn(|t| xs[t].x);
         debug_assert!(x.iter().all(|x| row.len() / size * BLOCK == x.len()));
         for (b, block) in row.chunks_exact(size).enumerate() {
-            let (scale, minimum) = if Q4_0 { (f16_at(block, 0), -8.0 * f16_at(block, 0)) } else { f16_pair(block) };
+            // A minimum of its own is read with the scale, by F16C.
+            let (scale, minimum) = if CENTRED { super::block32_scale_min::<CENTRED, FIVE>(block) } else { f16_pair(block) };
             // SAFETY: a block has 16 bytes of nibbles at its end, and each `x` 32 values at 32 * b.
             unsafe {
                 let qs = _mm_loadu_si128(block.as_ptr().add(size - 16) as *const __m128i);
-                let lo = _mm_and_si128(qs, low);
-                let hi = _mm_and_si128(_mm_srli_epi16(qs, 4), low);
+                let mut lo = _mm_and_si128(qs, low);
+                let mut hi = _mm_and_si128(_mm_srli_epi16(qs, 4), low);
+                if FIVE {
+                    let high = super::block32_fifth_bits::<FIVE>(block, size);
+                    lo = _mm_or_si128(lo, fifth_bits(high));
+                    hi = _mm_or_si128(hi, fifth_bits(high >> 16));
+                }
                 let w = [u8_to_f32(lo), u8_to_f32(_mm_srli_si128(lo, 8)), u8_to_f32(hi), u8_to_f32(_mm_srli_si128(hi, 8))];
                 let scale = _mm256_set1_ps(scale);
                 for t in 0..N {
@@ -812,38 +852,51 @@ mod simd128 {
         hsum(acc) + (n..a.len()).map(|i| a[i] * b[i]).sum::<f32>()
     }
 
-    /// `out[t] = row · xs[t]` for each token, four at a time: each block's weights are unpacked
-    /// once for all of them, and each token's sums run in the same order whatever the number of
+    /// `out[t] = row · xs[t]` for each token, blocks of 32 values (see
+    /// [`super::block32_size`]), four tokens at a time: each block's weights are unpacked once
+    /// for all of them, and each token's sums run in the same order whatever the number of
     /// tokens, so a token's result does not depend on the others.
-    pub fn q4_dots<const Q4_0: bool>(row: &[u8], xs: &[Activation<'_>], out: &mut [f32]) {
+    pub fn block32_dots<const CENTRED: bool, const FIVE: bool>(row: &[u8], xs: &[Activation<'_>], out: &mut [f32]) {
         let mut done = 0;
         while done < xs.len() {
             let (xs, out) = (&xs[done..], &mut out[done..]);
             done += match xs.len() {
-                1 => q4_dots_n::<1, Q4_0>(row, xs, out),
-                2 => q4_dots_n::<2, Q4_0>(row, xs, out),
-                3 => q4_dots_n::<3, Q4_0>(row, xs, out),
-                _ => q4_dots_n::<4, Q4_0>(row, xs, out),
+                1 => block32_dots_n::<1, CENTRED, FIVE>(row, xs, out),
+                2 => block32_dots_n::<2, CENTRED, FIVE>(row, xs, out),
+                3 => block32_dots_n::<3, CENTRED, FIVE>(row, xs, out),
+                _ => block32_dots_n::<4, CENTRED, FIVE>(row, xs, out),
             };
         }
     }
 
-    /// [`q4_dots`] for the first `N` tokens; returns `N`. A Q4_0 block is a Q4_1 block whose
-    /// minimum is `-8 d`.
-    fn q4_dots_n<const N: usize, const Q4_0: bool>(row: &[u8], xs: &[Activation<'_>], out: &mut [f32]) -> usize {
-        let size = if Q4_0 { 18 } else { 20 };
+    /// The fifth bits of 16 values (bit `j` of `bits` for value `j`) as bytes of 0 or 16.
+    fn fifth_bits(bits: u32) -> v128 {
+        let spread = i8x16_swizzle(u16x8_splat(bits as u16), i8x16(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1));
+        let select = u8x16(1, 2, 4, 8, 16, 32, 64, 128, 1, 2, 4, 8, 16, 32, 64, 128);
+        v128_and(i8x16_eq(v128_and(spread, select), select), u8x16_splat(16))
+    }
+
+    /// [`block32_dots`] for the first `N` tokens; returns `N`.
+    fn block32_dots_n<const N: usize, const CENTRED: bool, const FIVE: bool>(row: &[u8], xs: &[Activation<'_>], out: &mut [f32]) -> usize {
+        let size = super::block32_size(CENTRED, FIVE);
         let low = u8x16_splat(0x0f);
         let mut acc = [f32x4_splat(0.0); N];
         let mut minimums = [0.0f32; N];
         let blocks = row.len() / size;
         let (x, sums): ([&[f32]; N], [&[f32]; N]) = (std::array::from_fn(|t| xs[t].x), std::array::from_fn(|t| &xs[t].block_sums[..]));
-        assert!(x.iter().zip(&sums).all(|(x, s)| x.len() >= blocks * BLOCK && s.len() >= blocks), "q4_dots out of range");
+        assert!(x.iter().zip(&sums).all(|(x, s)| x.len() >= blocks * BLOCK && s.len() >= blocks), "block32_dots out of range");
         for (b, block) in row.chunks_exact(size).enumerate() {
             let qs = bytes16(block, size - 16);
             let at = b * BLOCK;
-            let (lo, hi) = (u8_to_f32(v128_and(qs, low)), u8_to_f32(u8x16_shr(qs, 4)));
-            let d = f16_at(block, 0);
-            let (scale, minimum) = (f32x4_splat(d), if Q4_0 { -8.0 * d } else { f16_at(block, 2) });
+            let (mut lo, mut hi) = (v128_and(qs, low), u8x16_shr(qs, 4));
+            if FIVE {
+                let high = super::block32_fifth_bits::<FIVE>(block, size);
+                lo = v128_or(lo, fifth_bits(high));
+                hi = v128_or(hi, fifth_bits(high >> 16));
+            }
+            let (lo, hi) = (u8_to_f32(lo), u8_to_f32(hi));
+            let (d, minimum) = super::block32_scale_min::<CENTRED, FIVE>(block);
+            let scale = f32x4_splat(d);
             for t in 0..N {
                 // SAFETY: b < blocks, and each `x` holds `blocks` blocks and each `sums` a sum
                 // per block (checked above).
