@@ -352,29 +352,14 @@ impl Llama {
     /// Loads the weights of a GGUF where `placement` says: kept in their encoding for the CPU
     /// path, uploaded for the WGSL kernels on a wgpu device (quantized matrices as runs of 4-,
     /// 6- or 8-bit values, F16 and BF16 ones 16-bit, see shaders/weights.wgsl), dequantized to
-    /// f32 burn tensors on another device.
+    /// f32 burn tensors on another device. (A file that arrives in pieces loads with
+    /// [`crate::ModelLoader`].)
     pub fn from_gguf(gguf: &Gguf<'_>, config: LlamaConfig, placement: impl Into<Placement>) -> Result<Self, ModelError> {
-        Self::from_gguf_with_progress(gguf, config, placement, &mut |_| {})
-    }
-
-    /// [`Llama::from_gguf`], calling `on_progress` with the fraction (0 to 1) of the weights
-    /// loaded so far, once per layer.
-    pub fn from_gguf_with_progress(
-        gguf: &Gguf<'_>,
-        config: LlamaConfig,
-        placement: impl Into<Placement>,
-        on_progress: &mut dyn FnMut(f64),
-    ) -> Result<Self, ModelError> {
         let mut assembler = Assembler::new(config, placement.into())?;
         for part in Part::all(gguf, assembler.config.layers) {
             part.place(gguf, &mut assembler)?;
-            if let Part::Layer(_) = part {
-                on_progress(assembler.fraction());
-            }
         }
-        let model = assembler.finish()?;
-        on_progress(1.0);
-        Ok(model)
+        assembler.finish()
     }
 
     /// A model with deterministic random weights drawn from `seed`, for tests: the same weights
