@@ -326,9 +326,9 @@ def add_tokenizer(w, tokenizers, name, vocab):
 def write_shaped(path, tokenizers, shape, mix, seed=11):
     """A random-weight model of `shape` (SHAPES) as the converter writes its architecture, with
     its tokenizer: matrices in F16, BF16, Q8_0 or Q4_0 (`mix` "f16", "bf16", "q8_0", "q4_0") or
-    as llama.cpp's Q4_K_M mixes them ("q4_k_m": Q6_K for the embedding, the output head,
-    attn_v and ffn_down, Q4_K elsewhere, random blocks; Q5_0 and Q8_0 for rows not whole
-    256-value blocks, as llama.cpp falls back)."""
+    as llama.cpp's Q4_K_M and Q5_K_M mix them ("q4_k_m", "q5_k_m": Q6_K for the embedding,
+    the output head, attn_v and ffn_down, Q4_K or Q5_K elsewhere, random blocks; Q5_0 and Q8_0
+    for rows not whole 256-value blocks, as llama.cpp falls back)."""
     s = SHAPES[shape]
     arch = s["arch"]
     rng = np.random.default_rng(seed)
@@ -359,13 +359,14 @@ def write_shaped(path, tokenizers, shape, mix, seed=11):
         w.add_tensor("rope_factors_long.weight", (1 + 0.5 * rng.random(hd // 2)).astype(np.float32))
         w.add_tensor("rope_factors_short.weight", (1 + 0.05 * rng.random(hd // 2)).astype(np.float32))
     F = gguf.LlamaFileType
-    w.add_file_type(int({"f16": F.MOSTLY_F16, "bf16": F.MOSTLY_BF16, "q8_0": F.MOSTLY_Q8_0, "q4_0": F.MOSTLY_Q4_0}.get(mix, F.MOSTLY_Q4_K_M)))
+    w.add_file_type(int({"f16": F.MOSTLY_F16, "bf16": F.MOSTLY_BF16, "q8_0": F.MOSTLY_Q8_0, "q4_0": F.MOSTLY_Q4_0, "q5_k_m": F.MOSTLY_Q5_K_M}.get(mix, F.MOSTLY_Q4_K_M)))
     add_tokenizer(w, tokenizers, s["tokenizer"], s["vocab"])
 
     def matrix(name, rows, cols):
         qtype = {"f16": Q.F16, "bf16": Q.BF16, "q4_0": Q.Q4_0}.get(mix, Q.Q8_0)
-        if mix == "q4_k_m":
-            qtype = Q.Q6_K if any(part in name for part in ("token_embd", "output.", "attn_v", "ffn_down")) else Q.Q4_K
+        if mix in ("q4_k_m", "q5_k_m"):
+            mixed = Q.Q4_K if mix == "q4_k_m" else Q.Q5_K
+            qtype = Q.Q6_K if any(part in name for part in ("token_embd", "output.", "attn_v", "ffn_down")) else mixed
             if cols % 256:
                 qtype = Q.Q8_0 if qtype == Q.Q6_K else Q.Q5_0
         if qtype == Q.F16:
@@ -419,7 +420,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("out", type=Path, help="the fixtures' folder, or with --shape the GGUF file to write")
     parser.add_argument("--shape", nargs=2, metavar=("SHAPE", "MIX"), help="write one random-weight model of a real one's shape "
-                        f"(shapes: {', '.join(SHAPES)}; mixes: f16, bf16, q8_0, q4_0, q4_k_m) instead, for benchmarks")
+                        f"(shapes: {', '.join(SHAPES)}; mixes: f16, bf16, q8_0, q4_0, q4_k_m, q5_k_m) instead, for benchmarks")
     args = parser.parse_args()
     tokenizers = Path(__file__).resolve().parent.parent / "assets" / "tokenizers"
     if args.shape:

@@ -55,6 +55,14 @@ fn block32_fifth_bits<const FIVE: bool>(block: &[u8], size: usize) -> u32 {
     }
 }
 
+/// A Q4_K super-block's bytes and where its nibbles start: f16 `d` and `dmin`, 12 bytes of
+/// packed 6-bit scales and minimums, then 128 bytes of nibbles (each 32 bytes two sub-blocks
+/// of 32: low nibbles, then high). Q5_K (`five`) has 32 bytes of fifth bits before the
+/// nibbles: bit `j` of byte `l` for value `l` of sub-block `j`.
+const fn k4_layout(five: bool) -> (usize, usize) {
+    if five { (176, 48) } else { (144, 16) }
+}
+
 /// The instructions the kernels use, chosen once per model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Simd {
@@ -316,7 +324,8 @@ impl Matrix {
                     TensorType::Q5_0 => block32!(avx2::block32_dots::<true, true>),
                     TensorType::Q5_1 => block32!(avx2::block32_dots::<false, true>),
                     TensorType::Q8_0 => each!(|r, x, _| avx2::q8_0_dot(r, x)),
-                    TensorType::Q4_K => each!(|r, x, sums| avx2::q4_k_dot(r, x, sums)),
+                    TensorType::Q4_K => each!(|r, x, sums| avx2::k4_dot::<false>(r, x, sums)),
+                    TensorType::Q5_K => each!(|r, x, sums| avx2::k4_dot::<true>(r, x, sums)),
                     TensorType::Q6_K => each!(|r, x, _| avx2::q6_k_dot(r, x)),
                     _ => unreachable!("{ty:?} has no dot kernel"),
                 }
@@ -332,7 +341,9 @@ impl Matrix {
             #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
             (Simd::Simd128, TensorType::Q8_0) => each!(|r, x, _| simd128::q8_0_dot(r, x)),
             #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-            (Simd::Simd128, TensorType::Q4_K) => each!(simd128::q4_k_dot),
+            (Simd::Simd128, TensorType::Q4_K) => each!(simd128::k4_dot::<false>),
+            #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+            (Simd::Simd128, TensorType::Q5_K) => each!(simd128::k4_dot::<true>),
             #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
             (Simd::Simd128, TensorType::Q6_K) => each!(|r, x, _| simd128::q6_k_dot(r, x)),
             (_, TensorType::F16) => each!(|r, x, _| portable::f16_dot(r, x)),
@@ -341,7 +352,8 @@ impl Matrix {
             (_, TensorType::Q5_0) => each!(portable::block32_dot::<true, true>),
             (_, TensorType::Q5_1) => each!(portable::block32_dot::<false, true>),
             (_, TensorType::Q8_0) => each!(|r, x, _| portable::q8_0_dot(r, x)),
-            (_, TensorType::Q4_K) => each!(portable::q4_k_dot),
+            (_, TensorType::Q4_K) => each!(portable::k4_dot::<false>),
+            (_, TensorType::Q5_K) => each!(portable::k4_dot::<true>),
             (_, TensorType::Q6_K) => each!(|r, x, _| portable::q6_k_dot(r, x)),
             (_, ty) => unreachable!("{ty:?} has no dot kernel"),
         }
@@ -422,18 +434,20 @@ mod portable {
         total
     }
 
-    /// Q4_K super-blocks of 144 bytes: sub-block `j`'s product is
-    /// `d * sc_j * sum(q * x) - dmin * m_j * sum(x)`, its sum of `x` from `sums`.
-    pub fn q4_k_dot(row: &[u8], x: &[f32], sums: &[f32]) -> f32 {
+    /// Q4_K super-blocks (Q5_K where `FIVE`, see [`super::k4_layout`]): sub-block `j`'s product
+    /// is `d * sc_j * sum(q * x) - dmin * m_j * sum(x)`, its sum of `x` from `sums`.
+    pub fn k4_dot<const FIVE: bool>(row: &[u8], x: &[f32], sums: &[f32]) -> f32 {
+        let (size, qs_at) = super::k4_layout(FIVE);
         let mut total = 0.0;
-        for (b, block) in row.chunks_exact(144).enumerate() {
+        for (b, block) in row.chunks_exact(size).enumerate() {
             let (d, dmin) = (f16_at(block, 0), f16_at(block, 2));
             for j in 0..8 {
                 let (sc, m) = k_scale_min(&block[4..16], j);
-                let qs = &block[16 + 32 * (j / 2)..][..32];
+                let qs = &block[qs_at + 32 * (j / 2)..][..32];
                 let xs = &x[b * 256 + 32 * j..][..32];
                 let shift = 4 * (j % 2);
-                let q: f32 = qs.iter().zip(xs).map(|(&q, x)| f32::from((q >> shift) & 0x0f) * x).sum();
+                let fifth = |l: usize| if FIVE { ((block[16 + l] >> j) & 1) << 4 } else { 0 };
+                let q: f32 = qs.iter().enumerate().zip(xs).map(|((l, &q), x)| f32::from((q >> shift) & 0x0f | fifth(l)) * x).sum();
                 total += d * f32::from(sc) * q - dmin * f32::from(m) * sums[8 * b + j];
             }
         }
@@ -674,25 +688,32 @@ mod avx2 {
         }
     }
 
-    /// Q4_K super-blocks of 144 bytes (see `TensorType::Q4_K`): sub-block `j`'s product is
-    /// `d * sc_j * sum(q * x) - dmin * m_j * sum(x)`, its sum of `x` from `sums`.
+    /// Q4_K super-blocks (Q5_K where `FIVE`, see [`super::k4_layout`]): sub-block `j`'s product
+    /// is `d * sc_j * sum(q * x) - dmin * m_j * sum(x)`, its sum of `x` from `sums`.
     ///
     /// # Safety
     /// AVX2, FMA and F16C must be available; `row` holds `x.len() / 256` super-blocks.
     #[target_feature(enable = "avx2,fma,f16c")]
-    pub unsafe fn q4_k_dot(row: &[u8], x: &[f32], sums: &[f32]) -> f32 {
-        debug_assert_eq!(row.len() / 144 * 256, x.len());
-        let low = _mm256_set1_epi8(0x0f);
+    pub unsafe fn k4_dot<const FIVE: bool>(row: &[u8], x: &[f32], sums: &[f32]) -> f32 {
+        let (size, qs_at) = super::k4_layout(FIVE);
+        debug_assert_eq!(row.len() / size * 256, x.len());
+        let (low, one) = (_mm256_set1_epi8(0x0f), _mm256_set1_epi8(1));
         let mut acc = _mm256_setzero_ps();
         let mut minimums = 0.0;
-        for (b, block) in row.chunks_exact(144).enumerate() {
+        for (b, block) in row.chunks_exact(size).enumerate() {
             let (d, dmin) = f16_pair(block);
             let scales = &block[4..16];
+            // Value l's fifth bits, bit j for sub-block j (Q5_K).
+            let high = if FIVE { bytes32(block, 16) } else { _mm256_setzero_si256() };
             for pair in 0..4 {
-                let qs = bytes32(block, 16 + 32 * pair);
+                let qs = bytes32(block, qs_at + 32 * pair);
                 let nibbles = [_mm256_and_si256(qs, low), _mm256_and_si256(_mm256_srli_epi16(qs, 4), low)];
-                for (half, q) in nibbles.into_iter().enumerate() {
+                for (half, mut q) in nibbles.into_iter().enumerate() {
                     let j = 2 * pair + half;
+                    if FIVE {
+                        let bit = _mm256_and_si256(_mm256_srl_epi16(high, _mm_cvtsi32_si128(j as i32)), one);
+                        q = _mm256_or_si256(q, _mm256_slli_epi16(bit, 4));
+                    }
                     let (sc, m) = k_scale_min(scales, j);
                     let (a, c) = halves32(q, &x[b * 256 + 32 * j..], false);
                     acc = _mm256_fmadd_ps(_mm256_set1_ps(d * f32::from(sc)), _mm256_add_ps(a, c), acc);
@@ -912,27 +933,33 @@ mod simd128 {
         N
     }
 
-    /// Q4_K super-blocks of 144 bytes (see `TensorType::Q4_K`): sub-block `j`'s product is
-    /// `d * sc_j * sum(q * x) - dmin * m_j * sum(x)`, its sum of `x` from `sums`.
-    pub fn q4_k_dot(row: &[u8], x: &[f32], sums: &[f32]) -> f32 {
-        let low = u8x16_splat(0x0f);
-        let blocks = row.len() / 144;
-        assert!(x.len() >= blocks * 256 && sums.len() >= blocks * 8, "q4_k_dot out of range");
+    /// Q4_K super-blocks (Q5_K where `FIVE`, see [`super::k4_layout`]): sub-block `j`'s product
+    /// is `d * sc_j * sum(q * x) - dmin * m_j * sum(x)`, its sum of `x` from `sums`.
+    pub fn k4_dot<const FIVE: bool>(row: &[u8], x: &[f32], sums: &[f32]) -> f32 {
+        let (size, qs_at) = super::k4_layout(FIVE);
+        let (low, one) = (u8x16_splat(0x0f), u8x16_splat(1));
+        let blocks = row.len() / size;
+        assert!(x.len() >= blocks * 256 && sums.len() >= blocks * 8, "k4_dot out of range");
         let mut acc = f32x4_splat(0.0);
         let mut minimums = 0.0;
-        for (b, block) in row.chunks_exact(144).enumerate() {
+        for (b, block) in row.chunks_exact(size).enumerate() {
             let (d, dmin) = (f16_at(block, 0), f16_at(block, 2));
+            // Values 0..16 and 16..32's fifth bits, bit j for sub-block j (Q5_K).
+            let (high_a, high_b) = if FIVE { (bytes16(block, 16), bytes16(block, 32)) } else { (u8x16_splat(0), u8x16_splat(0)) };
             for pair in 0..4 {
                 // The pair's 32 bytes: low nibbles are sub-block 2 pair, high ones 2 pair + 1.
-                let (qa, qb) = (bytes16(block, 16 + 32 * pair), bytes16(block, 32 + 32 * pair));
+                let (qa, qb) = (bytes16(block, qs_at + 32 * pair), bytes16(block, qs_at + 16 + 32 * pair));
                 for half in 0..2 {
                     let j = 2 * pair + half;
                     let (sc, m) = k_scale_min(&block[4..16], j);
-                    let nibbles = |q: v128| if half == 0 { v128_and(q, low) } else { u8x16_shr(q, 4) };
+                    let values = |q: v128, high: v128| {
+                        let q = if half == 0 { v128_and(q, low) } else { u8x16_shr(q, 4) };
+                        if FIVE { v128_or(q, u8x16_shl(v128_and(u8x16_shr(high, j as u32), one), 4)) } else { q }
+                    };
                     let at = b * 256 + 32 * j;
                     // SAFETY: `x` holds 256 values per super-block (checked above).
                     let (x_lo, x_hi) = unsafe { (sixteen(x, at), sixteen(x, at + 16)) };
-                    let q = dot4(u8_to_f32(nibbles(qb)), x_hi, dot4(u8_to_f32(nibbles(qa)), x_lo, f32x4_splat(0.0)));
+                    let q = dot4(u8_to_f32(values(qb, high_b)), x_hi, dot4(u8_to_f32(values(qa, high_a)), x_lo, f32x4_splat(0.0)));
                     acc = f32x4_add(acc, f32x4_mul(f32x4_splat(d * f32::from(sc)), q));
                     // SAFETY: as above, eight sums per super-block.
                     minimums += dmin * f32::from(m) * unsafe { *sums.get_unchecked(8 * b + j) };
