@@ -136,12 +136,6 @@ impl TensorType {
         Self::ALL.into_iter().find(|ty| ty.id() == id)
     }
 
-    /// Whether the CPU path has a dot-product kernel for this type's rows; rows of the others
-    /// are dequantized into tiles.
-    pub(crate) fn has_dot_kernel(self) -> bool {
-        matches!(self, Self::F32 | Self::F16 | Self::Q4_0 | Self::Q4_1 | Self::Q5_0 | Self::Q5_1 | Self::Q8_0 | Self::Q4_K | Self::Q5_K | Self::Q6_K)
-    }
-
     /// Values of a row that share one scale and minimum in [`int8_blocks`]'s runs of 16, from
     /// the row's start: 32 where a block or sub-block of 32 has one scale, 16 for Q6_K; `None`
     /// for the float types.

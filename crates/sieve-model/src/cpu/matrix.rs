@@ -63,6 +63,11 @@ const fn k4_layout(five: bool) -> (usize, usize) {
     if five { (176, 48) } else { (144, 16) }
 }
 
+/// The BF16 value at `at` of `bytes`: the top half of an f32's bits.
+fn bf16_at(bytes: &[u8], at: usize) -> f32 {
+    f32::from_bits(u32::from(u16::from_le_bytes([bytes[at], bytes[at + 1]])) << 16)
+}
+
 /// The instructions the kernels use, chosen once per model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Simd {
@@ -279,17 +284,6 @@ impl Matrix {
                 }
                 return;
             }
-            Data::Encoded(_) if !self.ty.has_dot_kernel() => {
-                // Each row dequantized once, then dotted with every token.
-                let mut row = vec![0.0; self.cols];
-                for (i, o) in out.chunks_exact_mut(n).enumerate() {
-                    self.row_into(first + i, &mut row);
-                    for (o, x) in o.iter_mut().zip(xs) {
-                        *o = dot(simd, &row, x.x);
-                    }
-                }
-                return;
-            }
             Data::Encoded(bytes) => &bytes[first * self.row_bytes..],
         };
         let rows = bytes.chunks_exact(self.row_bytes);
@@ -319,6 +313,7 @@ impl Matrix {
             (Simd::Avx2, ty) => unsafe {
                 match ty {
                     TensorType::F16 => each!(|r, x, _| avx2::f16_dot(r, x)),
+                    TensorType::BF16 => each!(|r, x, _| avx2::bf16_dot(r, x)),
                     TensorType::Q4_0 => block32!(avx2::block32_dots::<true, false>),
                     TensorType::Q4_1 => block32!(avx2::block32_dots::<false, false>),
                     TensorType::Q5_0 => block32!(avx2::block32_dots::<true, true>),
@@ -327,9 +322,11 @@ impl Matrix {
                     TensorType::Q4_K => each!(|r, x, sums| avx2::k4_dot::<false>(r, x, sums)),
                     TensorType::Q5_K => each!(|r, x, sums| avx2::k4_dot::<true>(r, x, sums)),
                     TensorType::Q6_K => each!(|r, x, _| avx2::q6_k_dot(r, x)),
-                    _ => unreachable!("{ty:?} has no dot kernel"),
+                    TensorType::F32 => unreachable!("f32 rows are not encoded"),
                 }
             },
+            #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+            (Simd::Simd128, TensorType::BF16) => each!(|r, x, _| simd128::bf16_dot(r, x)),
             #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
             (Simd::Simd128, TensorType::Q4_0) => block32!(simd128::block32_dots::<true, false>),
             #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
@@ -347,6 +344,7 @@ impl Matrix {
             #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
             (Simd::Simd128, TensorType::Q6_K) => each!(|r, x, _| simd128::q6_k_dot(r, x)),
             (_, TensorType::F16) => each!(|r, x, _| portable::f16_dot(r, x)),
+            (_, TensorType::BF16) => each!(|r, x, _| portable::bf16_dot(r, x)),
             (_, TensorType::Q4_0) => each!(portable::block32_dot::<true, false>),
             (_, TensorType::Q4_1) => each!(portable::block32_dot::<false, false>),
             (_, TensorType::Q5_0) => each!(portable::block32_dot::<true, true>),
@@ -355,7 +353,6 @@ impl Matrix {
             (_, TensorType::Q4_K) => each!(portable::k4_dot::<false>),
             (_, TensorType::Q5_K) => each!(portable::k4_dot::<true>),
             (_, TensorType::Q6_K) => each!(|r, x, _| portable::q6_k_dot(r, x)),
-            (_, ty) => unreachable!("{ty:?} has no dot kernel"),
         }
     }
 
@@ -414,6 +411,10 @@ mod portable {
 
     pub fn f16_dot(row: &[u8], x: &[f32]) -> f32 {
         (0..x.len()).map(|i| f16_at(row, 2 * i) * x[i]).sum()
+    }
+
+    pub fn bf16_dot(row: &[u8], x: &[f32]) -> f32 {
+        (0..x.len()).map(|i| super::bf16_at(row, 2 * i) * x[i]).sum()
     }
 
     /// Blocks of 32 values (see [`super::block32_size`]): a block's product is
@@ -554,6 +555,24 @@ mod avx2 {
             acc = unsafe { _mm256_fmadd_ps(w, _mm256_loadu_ps(x.as_ptr().add(i)), acc) };
         }
         let tail: f32 = (n..x.len()).map(|i| f16_at(row, 2 * i) * x[i]).sum();
+        hsum(acc) + tail
+    }
+
+    /// # Safety
+    /// AVX2 and FMA must be available; `row` holds `2 * x.len()` bytes.
+    #[target_feature(enable = "avx2,fma")]
+    pub unsafe fn bf16_dot(row: &[u8], x: &[f32]) -> f32 {
+        debug_assert_eq!(row.len(), 2 * x.len());
+        let n = x.len() / 8 * 8;
+        let mut acc = _mm256_setzero_ps();
+        for i in (0..n).step_by(8) {
+            // SAFETY: the 16 bytes at 2 * i and the 8 floats at i lie inside `row` and `x`.
+            let halves = unsafe { _mm_loadu_si128(row.as_ptr().add(2 * i) as *const __m128i) };
+            // A BF16 value is the top half of an f32's bits.
+            let w = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(halves), 16));
+            acc = unsafe { _mm256_fmadd_ps(w, _mm256_loadu_ps(x.as_ptr().add(i)), acc) };
+        }
+        let tail: f32 = (n..x.len()).map(|i| super::bf16_at(row, 2 * i) * x[i]).sum();
         hsum(acc) + tail
     }
 
@@ -1001,6 +1020,21 @@ mod simd128 {
             }
         }
         hsum(acc)
+    }
+
+    pub fn bf16_dot(row: &[u8], x: &[f32]) -> f32 {
+        let n = x.len() / 4 * 4;
+        assert!(row.len() >= 2 * x.len(), "bf16_dot out of range");
+        let mut acc = f32x4_splat(0.0);
+        for i in (0..n).step_by(4) {
+            // SAFETY: the 8 bytes at 2 * i lie inside `row` (checked above); wasm loads need no
+            // alignment.
+            let halves = unsafe { v128_load64_zero(row.as_ptr().add(2 * i) as *const u64) };
+            // A BF16 value is the top half of an f32's bits.
+            let w = i32x4_shl(u32x4_extend_low_u16x8(halves), 16);
+            acc = f32x4_add(acc, f32x4_mul(w, load(x, i)));
+        }
+        hsum(acc) + (n..x.len()).map(|i| super::bf16_at(row, 2 * i) * x[i]).sum::<f32>()
     }
 
     pub fn q8_0_dot(row: &[u8], x: &[f32]) -> f32 {
