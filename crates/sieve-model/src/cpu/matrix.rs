@@ -312,8 +312,8 @@ impl Matrix {
             // construction).
             (Simd::Avx2, ty) => unsafe {
                 match ty {
-                    TensorType::F16 => each!(|r, x, _| avx2::f16_dot(r, x)),
-                    TensorType::BF16 => each!(|r, x, _| avx2::bf16_dot(r, x)),
+                    TensorType::F16 => each!(|r, x, _| avx2::half_dot::<false>(r, x)),
+                    TensorType::BF16 => each!(|r, x, _| avx2::half_dot::<true>(r, x)),
                     TensorType::Q4_0 => block32!(avx2::block32_dots::<true, false>),
                     TensorType::Q4_1 => block32!(avx2::block32_dots::<false, false>),
                     TensorType::Q5_0 => block32!(avx2::block32_dots::<true, true>),
@@ -542,37 +542,24 @@ mod avx2 {
         hsum(acc) + tail
     }
 
+    /// 16-bit floats: F16 (converted by F16C), or BF16 where `BRAIN` (the top half of an f32's
+    /// bits).
+    ///
     /// # Safety
     /// AVX2, FMA and F16C must be available; `row` holds `2 * x.len()` bytes.
     #[target_feature(enable = "avx2,fma,f16c")]
-    pub unsafe fn f16_dot(row: &[u8], x: &[f32]) -> f32 {
-        debug_assert_eq!(row.len(), 2 * x.len());
-        let n = x.len() / 8 * 8;
-        let mut acc = _mm256_setzero_ps();
-        for i in (0..n).step_by(8) {
-            // SAFETY: the 16 bytes at 2 * i and the 8 floats at i lie inside `row` and `x`.
-            let w = unsafe { _mm256_cvtph_ps(_mm_loadu_si128(row.as_ptr().add(2 * i) as *const __m128i)) };
-            acc = unsafe { _mm256_fmadd_ps(w, _mm256_loadu_ps(x.as_ptr().add(i)), acc) };
-        }
-        let tail: f32 = (n..x.len()).map(|i| f16_at(row, 2 * i) * x[i]).sum();
-        hsum(acc) + tail
-    }
-
-    /// # Safety
-    /// AVX2 and FMA must be available; `row` holds `2 * x.len()` bytes.
-    #[target_feature(enable = "avx2,fma")]
-    pub unsafe fn bf16_dot(row: &[u8], x: &[f32]) -> f32 {
+    pub unsafe fn half_dot<const BRAIN: bool>(row: &[u8], x: &[f32]) -> f32 {
         debug_assert_eq!(row.len(), 2 * x.len());
         let n = x.len() / 8 * 8;
         let mut acc = _mm256_setzero_ps();
         for i in (0..n).step_by(8) {
             // SAFETY: the 16 bytes at 2 * i and the 8 floats at i lie inside `row` and `x`.
             let halves = unsafe { _mm_loadu_si128(row.as_ptr().add(2 * i) as *const __m128i) };
-            // A BF16 value is the top half of an f32's bits.
-            let w = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(halves), 16));
+            let w = if BRAIN { _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(halves), 16)) } else { _mm256_cvtph_ps(halves) };
             acc = unsafe { _mm256_fmadd_ps(w, _mm256_loadu_ps(x.as_ptr().add(i)), acc) };
         }
-        let tail: f32 = (n..x.len()).map(|i| super::bf16_at(row, 2 * i) * x[i]).sum();
+        let value = |i: usize| if BRAIN { super::bf16_at(row, 2 * i) } else { f16_at(row, 2 * i) };
+        let tail: f32 = (n..x.len()).map(|i| value(i) * x[i]).sum();
         hsum(acc) + tail
     }
 
