@@ -8,6 +8,7 @@
 //! malformed input.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use half::f16;
 
@@ -207,8 +208,9 @@ pub struct Gguf<'a> {
 enum Data<'a> {
     /// The whole file, borrowed.
     File(&'a [u8]),
-    /// The tensors of a stream that have arrived whole and are still wanted, by name.
-    Arrived(BTreeMap<String, Vec<u8>>),
+    /// The tensors of a stream that have arrived whole and are still wanted, by name (shared
+    /// with the matrices made of them, so that forgetting them leaves a single copy).
+    Arrived(BTreeMap<String, Arc<Vec<u8>>>),
 }
 
 struct Reader<'a> {
@@ -474,6 +476,14 @@ impl<'a> Gguf<'a> {
         }
     }
 
+    /// The bytes of tensor `name` where they arrived from a stream, shared rather than copied.
+    pub(crate) fn arrived_bytes(&self, name: &str) -> Option<Arc<Vec<u8>>> {
+        match &self.data {
+            Data::File(_) => None,
+            Data::Arrived(arrived) => arrived.get(name).cloned(),
+        }
+    }
+
     /// Whether the bytes of tensor `name` can be read: always in a whole file, once they have
     /// arrived (and until forgotten) in a stream.
     pub fn has_bytes(&self, name: &str) -> bool {
@@ -491,6 +501,7 @@ impl<'a> Gguf<'a> {
             Data::File(bytes) => &bytes[info.start..info.start + info.len],
             Data::Arrived(arrived) => arrived
                 .get(name)
+                .map(|bytes| bytes.as_slice())
                 .ok_or_else(|| ModelError::Tensor { name: name.into(), message: "its bytes have not arrived".into() })?,
         };
         Ok((info.ty, bytes))
@@ -581,11 +592,20 @@ impl GgufStream {
             if bytes.len() < *len {
                 return true;
             }
-            arrived.insert(std::mem::take(name), std::mem::take(bytes));
+            arrived.insert(std::mem::take(name), Arc::new(std::mem::take(bytes)));
             whole += 1;
             false
         });
         Ok(whole)
+    }
+
+    /// Stops keeping tensor `name`: what arrived of it is dropped and the rest passes by.
+    pub fn skip(&mut self, name: &str) {
+        self.waiting.retain(|(_, _, n)| n != name);
+        self.filling.retain(|(_, n, _)| n != name);
+        if let Some(gguf) = &mut self.gguf {
+            gguf.forget(name);
+        }
     }
 
     /// The file as read so far: its header, and the wanted tensors that are whole and not
@@ -607,7 +627,7 @@ impl GgufStream {
     /// Bytes of tensors held: those begun, and those whole and not forgotten.
     pub fn held_bytes(&self) -> usize {
         let arrived = match &self.gguf {
-            Some(Gguf { data: Data::Arrived(arrived), .. }) => arrived.values().map(Vec::len).sum(),
+            Some(Gguf { data: Data::Arrived(arrived), .. }) => arrived.values().map(|bytes| bytes.len()).sum(),
             _ => 0,
         };
         arrived + self.filling.iter().map(|(_, _, bytes)| bytes.len()).sum::<usize>()

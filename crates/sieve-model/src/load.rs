@@ -5,6 +5,7 @@
 use crate::config::CONFIG_TENSORS;
 use crate::cpu::Layer;
 use crate::cpu::matrix::Matrix;
+use crate::cpu::parts::Shard;
 use crate::error::ModelError;
 use crate::gguf::{Gguf, GgufStream};
 use crate::model::{Assembler, Llama, LlamaConfig, Placement};
@@ -90,6 +91,8 @@ pub struct ModelLoader {
     max_seq: usize,
     /// Where the model goes, until the configuration is read.
     placement: Option<Placement>,
+    /// On the CPU path, the part of every product's rows kept: `(part, parts)`.
+    part: (usize, usize),
     assembler: Option<Assembler>,
     /// The parts not yet placed.
     parts: Vec<Part>,
@@ -100,7 +103,21 @@ impl ModelLoader {
     /// smaller) onto `placement`, from a file of `file_len` bytes where that is known.
     pub fn new(placement: impl Into<Placement>, max_seq: usize, file_len: Option<usize>) -> Self {
         let stream = GgufStream::new(file_len, read_by_model);
-        Self { stream, max_seq, placement: Some(placement.into()), assembler: None, parts: Vec::new() }
+        Self { stream, max_seq, placement: Some(placement.into()), part: (0, 1), assembler: None, parts: Vec::new() }
+    }
+
+    /// On the CPU path, keeps only part `part` of `parts` of every product's rows as they
+    /// arrive (see [`crate::cpu::parts`]), so that each worker of a split model holds its part
+    /// alone: part 0 makes the model of the worker that runs it ([`ModelLoader::finish`], then
+    /// [`Llama::set_helpers`]), another a helper's shard ([`ModelLoader::finish_shard`]), which
+    /// skips the token embedding unless it is the output head too. An error on another path or
+    /// for a part past the last.
+    pub fn keep_part(mut self, part: usize, parts: usize) -> Result<Self, ModelError> {
+        if part >= parts || !matches!(self.placement, Some(Placement::Cpu { .. })) {
+            return Err(ModelError::Input(format!("part {part} of {parts} of the rows: parts are for the CPU path, numbered from 0")));
+        }
+        self.part = (part, parts);
+        Ok(self)
     }
 
     /// Reads the file's next bytes, placing every part they make whole.
@@ -133,8 +150,21 @@ impl ModelLoader {
                 let Some(placement) = self.placement.take() else {
                     return Err(ModelError::Input("this load failed already".into()));
                 };
-                self.assembler.insert(Assembler::new(config, placement)?)
+                let mut assembler = Assembler::new(config, placement)?;
+                let (part, parts) = self.part;
+                if parts > 1 {
+                    assembler.keep_part(part, parts)?;
+                }
+                // A helper's part reads the embedding only as its head.
+                if part > 0 && self.parts.contains(&Part::Head) {
+                    self.parts.retain(|p| *p != Part::Embed);
+                    self.stream.skip("token_embd.weight");
+                }
+                self.assembler.insert(assembler)
             }
+        };
+        let Some(gguf) = self.stream.gguf_mut() else {
+            return Ok(());
         };
         let mut i = 0;
         while i < self.parts.len() {
@@ -176,10 +206,20 @@ impl ModelLoader {
 
     /// The model, once the whole file has been pushed; an error naming what did not arrive
     /// where it ended early.
-    pub fn finish(mut self) -> Result<Llama, ModelError> {
+    pub fn finish(self) -> Result<Llama, ModelError> {
+        self.end()?.finish()
+    }
+
+    /// A helper's shard ([`ModelLoader::keep_part`], past part 0), once the whole file has been
+    /// pushed; an error naming what did not arrive where it ended early.
+    pub fn finish_shard(self) -> Result<Shard, ModelError> {
+        self.end()?.finish_shard()
+    }
+
+    /// Ends the file and places what its last bytes made whole.
+    fn end(mut self) -> Result<Assembler, ModelError> {
         let whole = self.stream.end()?;
         self.place_arrived(whole)?;
-        let assembler = self.assembler.ok_or_else(|| ModelError::Input("the model's configuration was never read".into()))?;
-        assembler.finish()
+        self.assembler.ok_or_else(|| ModelError::Input("the model's configuration was never read".into()))
     }
 }

@@ -41,13 +41,15 @@
 //! to adjacent pairs at load ([`LlamaConfig::adjacent_pair_rows`]), which leaves every dot
 //! product of a query with a key unchanged.
 
+use std::slice::from_ref;
+
 use burn::tensor::{Device, Tensor};
 
 use crate::burn_forward::{BurnWeights, LayerData};
 pub use crate::config::LlamaConfig;
-use crate::cpu::parts::{Helpers, Shard};
+use crate::cpu::parts::{Helpers, Shard, part_of};
 use crate::cpu::matrix::Matrix;
-use crate::cpu::{CpuCache, CpuForward, Layer, LayerRows};
+use crate::cpu::{CpuCache, CpuForward, Layer, LayerRows, shard_of};
 use crate::error::ModelError;
 use crate::gguf::Gguf;
 use crate::load::Part;
@@ -234,7 +236,9 @@ pub(crate) struct Assembler {
 }
 
 enum Target {
-    Cpu { threads: usize },
+    /// The CPU path, keeping part `part` of `parts` of every product's rows (see
+    /// [`crate::cpu::parts`]).
+    Cpu { threads: usize, part: usize, parts: usize },
     Wgsl(Box<WgslUpload>),
     Burn(Device),
 }
@@ -244,7 +248,7 @@ impl Assembler {
     pub(crate) fn new(config: LlamaConfig, placement: Placement) -> Result<Self, ModelError> {
         config.validate()?;
         let target = match placement {
-            Placement::Cpu { threads } => Target::Cpu { threads },
+            Placement::Cpu { threads } => Target::Cpu { threads, part: 0, parts: 1 },
             Placement::Device(device) => match WgslUpload::start(&config, &device) {
                 Some(upload) => Target::Wgsl(Box::new(upload?)),
                 None => Target::Burn(device),
@@ -259,10 +263,29 @@ impl Assembler {
         &self.config
     }
 
-    /// The token embedding, `[V, D]`.
+    /// On the CPU path, keeps only part `part` of `parts` of every product's rows as they are
+    /// placed (before any is); an error on another path.
+    pub(crate) fn keep_part(&mut self, part: usize, parts: usize) -> Result<(), ModelError> {
+        match &mut self.target {
+            Target::Cpu { part: p, parts: n, .. } if part < parts && self.placed == 0 => {
+                (*p, *n) = (part, parts);
+                Ok(())
+            }
+            Target::Cpu { .. } => Err(ModelError::Input(format!("part {part} of {parts}"))),
+            _ => Err(ModelError::Input("parts of a model's rows are for the CPU path".into())),
+        }
+    }
+
+    /// The token embedding, `[V, D]`. A helper's part (past part 0) keeps its rows of it as the
+    /// head, and only where it is the head too (the file has no `output.weight`).
     pub(crate) fn embed(&mut self, embed: Matrix) -> Result<(), ModelError> {
         match &mut self.target {
             Target::Wgsl(upload) => upload.embed(&embed)?,
+            Target::Cpu { part, parts, .. } if *part > 0 => {
+                if self.head.is_none() {
+                    self.head = Some(part_of(from_ref(&embed), *part, *parts).remove(0));
+                }
+            }
             _ => self.embed = Some(embed),
         }
         Ok(())
@@ -272,7 +295,8 @@ impl Assembler {
     pub(crate) fn head(&mut self, head: Matrix) -> Result<(), ModelError> {
         match &mut self.target {
             Target::Wgsl(upload) => upload.head(&head)?,
-            _ => self.head = Some(head),
+            Target::Cpu { part, parts, .. } => self.head = Some(part_of(from_ref(&head), *part, *parts).remove(0)),
+            Target::Burn(_) => self.head = Some(head),
         }
         Ok(())
     }
@@ -283,10 +307,16 @@ impl Assembler {
     }
 
     /// Layer `i`.
-    pub(crate) fn layer(&mut self, i: usize, layer: Layer) -> Result<(), ModelError> {
+    pub(crate) fn layer(&mut self, i: usize, mut layer: Layer) -> Result<(), ModelError> {
         match &mut self.target {
             Target::Wgsl(upload) => upload.layer(i, &layer)?,
-            _ => self.layers[i] = Some(layer),
+            Target::Cpu { part, parts, .. } => {
+                if *parts > 1 {
+                    layer.keep_part(*part, *parts);
+                }
+                self.layers[i] = Some(layer);
+            }
+            Target::Burn(_) => self.layers[i] = Some(layer),
         }
         self.placed += 1;
         Ok(())
@@ -297,7 +327,8 @@ impl Assembler {
         self.placed as f64 / (self.config.layers + 1) as f64
     }
 
-    /// The model, once every part is placed (the head only where the model has one).
+    /// The model, once every part is placed (the head only where the model has one); on the
+    /// CPU path, the one that holds part 0 of the rows.
     pub(crate) fn finish(self) -> Result<Llama, ModelError> {
         let missing = |what: &str| ModelError::Tensor { name: what.into(), message: "missing".into() };
         let norm = self.norm.ok_or_else(|| missing("output_norm.weight"))?;
@@ -306,10 +337,13 @@ impl Assembler {
         }
         let weights = match self.target {
             Target::Wgsl(upload) => Weights::Wgsl(upload.finish(&norm)?),
-            Target::Cpu { threads } => {
+            Target::Cpu { part, parts, .. } if part > 0 => {
+                return Err(ModelError::Input(format!("part {part} of {parts} of the rows makes a shard, not a model")));
+            }
+            Target::Cpu { threads, parts, .. } => {
                 let embed = self.embed.ok_or_else(|| missing("token_embd.weight"))?;
                 let layers = self.layers.into_iter().flatten().collect();
-                Weights::Cpu(CpuForward::new(self.config.clone(), threads, embed, self.head, layers, norm)?)
+                Weights::Cpu(CpuForward::new(self.config.clone(), threads, embed, self.head, layers, norm, parts)?)
             }
             Target::Burn(device) => {
                 let embed = self.embed.ok_or_else(|| missing("token_embd.weight"))?;
@@ -336,6 +370,25 @@ impl Assembler {
             }
         };
         Ok(Llama { config: self.config, weights })
+    }
+}
+
+impl Assembler {
+    /// A helper's shard, once every layer and the head are placed: part `part` (past 0) of the
+    /// rows ([`Assembler::keep_part`]).
+    pub(crate) fn finish_shard(self) -> Result<Shard, ModelError> {
+        let missing = |what: &str| ModelError::Tensor { name: what.into(), message: "missing".into() };
+        let Target::Cpu { part, parts, .. } = self.target else {
+            return Err(ModelError::Input("shards are of the CPU path".into()));
+        };
+        if part == 0 {
+            return Err(ModelError::Input("part 0 of the rows makes the model, not a shard".into()));
+        }
+        if self.placed < self.config.layers {
+            return Err(missing(&format!("blk.{}", self.placed)));
+        }
+        let head = self.head.ok_or_else(|| missing("output.weight"))?;
+        Ok(shard_of(&self.config, part, parts, self.layers.into_iter().flatten().collect(), head))
     }
 }
 
@@ -424,10 +477,7 @@ impl Llama {
     /// elsewhere.
     pub fn set_helpers(&mut self, helpers: Box<dyn Helpers>) -> Result<(), ModelError> {
         match &mut self.weights {
-            Weights::Cpu(cpu) => {
-                cpu.set_helpers(helpers);
-                Ok(())
-            }
+            Weights::Cpu(cpu) => cpu.set_helpers(helpers),
             Weights::Burn(_) | Weights::Wgsl(_) => Err(ModelError::Input("helpers are for the CPU path".into())),
         }
     }

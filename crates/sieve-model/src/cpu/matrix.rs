@@ -12,6 +12,8 @@
 //! at run time) and WebAssembly SIMD (compiled in when the module targets `simd128`, as sieve's
 //! wasm builds do).
 
+use std::sync::Arc;
+
 use crate::error::ModelError;
 use crate::gguf::{Gguf, TensorType, dequantize_into, f16_at, k_scale_min};
 
@@ -131,7 +133,8 @@ pub struct Matrix {
 #[derive(Debug, Clone)]
 enum Data {
     F32(Vec<f32>),
-    Encoded(Vec<u8>),
+    /// Shared with the stream the bytes arrived from until it forgets them.
+    Encoded(Arc<Vec<u8>>),
 }
 
 /// An activation vector prepared for dot products with any row: the values and the sum of each
@@ -148,15 +151,21 @@ impl<'a> Activation<'a> {
 }
 
 impl Matrix {
-    /// The tensor `name` of `gguf`, checked to have shape `[rows, cols]`.
+    /// The tensor `name` of `gguf`, checked to have shape `[rows, cols]`: a stream's bytes as
+    /// they arrived (shared), a whole file's copied.
     pub fn from_gguf(gguf: &Gguf<'_>, name: &str, rows: usize, cols: usize) -> Result<Self, ModelError> {
         let (ty, bytes) = gguf.tensor_bytes(name, &[rows, cols])?;
-        Self::from_bytes(ty, rows, cols, bytes.to_vec()).map_err(|message| ModelError::Tensor { name: name.into(), message })
+        let data = gguf.arrived_bytes(name).unwrap_or_else(|| Arc::new(bytes.to_vec()));
+        Self::from_shared(ty, rows, cols, data).map_err(|message| ModelError::Tensor { name: name.into(), message })
     }
 
     /// A matrix from its encoded rows; an error unless `data` holds exactly `rows` rows of
     /// `cols` values of `ty`.
     pub fn from_bytes(ty: TensorType, rows: usize, cols: usize, data: Vec<u8>) -> Result<Self, String> {
+        Self::from_shared(ty, rows, cols, Arc::new(data))
+    }
+
+    fn from_shared(ty: TensorType, rows: usize, cols: usize, data: Arc<Vec<u8>>) -> Result<Self, String> {
         let (block, block_bytes) = ty.block();
         if !cols.is_multiple_of(block) {
             return Err(format!("{cols} columns are not whole blocks of {block}"));
@@ -187,7 +196,7 @@ impl Matrix {
         assert!(range.start <= range.end && range.end <= self.rows, "rows {range:?} of {}", self.rows);
         let data = match &self.data {
             Data::F32(values) => Data::F32(values[range.start * self.cols..range.end * self.cols].to_vec()),
-            Data::Encoded(bytes) => Data::Encoded(bytes[range.start * self.row_bytes..range.end * self.row_bytes].to_vec()),
+            Data::Encoded(bytes) => Data::Encoded(Arc::new(bytes[range.start * self.row_bytes..range.end * self.row_bytes].to_vec())),
         };
         Self { rows: range.len(), data, ..*self }
     }
@@ -219,7 +228,7 @@ impl Matrix {
     pub fn reorder_rows(&self, order: &[usize]) -> Self {
         let data = match &self.data {
             Data::F32(values) => Data::F32(order.iter().flat_map(|&r| values[r * self.cols..][..self.cols].iter().copied()).collect()),
-            Data::Encoded(bytes) => Data::Encoded(order.iter().flat_map(|&r| bytes[r * self.row_bytes..][..self.row_bytes].iter().copied()).collect()),
+            Data::Encoded(bytes) => Data::Encoded(Arc::new(order.iter().flat_map(|&r| bytes[r * self.row_bytes..][..self.row_bytes].iter().copied()).collect())),
         };
         Self { rows: order.len(), data, ..*self }
     }

@@ -32,7 +32,7 @@ use crate::error::ModelError;
 use crate::gguf::Gguf;
 use crate::config::{LayerExtras, LlamaConfig, rope_tables};
 use matrix::{Activation, Matrix, Simd, dot};
-use parts::{Helpers, Shard, StackPart, part_rows};
+use parts::{Helpers, Shard, StackPart, part_of, part_rows};
 use threads::Threads;
 
 /// One decoder layer's weights (matrices `[out, in]`, as GGUF stores them), as the CPU path
@@ -86,6 +86,22 @@ impl Layer {
         })
     }
 
+    /// Keeps only part `part` of `parts` of each product's rows (see [`parts`]).
+    pub(crate) fn keep_part(&mut self, part: usize, parts: usize) {
+        fn cut<const N: usize>(stack: &[Matrix], part: usize, parts: usize) -> [Matrix; N] {
+            part_of(stack, part, parts).try_into().expect("a part of each matrix")
+        }
+        self.qkv = cut(&self.qkv, part, parts);
+        self.gate_up = cut(&self.gate_up, part, parts);
+        [self.wo] = cut(from_ref(&self.wo), part, parts);
+        [self.down] = cut(from_ref(&self.down), part, parts);
+    }
+
+    /// The layer's products' matrices ([`QKV`], [`OUTPUT`], [`GATE_UP`], [`DOWN`]).
+    fn into_stacks(self) -> [Vec<Matrix>; PER_LAYER] {
+        [self.qkv.into(), vec![self.wo], self.gate_up.into(), vec![self.down]]
+    }
+
     /// A layer from `[out, in]` f32 rows, for models made in memory.
     pub(crate) fn from_rows(config: &LlamaConfig, l: LayerRows) -> Self {
         let (d, f) = (config.hidden, config.ffn);
@@ -115,6 +131,8 @@ pub(crate) struct CpuForward {
     layers: Vec<Layer>,
     /// `[max_seq, hd / 2]` cosines and sines of the rotary angles of each of the config's ropes.
     ropes: Vec<(Vec<f32>, Vec<f32>)>,
+    /// The products' rows held: part 0 of this many (1: all of them). Helpers hold the others.
+    parts: usize,
     /// Workers holding the other parts of every product's rows, when there are any.
     helpers: Option<Box<dyn Helpers>>,
 }
@@ -126,6 +144,30 @@ const OUTPUT: usize = 1;
 const GATE_UP: usize = 2;
 const DOWN: usize = 3;
 const PER_LAYER: usize = 4;
+
+/// Rows of product `id` (see [`CpuForward::stack`]) of a model of `config`, all parts together.
+fn stack_total(config: &LlamaConfig, id: usize) -> usize {
+    let (d, kd) = (config.hidden, config.kv_heads * config.head_dim);
+    match id / PER_LAYER < config.layers {
+        true => match id % PER_LAYER {
+            QKV => config.heads * config.head_dim + 2 * kd,
+            GATE_UP => 2 * config.ffn,
+            _ => d,
+        },
+        false => config.vocab,
+    }
+}
+
+/// The shard of a model of `config` whose `layers` and output `head` were cut to part `part`
+/// of `parts` of their rows ([`Layer::keep_part`]).
+pub(crate) fn shard_of(config: &LlamaConfig, part: usize, parts: usize, layers: Vec<Layer>, head: Matrix) -> Shard {
+    let stacks = layers.into_iter().flat_map(Layer::into_stacks).chain([vec![head]]);
+    let stacks = stacks
+        .enumerate()
+        .map(|(id, pieces)| StackPart { total: stack_total(config, id), cols: pieces[0].cols(), pieces })
+        .collect();
+    Shard::new(part, parts, stacks)
+}
 
 /// Keys and values of the positions seen so far: per layer, `[position, width]` each, where
 /// `width` is `Hkv * hd`.
@@ -163,7 +205,9 @@ pub(crate) struct LayerRows {
 
 impl CpuForward {
     /// A model of `layers` (and the embedding, output head and final norm), run on `threads`
-    /// threads.
+    /// threads; its layers and head hold part 0 of `parts` of their rows ([`Layer::keep_part`];
+    /// a tied head is the whole embedding), the others being its helpers'.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
         config: LlamaConfig,
         threads: usize,
@@ -171,10 +215,11 @@ impl CpuForward {
         head: Option<Matrix>,
         layers: Vec<Layer>,
         norm: Vec<f32>,
+        parts: usize,
     ) -> Result<Self, ModelError> {
         let ropes = config.ropes().into_iter().map(|rope| rope_tables(&config, rope)).collect();
         let threads = Threads::new(threads)?;
-        Ok(Self { simd: Simd::detect(), threads, config, embed, head, norm, layers, ropes, helpers: None })
+        Ok(Self { simd: Simd::detect(), threads, config, embed, head, norm, layers, ropes, parts, helpers: None })
     }
 
     /// Threads of this worker, times the parts the rows are split into.
@@ -182,34 +227,29 @@ impl CpuForward {
         self.threads.count() * self.helpers.as_ref().map_or(1, |h| h.parts())
     }
 
-    /// From now on computes part 0 of each product's rows and has `helpers` compute the others.
-    pub(crate) fn set_helpers(&mut self, helpers: Box<dyn Helpers>) {
+    /// From now on computes part 0 of each product's rows and has `helpers` compute the others;
+    /// an error where the model holds part 0 of another number of parts.
+    pub(crate) fn set_helpers(&mut self, helpers: Box<dyn Helpers>) -> Result<(), ModelError> {
+        if self.parts > 1 && helpers.parts() != self.parts {
+            return Err(ModelError::Input(format!("the model holds part 0 of {} of its rows; {} parts were given", self.parts, helpers.parts())));
+        }
         self.helpers = Some(helpers);
+        Ok(())
     }
 
-    /// Part `part` of `parts` of every product's rows, for a worker that helps this model's.
+    /// Part `part` of `parts` of every product's rows (copied), for a worker that helps this
+    /// model's; an error where this model holds part of them only.
     pub(crate) fn shard(&self, part: usize, parts: usize) -> Result<Shard, ModelError> {
-        if part >= parts {
-            return Err(ModelError::Input(format!("part {part} of {parts}")));
+        if part >= parts || self.parts > 1 {
+            return Err(ModelError::Input(format!("part {part} of {parts} of a model that holds part 0 of {}", self.parts)));
         }
         let stacks = (0..self.stacks())
             .map(|id| {
                 let stack = self.stack(id);
-                let total = stack.iter().map(Matrix::rows).sum();
-                let want = part_rows(total, part, parts);
-                let mut offset = 0;
-                let mut pieces = Vec::new();
-                for m in stack {
-                    let (from, to) = (want.start.max(offset), want.end.min(offset + m.rows()));
-                    if from < to {
-                        pieces.push(m.rows_range(from - offset..to - offset));
-                    }
-                    offset += m.rows();
-                }
-                StackPart { pieces, total, cols: stack[0].cols() }
+                StackPart { pieces: part_of(stack, part, parts), total: stack_total(&self.config, id), cols: stack[0].cols() }
             })
             .collect();
-        Ok(Shard::new(self.simd, part, parts, stacks))
+        Ok(Shard::new(part, parts, stacks))
     }
 
     /// How many products a pass has.
@@ -253,6 +293,9 @@ impl CpuForward {
     /// last token's logits. The caller has checked the ids and the context. An error only
     /// comes from the helpers, and leaves the cache unusable.
     pub(crate) fn forward(&self, tokens: &[u32], start: usize, cache: &mut CpuCache) -> Result<Vec<f32>, ModelError> {
+        if self.parts > 1 && self.helpers.is_none() {
+            return Err(ModelError::Input(format!("the model holds part 0 of {} of its rows and has no helpers for the others", self.parts)));
+        }
         // The helpers take so many tokens at a time; a longer prompt runs in passes.
         if let Some(max) = self.helpers.as_ref().map(|h| h.max_tokens().max(1))
             && tokens.len() > max
@@ -335,7 +378,7 @@ impl CpuForward {
     fn product(&self, id: usize, x: &[f32], cols: usize) -> Result<Vec<f32>, ModelError> {
         let stack = self.stack(id);
         let n = x.len() / cols;
-        let total: usize = stack.iter().map(Matrix::rows).sum();
+        let total = stack_total(&self.config, id);
         let own = match &self.helpers {
             Some(helpers) => {
                 helpers.start(id, n, x);

@@ -20,6 +20,22 @@ pub fn part_rows(total: usize, part: usize, parts: usize) -> Range<usize> {
     part * total / parts..(part + 1) * total / parts
 }
 
+/// Part `part` of `parts` of the rows of `stack`'s matrices stacked on their rows: each matrix
+/// cut to its rows among them (none, for some), copied.
+pub(crate) fn part_of(stack: &[Matrix], part: usize, parts: usize) -> Vec<Matrix> {
+    let want = part_rows(stack.iter().map(Matrix::rows).sum(), part, parts);
+    let mut offset = 0;
+    stack
+        .iter()
+        .map(|m| {
+            let rows = offset..offset + m.rows();
+            offset = rows.end;
+            let (from, to) = (want.start.clamp(rows.start, rows.end), want.end.clamp(rows.start, rows.end));
+            m.rows_range(from - rows.start..to - rows.start)
+        })
+        .collect()
+}
+
 /// The workers holding parts `1..parts` of the model's products, seen from the model's worker.
 pub trait Helpers {
     /// Parts the rows are split into: the model worker's own (part 0) and one per helper.
@@ -52,8 +68,9 @@ pub(crate) struct StackPart {
 }
 
 impl Shard {
-    pub(crate) fn new(simd: Simd, part: usize, parts: usize, stacks: Vec<StackPart>) -> Self {
-        Self { simd, part, parts, stacks }
+    /// The shard of `stacks` (each holding this part's rows), part `part` of `parts`.
+    pub(crate) fn new(part: usize, parts: usize, stacks: Vec<StackPart>) -> Self {
+        Self { simd: Simd::detect(), part, parts, stacks }
     }
 
     fn stack(&self, stack: usize) -> Result<&StackPart, ModelError> {

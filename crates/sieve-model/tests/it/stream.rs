@@ -26,8 +26,13 @@ fn chunks(bytes: &[u8], seed: u64) -> Vec<&[u8]> {
 
 /// The logits after the fixture's prompt.
 async fn logits(model: &Llama, reference: &serde_json::Value) -> Vec<f32> {
+    logits_of(model, reference).await.unwrap()
+}
+
+/// The logits after the fixture's prompt, or the forward pass's error.
+async fn logits_of(model: &Llama, reference: &serde_json::Value) -> Result<Vec<f32>, sieve_model::ModelError> {
     let prompt: Vec<u32> = reference["prompt"].as_array().unwrap().iter().map(|x| x.as_u64().unwrap() as u32).collect();
-    model.forward(&prompt, &mut KvCache::new(model)).unwrap().into_vec().await.unwrap()
+    Ok(model.forward(&prompt, &mut KvCache::new(model))?.into_vec().await.unwrap())
 }
 
 /// The largest part of a file's model: the embedding, the head, or a layer's tensors.
@@ -81,6 +86,50 @@ async fn gpu_models_streamed_match_whole_files() {
     let device = wgpu_device().await.expect("no wgpu adapter: WebGPU (browser) or Vulkan (native) is required");
     // A quantized file, fused tensors and output norms: software GPUs are slow.
     streamed_loads_match(|| Placement::from(device.clone()), &["llama-q4_k", "phi3", "gemma3"]).await;
+}
+
+/// A fixture's model split into `parts` parts of its rows, each streamed into a loader of its
+/// own (as the CPU path's workers in a page do): the worker's model (part 0) and its helpers'
+/// shards hold their own rows alone, and together give the whole model's logits bit for bit.
+#[wasm_bindgen_test(unsupported = pollster::test)]
+async fn parts_streamed_hold_their_rows_alone() {
+    use std::cell::RefCell;
+
+    use crate::forward::LocalHelpers;
+
+    for (seed, (reference, bytes)) in fixtures().into_iter().enumerate() {
+        let name = reference["file"].as_str().unwrap();
+        let gguf = Gguf::parse(&bytes).unwrap();
+        let config = LlamaConfig::from_gguf(&gguf, 64).unwrap();
+        let cpu = || Placement::Cpu { threads: 1 };
+        let whole = Llama::from_gguf(&gguf, config.clone(), cpu()).unwrap();
+        let expected = logits(&whole, &reference).await;
+        // Each product's part holds its share of the rows, give or take one.
+        let row_bytes = gguf.tensors.values().map(|t| t.len / t.shape[0]).max().unwrap();
+        let slack = (4 * config.layers + 1) * row_bytes;
+        // The worker keeps the whole embedding (it looks tokens up in it) and the norms.
+        let unsplit: usize = gguf.tensors.values().filter(|t| t.shape.len() == 1 || t.name == "token_embd.weight").map(|t| t.len).sum();
+        for parts in [2, 3] {
+            let load = |part: usize| {
+                let mut loader = ModelLoader::new(cpu(), 64, Some(bytes.len())).keep_part(part, parts).unwrap();
+                for chunk in chunks(&bytes, (seed * parts + part) as u64) {
+                    loader.push(chunk).unwrap();
+                }
+                loader
+            };
+            let mut model = load(0).finish().unwrap();
+            let shards: Vec<_> = (1..parts).map(|part| load(part).finish_shard().unwrap()).collect();
+            assert!(logits_of(&model, &reference).await.is_err(), "{name}: part 0 without its helpers");
+            let split = whole.weight_bytes() - unsplit;
+            assert!(model.weight_bytes() <= unsplit + split / parts + slack, "{name}, {parts} parts: the worker holds {} of {}", model.weight_bytes(), whole.weight_bytes());
+            for shard in &shards {
+                assert!(shard.weight_bytes() <= whole.weight_bytes() / parts + slack, "{name}, {parts} parts: a helper holds {} of {}", shard.weight_bytes(), whole.weight_bytes());
+            }
+            model.set_helpers(Box::new(LocalHelpers { shards, max_tokens: 64, pending: RefCell::default() })).unwrap();
+            assert_eq!(logits(&model, &reference).await, expected, "{name}, {parts} parts");
+        }
+    }
+    assert!(ModelLoader::new(Placement::Cpu { threads: 1 }, 64, None).keep_part(2, 2).is_err(), "part 2 of 2");
 }
 
 #[cfg(not(target_family = "wasm"))]
