@@ -56,7 +56,10 @@ const PAGE = `<!doctype html>
     return { size: vocab.size, warmed, allowed: allowed.map(text), jump: matcher.jumpForward(), shortError, sameAgain, extra: longer[vocab.maskWords], errors, tagMatches };
   };
   window.complete = async (device, threads) => {
-    const engine = await createEngine({ model: "/assets/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf", device, threads });
+    // Two threads take the file's bytes (the demo page gives them a URL).
+    const url = "/assets/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf";
+    const model = threads === 2 ? await (await fetch(url)).arrayBuffer() : url;
+    const engine = await createEngine({ model, device, threads });
     const r = await engine.completions.create({
       prompt: "Q: Is water wet? Answer yes or no.\\nA:",
       response_format: { type: "regex", pattern: " (yes|no)" },
@@ -185,8 +188,10 @@ test("a plain page imports the packed tarball and runs a constrained completion"
   assert.deepEqual([low.errors.tag?.kind, low.tagMatches], ["structural_tag", [true, false]], JSON.stringify(low.errors.tag));
 
   const answers = [];
+  const infos = [];
   for (const [device, threads] of [["webgpu", null], ["cpu", 1], ["cpu", 2]]) {
     const r = await page.evaluate(([device, threads]) => window.complete(device, threads), [device, threads]);
+    infos.push(r.info);
     assert.equal(r.info.device, device);
     assert.equal(r.info.threads, threads, `${device}, ${threads} threads`);
     assert.deepEqual([r.info.name, r.info.architecture, r.info.maxContext], ["Smollm2 135M 8k Lc100K Mix1 Ep2", "llama", 4096], JSON.stringify(r.info));
@@ -199,6 +204,15 @@ test("a plain page imports the packed tarball and runs a constrained completion"
     assert.equal(r.after, 1, "the engine works after the bad requests");
   }
   assert.deepEqual(answers, Array(3).fill(answers[0]), "WebGPU and the CPU on one and two threads answer alike");
+  // On two threads each worker keeps its own part of the rows alone, read as the file arrives
+  // (the helper's part of the tied head is its only copy of the embedding's rows): the two
+  // hold the weights once, not the engine's copy and a helper's whole file and model.
+  const [gpu, one, two] = infos;
+  const mb = (info) => `${(info.memoryBytes / 1e6).toFixed(0)} MB of wasm memory, ${(info.weightBytes / 1e6).toFixed(0)} MB of weights`;
+  console.log(`memory: WebGPU ${mb(gpu)}; CPU, one thread ${mb(one)}; two threads ${mb(two)}`);
+  assert.ok(one.memoryBytes >= one.weightBytes && two.weightBytes >= one.weightBytes, `${mb(one)}; ${mb(two)}`);
+  assert.ok(two.weightBytes < 1.25 * one.weightBytes, `two threads hold ${mb(two)}, one ${mb(one)}`);
+  assert.ok(two.memoryBytes < 1.5 * one.memoryBytes, `two threads hold ${mb(two)}, one ${mb(one)}`);
   const context = await page.evaluate(() => window.context());
   assert.equal(context.info.maxContext, 32);
   assert.match(context.long?.message ?? "", /the context holds 32/, JSON.stringify(context.long));

@@ -1,16 +1,19 @@
 // The engine's working half: fetches (and caches) the model, loads it on WebGPU or on the CPU,
 // and runs requests. It runs inside the Web Worker (worker.js) by default, or on the page itself.
-import init, { Model, ModelLoader } from "./sieve_web.js";
+import init, { ModelLoader } from "./sieve_web.js";
 import { HelperPool, canUseHelpers } from "./parts.js";
 
 const CACHE_NAME = "sieve-models-v1";
+
+/** Bytes of a file in memory handed to the loaders at once, so that its progress is reported. */
+const LOAD_PIECE = 4 << 20;
 
 /** Times a broken download is taken up again where it stopped before the load fails. */
 const RESUMES = 5;
 
 /**
  * Reads the model from `response` (the first answer for `url`), handing its bytes to
- * `onChunk(chunk, total)` in order and reporting `(loaded, total)` as they arrive. Where the connection
+ * `onChunk(chunk, total)` (awaited) in order and reporting `(loaded, total)` as they arrive. Where the connection
  * breaks off (or the body ends short of its `Content-Length`), the rest is asked for with a
  * `Range` header after a short wait, up to RESUMES times; a server that answers with the whole
  * file instead has its first bytes, taken already, skipped. An error from `onChunk` ends the
@@ -19,12 +22,12 @@ const RESUMES = 5;
 async function download(url, response, onChunk, report) {
   const total = Number(response.headers.get("Content-Length")) || 0;
   let loaded = 0;
-  const take = (chunk) => {
-    onChunk(chunk, total);
+  const take = async (chunk) => {
+    await onChunk(chunk, total);
     loaded += chunk.length;
     report(loaded, total);
   };
-  if (!response.body) return take(new Uint8Array(await response.arrayBuffer()));
+  if (!response.body) return await take(new Uint8Array(await response.arrayBuffer()));
   let reader = response.body.getReader();
   // Bytes at the start of a body that were taken from an earlier one.
   let skip = 0;
@@ -50,7 +53,7 @@ async function download(url, response, onChunk, report) {
     skip -= skipped;
     if (skipped === step.value.length) continue;
     try {
-      take(skipped ? step.value.subarray(skipped) : step.value);
+      await take(skipped ? step.value.subarray(skipped) : step.value);
     } catch (err) {
       reader.cancel().catch(() => {});
       throw err;
@@ -93,7 +96,7 @@ function cacheWriter(cache, url, total) {
 
 /**
  * Reads the model from a URL, through the Cache API when it is available and `useCache`,
- * handing its bytes to `onChunk(chunk, total)` in order as they arrive (`total`: the file's
+ * handing its bytes to `onChunk(chunk, total)` (awaited) in order as they arrive (`total`: the file's
  * length, 0 where unknown). A download goes into the cache as it arrives, and is kept once
  * whole.
  */
@@ -109,46 +112,14 @@ async function fetchModel(url, useCache, onChunk, onProgress) {
   const writer = cacheWriter(cached ? null : cache, url, Number(response.headers.get("Content-Length")) || 0);
   try {
     await download(url, response, (chunk, total) => {
-      onChunk(chunk, total);
       writer.add(chunk);
+      return onChunk(chunk, total);
     }, (loaded, total) => onProgress({ stage, loaded, total, fraction: total ? loaded / total : null }));
   } catch (err) {
     writer.fail(err);
     throw err;
   }
   await writer.done();
-}
-
-/**
- * Gathers chunks into one buffer: of `total` bytes where that is known (the chunks go straight
- * into it), or joined at the end.
- */
-function gatherer(total) {
-  let whole = total ? new Uint8Array(total) : null;
-  let chunks = [];
-  let at = 0;
-  return {
-    add(chunk) {
-      if (whole && at + chunk.length > total) {
-        // More than Content-Length said (a compressed body's length): gather chunks instead.
-        chunks = [whole.subarray(0, at)];
-        whole = null;
-      }
-      if (whole) whole.set(chunk, at);
-      else chunks.push(chunk);
-      at += chunk.length;
-    },
-    bytes() {
-      if (whole) return whole.subarray(0, at);
-      const out = new Uint8Array(at);
-      let offset = 0;
-      for (const chunk of chunks) {
-        out.set(chunk, offset);
-        offset += chunk.length;
-      }
-      return out;
-    },
-  };
 }
 
 /** The WebGPU adapter's description, and whether it is a GPU emulated on the CPU. */
@@ -203,46 +174,54 @@ export class Backend {
 
   /**
    * Loads `source`: a URL string, or the GGUF bytes as an ArrayBuffer (engine.js normalises),
-   * on `device` ("auto", "webgpu" or "cpu"). On WebGPU a URL's model is loaded as it arrives;
-   * the CPU path (whose helper workers each take the file) reads it whole first.
+   * on `device` ("auto", "webgpu" or "cpu"). The model is loaded as its bytes arrive, and the
+   * file is never held whole: on WebGPU each part goes to the GPU as soon as it is whole; on the
+   * CPU with helper workers (see parts.js) each worker keeps its own part of the rows alone.
    */
   async load(source, { cache = true, device = "auto", threads = null, context = 4096, onProgress = () => {} } = {}) {
     const chosen = await chooseDevice(device);
     const on = chosen.device;
-    await init({ module_or_path: await compileModule() });
-    if (typeof source === "string" && on === "webgpu") {
-      // Each part of the model goes to the GPU as soon as its bytes have arrived: the file is
-      // never held whole.
-      const loader = await ModelLoader.start(on, context);
-      try {
-        await fetchModel(source, cache, (chunk) => loader.push(chunk), (progress) => onProgress({ ...progress, device: on }));
-      } catch (err) {
-        loader.free();
-        throw err;
-      }
-      this.#model = loader.finish(undefined);
-    } else {
-      let bytes;
+    const wasm = await init({ module_or_path: await compileModule() });
+    const parts = on === "cpu" ? cpuThreads(threads) : 1;
+    const loader = await ModelLoader.start(on, context, parts);
+    let helpers;
+    try {
+      helpers = parts > 1 ? await HelperPool.start({ module: await compileModule(), parts }) : undefined;
+      // The helpers read each piece while this worker does.
+      const push = async (chunk) => {
+        const taken = helpers?.push(chunk);
+        try {
+          loader.push(chunk);
+        } finally {
+          await taken;
+        }
+      };
       if (typeof source === "string") {
-        let gathered = null;
-        await fetchModel(source, cache, (chunk, total) => (gathered ??= gatherer(total)).add(chunk), onProgress);
-        bytes = gathered?.bytes() ?? new Uint8Array(0);
+        await fetchModel(source, cache, push, (progress) => onProgress({ ...progress, device: on }));
       } else {
-        bytes = new Uint8Array(source);
+        const bytes = new Uint8Array(source);
+        for (let at = 0; at < bytes.length; at += LOAD_PIECE) {
+          await push(bytes.subarray(at, at + LOAD_PIECE));
+          onProgress({ stage: "weights", fraction: loader.fraction, device: on });
+        }
       }
-      onProgress({ stage: "weights", fraction: 0, device: on });
-      const parts = on === "cpu" ? cpuThreads(threads) : 1;
-      // Helper workers holding parts 1..parts of the model, on the same module.
-      const helpers = parts > 1 ? await HelperPool.start({ module: await compileModule(), bytes, parts }) : undefined;
-      try {
-        this.#model = await Model.load(bytes, on, context, (fraction) => onProgress({ stage: "weights", fraction, device: on }), helpers);
-      } catch (err) {
-        helpers?.close();
-        throw err;
-      }
+      await helpers?.ready();
+    } catch (err) {
+      loader.free();
+      helpers?.close();
+      throw err;
+    }
+    try {
+      this.#model = loader.finish(helpers);
+    } catch (err) {
+      helpers?.close();
+      throw err;
     }
     onProgress({ stage: "ready", fraction: 1, device: on });
-    return { ...this.#model.info, adapter: chosen.adapter };
+    const info = this.#model.info;
+    const weightBytes = info.weightBytes + (helpers?.weightBytes ?? 0);
+    const memoryBytes = wasm.memory.buffer.byteLength + (helpers?.memoryBytes ?? 0);
+    return { ...info, weightBytes, memoryBytes, adapter: chosen.adapter };
   }
 
   /** Runs one request; `onDelta(text, forced)` streams, `isAborted()` is polled each step. */

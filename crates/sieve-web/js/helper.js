@@ -1,16 +1,27 @@
-// A helper worker of the CPU path (see parts.js): holds one part of every product's rows of
-// the model and computes them whenever the engine's worker bumps the round.
-// Messages in: {op: "load", module, bytes, part, parts, maxTokens}, then {op: "run", control,
-// input, output}, after which it blocks on the control array until told to stop.
-import { initSync, Shard } from "./sieve_web.js";
+// A helper worker of the CPU path (see parts.js): loads one part of every product's rows of
+// the model as the file's bytes arrive, then computes them whenever the engine's worker bumps
+// the round.
+// Messages in: {op: "start", module, part, parts}, {op: "push", chunk} for each piece of the
+// file in order, {op: "finish", maxTokens}, then {op: "run", control, input, output}, after
+// which it blocks on the control array until told to stop.
+import { initSync, ShardLoader } from "./sieve_web.js";
 import { CONTROL } from "./parts.js";
 
+let wasm = null;
+let loader = null;
 let shard = null;
 
-function load({ module, bytes, part, parts, maxTokens }) {
-  initSync({ module });
-  shard = Shard.load(new Uint8Array(bytes), part, parts);
-  return Array.from(shard.bufferLengths(maxTokens));
+function start({ module, part, parts }) {
+  wasm = initSync({ module });
+  loader = ShardLoader.start(part, parts);
+}
+
+/** The shard's buffer lengths for products of `maxTokens` tokens, its weights' bytes and this
+ * instance's memory. */
+function finish({ maxTokens }) {
+  shard = loader.finish();
+  loader = null;
+  return { lengths: Array.from(shard.bufferLengths(maxTokens)), weightBytes: shard.weightBytes, memoryBytes: wasm.memory.buffer.byteLength };
 }
 
 /** Computes this part's rows of each round's product until the stop flag is set. */
@@ -41,8 +52,13 @@ function run({ control, input, output }) {
 
 self.onmessage = ({ data }) => {
   try {
-    if (data.op === "load") {
-      postMessage({ result: load(data) });
+    if (data.op === "start") {
+      postMessage({ result: start(data) ?? true });
+    } else if (data.op === "push") {
+      loader.push(data.chunk);
+      postMessage({ result: true });
+    } else if (data.op === "finish") {
+      postMessage({ result: finish(data) });
     } else if (data.op === "run") {
       // Answers first: the loop below blocks this worker for good.
       postMessage({ result: true });

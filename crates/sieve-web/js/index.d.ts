@@ -349,8 +349,13 @@ export interface EngineInfo {
   device: "webgpu" | "cpu";
   /** CPU threads on the CPU (the engine's worker and its helpers), null on WebGPU. */
   threads: number | null;
-  /** Memory the weights take where they run, in bytes. */
+  /** Memory the weights take where they run, in bytes (on the CPU, the helpers' parts too). */
   weightBytes: number;
+  /**
+   * Bytes of WebAssembly memory the engine's worker and its CPU helpers hold: the most each
+   * needed so far (a module's memory never shrinks), the weights on the CPU included.
+   */
+  memoryBytes: number;
   /** The browser's WebGPU adapter (vendor, architecture, description), null without one. */
   adapter: string | null;
 }

@@ -1,6 +1,7 @@
 // The CPU path's other threads in a cross-origin isolated page. A Web Worker shares no wasm
 // memory with the engine's worker, so each helper (helper.js) runs its own instance of the
-// module holding one part of every product's rows (a `Shard`); the engine's worker computes
+// module holding one part of every product's rows (a `Shard`, loaded from the file's bytes as
+// they arrive, the only rows it keeps); the engine's worker computes
 // part 0 and, for each product of a pass, hands the activations to the helpers and collects
 // their rows through SharedArrayBuffers, waking and waiting with Atomics. Rust's side of it is
 // `crate::parts` (`HelperPool` is the type it imports).
@@ -40,46 +41,73 @@ export function canUseHelpers() {
 /** Helper workers holding parts 1..parts of a model's products. */
 export class HelperPool {
   #workers;
-  #control;
-  #input;
-  #output;
-  #maxTokens;
+  #control = null;
+  #input = null;
+  #output = null;
+  #maxTokens = 0;
+  #weightBytes = 0;
+  #memoryBytes = 0;
 
-  constructor(workers, buffers, maxTokens) {
+  constructor(workers) {
     this.#workers = workers;
-    this.#control = new Int32Array(buffers.control);
-    this.#input = new Float32Array(buffers.input);
-    this.#output = new Float32Array(buffers.output);
-    this.#maxTokens = maxTokens;
   }
 
   /**
-   * Starts `parts - 1` helpers on `module` (the compiled sieve module) and the model's GGUF
-   * `bytes`; resolves when each holds its part and waits for work.
+   * Starts `parts - 1` helpers on `module` (the compiled sieve module), each to load its part
+   * of the model from the file's bytes handed to `push`, in order; `ready` then waits for them.
    */
-  static async start({ module, bytes, parts, maxTokens = 64 }) {
-    const shared = new SharedArrayBuffer(bytes.byteLength);
-    new Uint8Array(shared).set(bytes);
+  static async start({ module, parts }) {
     const workers = [];
     try {
-      const lengths = [];
       for (let part = 1; part < parts; part++) {
         const worker = new Worker(new URL("./helper.js", import.meta.url), { type: "module" });
         workers.push(worker);
-        lengths.push(ask(worker, { op: "load", module, bytes: shared, part, parts, maxTokens }));
       }
-      const [input, output] = (await Promise.all(lengths)).reduce(([i, o], [a, b]) => [Math.max(i, a), Math.max(o, b)], [0, 0]);
-      const buffers = {
-        control: new SharedArrayBuffer(CONTROL.size * 4),
-        input: new SharedArrayBuffer(input * 4),
-        output: new SharedArrayBuffer(output * 4),
-      };
-      await Promise.all(workers.map((worker) => ask(worker, { op: "run", ...buffers })));
-      return new HelperPool(workers, buffers, maxTokens);
+      await Promise.all(workers.map((worker, i) => ask(worker, { op: "start", module, part: i + 1, parts })));
+      return new HelperPool(workers);
     } catch (err) {
       for (const worker of workers) worker.terminate();
       throw err;
     }
+  }
+
+  /** Hands the file's next bytes to every helper; resolves once each has read them. */
+  push(chunk) {
+    // A message copies a view's whole buffer: a piece of a larger one goes as a copy of its own.
+    const own = chunk.byteOffset === 0 && chunk.byteLength === chunk.buffer.byteLength ? chunk : chunk.slice();
+    return Promise.all(this.#workers.map((worker) => ask(worker, { op: "push", chunk: own })));
+  }
+
+  /**
+   * Waits for every helper to hold its part of the whole file, then sets them waiting for work
+   * on products of `maxTokens` tokens at most.
+   */
+  async ready(maxTokens = 64) {
+    const loaded = await Promise.all(this.#workers.map((worker) => ask(worker, { op: "finish", maxTokens })));
+    const [input, output] = loaded.reduce(([i, o], { lengths: [a, b] }) => [Math.max(i, a), Math.max(o, b)], [0, 0]);
+    const buffers = {
+      control: new SharedArrayBuffer(CONTROL.size * 4),
+      input: new SharedArrayBuffer(input * 4),
+      output: new SharedArrayBuffer(output * 4),
+    };
+    await Promise.all(this.#workers.map((worker) => ask(worker, { op: "run", ...buffers })));
+    this.#control = new Int32Array(buffers.control);
+    this.#input = new Float32Array(buffers.input);
+    this.#output = new Float32Array(buffers.output);
+    this.#maxTokens = maxTokens;
+    this.#weightBytes = loaded.reduce((sum, { weightBytes }) => sum + weightBytes, 0);
+    this.#memoryBytes = loaded.reduce((sum, { memoryBytes }) => sum + memoryBytes, 0);
+    return this;
+  }
+
+  /** Bytes of the weights the helpers hold, once ready. */
+  get weightBytes() {
+    return this.#weightBytes;
+  }
+
+  /** Bytes of the helpers' wasm memories, once ready (a high-water mark: it never shrinks). */
+  get memoryBytes() {
+    return this.#memoryBytes;
   }
 
   get parts() {
@@ -121,9 +149,11 @@ export class HelperPool {
 
   /** Stops the helpers. */
   close() {
-    Atomics.store(this.#control, CONTROL.stop, 1);
-    Atomics.add(this.#control, CONTROL.round, 1);
-    Atomics.notify(this.#control, CONTROL.round);
+    if (this.#control) {
+      Atomics.store(this.#control, CONTROL.stop, 1);
+      Atomics.add(this.#control, CONTROL.round, 1);
+      Atomics.notify(this.#control, CONTROL.round);
+    }
     for (const worker of this.#workers) worker.terminate();
   }
 }

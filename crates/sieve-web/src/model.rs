@@ -25,8 +25,6 @@ pub(crate) const MAX_CONTEXT: usize = 65_535;
 const DEFAULT_MAX_TOKENS: usize = 256;
 /// Compiled constraints kept by source text, so a repeated schema is free.
 const CONSTRAINT_CACHE: usize = 32;
-/// Bytes of a file in memory read into the loader at once, so that its progress is reported.
-const LOAD_PIECE: usize = 4 << 20;
 
 /// A loaded model, its tokenizer and the compiled constraints of past requests.
 #[wasm_bindgen]
@@ -45,30 +43,6 @@ struct Loaded {
 
 #[wasm_bindgen]
 impl Model {
-    /// Loads a GGUF of a supported architecture (llama, qwen2, qwen3, phi3, gemma3) from its
-    /// bytes onto `device`:
-    /// `"webgpu"` (the WGSL kernels) or `"cpu"` (the CPU kernels, on this thread, and on the
-    /// `helpers` workers when given: see [`crate::parts`]), for a context of `context` tokens
-    /// (the model's maximum when that is smaller). `onProgress(fraction)` is called as the
-    /// weights are loaded.
-    pub async fn load(
-        bytes: Vec<u8>,
-        device: &str,
-        context: u32,
-        on_progress: Option<js_sys::Function>,
-        helpers: Option<HelperPool>,
-    ) -> Result<Model, JsError> {
-        let mut loader = ModelLoader::start(device, context).await?;
-        for piece in bytes.chunks(LOAD_PIECE) {
-            loader.push(piece)?;
-            if let Some(f) = &on_progress {
-                let _ = f.call1(&JsValue::NULL, &JsValue::from_f64(loader.fraction()));
-            }
-        }
-        drop(bytes);
-        loader.finish(helpers)
-    }
-
     /// The model's vocabulary, for the low-level API.
     #[wasm_bindgen(getter)]
     pub fn vocabulary(&self) -> Vocabulary {
@@ -78,7 +52,8 @@ impl Model {
     /// `{name, architecture, vocab, layers, hidden, maxContext, device, threads, weightBytes}`:
     /// `name` is the file's, `architecture` its GGUF architecture, `device` is
     /// `"webgpu"` or `"cpu"`, `threads` the CPU threads (null on WebGPU), `weightBytes` the
-    /// memory the weights take where they run.
+    /// memory the weights take where they run (on the CPU, in this module: its helpers hold
+    /// their own parts).
     #[wasm_bindgen(getter)]
     pub fn info(&self) -> Result<JsValue, JsError> {
         let model = &self.inner.model;
@@ -117,9 +92,11 @@ impl Model {
     }
 }
 
-/// A model loaded as its file arrives (a download), each part of it placed as soon as its
-/// tensors are whole: on WebGPU the file is never held whole, in JavaScript or in this module's
-/// memory (see `sieve_model::ModelLoader`).
+/// A model of a supported architecture (llama, qwen2, qwen3, phi3, gemma3) loaded from its
+/// GGUF file as the file arrives (a download, or a file in memory handed over in pieces), each
+/// part of it placed as soon as its tensors are whole, so the file is never held whole in this
+/// module's memory (see `sieve_model::ModelLoader`). On the CPU with helper workers (see
+/// [`crate::parts`]) it keeps its own part of the rows alone.
 #[wasm_bindgen]
 pub struct ModelLoader {
     loader: sieve_model::ModelLoader,
@@ -130,8 +107,9 @@ pub struct ModelLoader {
 #[wasm_bindgen]
 impl ModelLoader {
     /// A loader onto `device` (`"webgpu"` or `"cpu"`) for a context of `context` tokens (the
-    /// model's maximum when that is smaller).
-    pub async fn start(device: &str, context: u32) -> Result<ModelLoader, JsError> {
+    /// model's maximum when that is smaller); on the CPU, of part 0 of `parts` of the rows
+    /// where helper workers will hold the others (`parts` > 1).
+    pub async fn start(device: &str, context: u32, parts: u32) -> Result<ModelLoader, JsError> {
         if context == 0 || context as usize > MAX_CONTEXT {
             return Err(JsError::new(&format!("a context of {context} tokens: it is 1 to {MAX_CONTEXT}")));
         }
@@ -140,7 +118,11 @@ impl ModelLoader {
             "cpu" => Placement::Cpu { threads: 1 },
             other => return Err(JsError::new(&format!("unknown device {other:?}: \"webgpu\" or \"cpu\""))),
         };
-        Ok(ModelLoader { loader: sieve_model::ModelLoader::new(placement, context as usize, None), header: None })
+        let mut loader = sieve_model::ModelLoader::new(placement, context as usize, None);
+        if parts > 1 {
+            loader = loader.keep_part(0, parts as usize).map_err(js_error)?;
+        }
+        Ok(ModelLoader { loader, header: None })
     }
 
     /// Reads the file's next bytes and places every part of the model they make whole. An
@@ -166,7 +148,7 @@ impl ModelLoader {
     }
 
     /// The model, once the whole file has been pushed (on the CPU, with the `helpers` workers
-    /// when given); an error naming what is missing where the file ended early.
+    /// holding the other parts); an error naming what is missing where the file ended early.
     pub fn finish(self, helpers: Option<HelperPool>) -> Result<Model, JsError> {
         let mut model = self.loader.finish().map_err(js_error)?;
         let (name, tokenizer) = self.header.ok_or_else(|| JsError::new("the model file ended inside its header"))?;

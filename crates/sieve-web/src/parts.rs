@@ -5,7 +5,7 @@
 //! See `sieve_model::cpu::parts`.
 
 use sieve_model::cpu::parts::{self, Helpers};
-use sieve_model::{Gguf, Llama, LlamaConfig, ModelError, Placement};
+use sieve_model::{ModelError, ModelLoader, Placement};
 use wasm_bindgen::prelude::*;
 
 use crate::js_error;
@@ -16,17 +16,42 @@ pub struct Shard {
     inner: parts::Shard,
 }
 
+/// A helper's [`Shard`] loaded as the model's file arrives: part `part` of `parts` (1 or more:
+/// the engine's worker keeps part 0) of the rows of every product, the only rows it keeps.
+#[wasm_bindgen]
+pub struct ShardLoader {
+    loader: ModelLoader,
+}
+
+#[wasm_bindgen]
+impl ShardLoader {
+    /// A loader of part `part` of `parts` of the rows of a supported GGUF's products.
+    pub fn start(part: u32, parts: u32) -> Result<ShardLoader, JsError> {
+        if part == 0 {
+            return Err(JsError::new("part 0 of the rows is the engine's"));
+        }
+        // A shard computes products only: no position is ever cached.
+        let loader = ModelLoader::new(Placement::Cpu { threads: 1 }, 1, None).keep_part(part as usize, parts as usize).map_err(js_error)?;
+        Ok(ShardLoader { loader })
+    }
+
+    /// Reads the file's next bytes.
+    pub fn push(&mut self, chunk: &[u8]) -> Result<(), JsError> {
+        self.loader.push(chunk).map_err(js_error)
+    }
+
+    /// The shard, once the whole file has been pushed.
+    pub fn finish(self) -> Result<Shard, JsError> {
+        Ok(Shard { inner: self.loader.finish_shard().map_err(js_error)? })
+    }
+}
+
 #[wasm_bindgen]
 impl Shard {
-    /// Part `part` of `parts` (1 or more: the engine's worker keeps part 0) of the products of
-    /// a llama-architecture GGUF, from its bytes.
-    pub fn load(bytes: &[u8], part: u32, parts: u32) -> Result<Shard, JsError> {
-        let gguf = Gguf::parse(bytes).map_err(js_error)?;
-        // A shard computes products only: no position is ever cached.
-        let config = LlamaConfig::from_gguf(&gguf, 1).map_err(js_error)?;
-        let model = Llama::from_gguf(&gguf, config, Placement::Cpu { threads: 1 }).map_err(js_error)?;
-        let inner = model.shard(part as usize, parts as usize).map_err(js_error)?;
-        Ok(Shard { inner })
+    /// Bytes of the weights this part holds.
+    #[wasm_bindgen(getter, js_name = weightBytes)]
+    pub fn weight_bytes(&self) -> f64 {
+        self.inner.weight_bytes() as f64
     }
 
     /// `[input, output]`: the values of the buffers the pool shares with its helpers, for
