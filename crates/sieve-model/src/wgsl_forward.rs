@@ -31,10 +31,12 @@
 use burn::backend::Wgpu;
 use burn::backend::wgpu::CubeTensor;
 use burn::cubecl::CubeCount;
+use burn::cubecl::bytes::Bytes;
 use burn::cubecl::client::Client;
 use burn::cubecl::server::Handle;
 use burn::cubecl::server::BufferBinding;
 use burn::tensor::{DType, Device, Shape, Tensor};
+use std::ops::Range;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::error::ModelError;
@@ -113,12 +115,12 @@ struct GpuMatrix {
 }
 
 impl GpuMatrix {
-    /// `parts` (`[rows_i, K]` each) stacked on their rows, uploaded in their form
-    /// ([`GpuMatrix::form`]). An error when the matrix is larger than the device binds in one
-    /// buffer (`max_bytes`).
-    fn upload(client: &Client, parts: &[&Matrix], max_bytes: u64, what: &str) -> Result<Self, ModelError> {
+    /// Rows `range` of `parts` (`[rows_i, K]` each) stacked on their rows, uploaded in their
+    /// form ([`GpuMatrix::form`]). An error when the matrix is larger than the device binds in
+    /// one buffer (`max_bytes`).
+    fn upload(client: &Client, parts: &[&Matrix], range: Range<usize>, max_bytes: u64, what: &str) -> Result<Self, ModelError> {
         let k = parts[0].cols();
-        let n: usize = parts.iter().map(|m| m.rows()).sum();
+        let n = range.len();
         let quads = n / 4;
         let form = Self::form(parts);
         let run = form.run() as usize;
@@ -126,7 +128,7 @@ impl GpuMatrix {
         if bytes as u64 > max_bytes {
             return Err(too_large(what, bytes, max_bytes));
         }
-        let rows = parts.iter().flat_map(|m| (0..m.rows()).map(move |r| (*m, r)));
+        let rows = parts.iter().flat_map(|m| (0..m.rows()).map(move |r| (*m, r))).skip(range.start).take(n);
         // Whole vec4s (the 16-bit forms' may end on half of one).
         let mut words = vec![0u32; bytes.div_ceil(16) * 4];
         match form {
@@ -189,8 +191,10 @@ impl GpuMatrix {
                 }
             }
         }
-        let buffer = client.create_from_slice(bytemuck::cast_slice(&words));
-        Ok(Self { buffer, form, bytes: words.len() * 4, rows: n as u32 })
+        let bytes = words.len() * 4;
+        // Handed over as it is: a copy of a large table would double what the upload holds.
+        let buffer = client.create(Bytes::from_elems(words));
+        Ok(Self { buffer, form, bytes, rows: n as u32 })
     }
 
     /// The form of `parts` stacked: F16 or BF16 where every part is; where every part is of a
@@ -248,8 +252,8 @@ impl RowBlocks {
         let blocks = (0..table.rows())
             .step_by(block_rows)
             .map(|first| {
-                let rows = table.rows_range(first..(first + block_rows).min(table.rows()));
-                Ok((first, GpuMatrix::upload(client, &[&rows], max_bytes, what)?))
+                let rows = first..(first + block_rows).min(table.rows());
+                Ok((first, GpuMatrix::upload(client, &[table], rows, max_bytes, what)?))
             })
             .collect::<Result<_, ModelError>>()?;
         Ok(Self { blocks })
@@ -386,7 +390,8 @@ impl WgslUpload {
     }
 
     fn matrix(&mut self, parts: &[&Matrix], what: &str) -> Result<GpuMatrix, ModelError> {
-        let m = GpuMatrix::upload(&self.client, parts, self.max_bytes, what)?;
+        let rows = 0..parts.iter().map(|m| m.rows()).sum();
+        let m = GpuMatrix::upload(&self.client, parts, rows, self.max_bytes, what)?;
         self.weight_bytes += m.bytes;
         Ok(m)
     }
