@@ -126,9 +126,10 @@ pub fn tokenizer_json(gguf: &Gguf<'_>) -> Result<String, ModelError> {
     Ok(Json::Object(doc).to_string())
 }
 
-/// A `tokenizer.json` without SentencePiece's dummy prefix: its `Prepend` normalizer left out,
-/// its `Metaspace` pre-tokenizer's prepending turned off; `None` where it has neither.
-fn without_dummy_prefix(doc: &Json) -> Option<Json> {
+/// The normalizer and pre-tokenizer of a `tokenizer.json` without SentencePiece's dummy prefix:
+/// its `Prepend` normalizer left out, its `Metaspace` pre-tokenizer's prepending turned off;
+/// `None` where it has neither.
+fn without_dummy_prefix(pipeline: &Pipeline) -> Option<(Json, Json)> {
     fn strip(part: &mut Json) -> bool {
         match part.get("type").and_then(Json::as_str) {
             Some("Prepend") => {
@@ -150,14 +151,21 @@ fn without_dummy_prefix(doc: &Json) -> Option<Json> {
             _ => false,
         }
     }
-    let mut doc = doc.clone();
-    let mut changed = false;
-    for key in ["normalizer", "pre_tokenizer"] {
-        if let Some(part) = doc.get_mut(key) {
-            changed |= strip(part);
-        }
-    }
-    changed.then_some(doc)
+    let (mut normalizer, mut pre_tokenizer) = (pipeline.normalizer.clone(), pipeline.pre_tokenizer.clone());
+    let changed = strip(&mut normalizer) | strip(&mut pre_tokenizer);
+    changed.then_some((normalizer, pre_tokenizer))
+}
+
+/// The steps of a `tokenizer.json` around its model (read without the model, which is most of
+/// the text and which the tokenizer holds already).
+#[derive(serde::Deserialize)]
+struct Pipeline {
+    #[serde(default)]
+    normalizer: Json,
+    #[serde(default)]
+    pre_tokenizer: Json,
+    #[serde(default)]
+    decoder: Json,
 }
 
 /// The merges a SentencePiece BPE model's scores imply, in the order llama.cpp applies them
@@ -274,12 +282,17 @@ impl Tokenizer {
             .ok()
             .filter(|&e| (e as usize) < size)
             .ok_or_else(|| ModelError::Tokenizer(format!("end-of-sequence id {eos} is past the vocabulary")))?;
-        let doc: Json = serde_json::from_str(&json).map_err(|e| ModelError::Tokenizer(format!("tokenizer.json rejected: {e}")))?;
-        let continuation = without_dummy_prefix(&doc)
-            .map(|doc| doc.to_string().parse::<tokenizers::Tokenizer>())
+        let pipeline: Pipeline = serde_json::from_str(&json).map_err(|e| ModelError::Tokenizer(format!("tokenizer.json rejected: {e}")))?;
+        let continuation = without_dummy_prefix(&pipeline)
+            .map(|(normalizer, pre_tokenizer)| -> Result<tokenizers::Tokenizer, serde_json::Error> {
+                let mut continuation = inner.clone();
+                continuation.with_normalizer(serde_json::from_value::<Option<tokenizers::NormalizerWrapper>>(normalizer)?);
+                continuation.with_pre_tokenizer(serde_json::from_value::<Option<tokenizers::PreTokenizerWrapper>>(pre_tokenizer)?);
+                Ok(continuation)
+            })
             .transpose()
             .map_err(|e| ModelError::Tokenizer(format!("tokenizer.json without its dummy prefix rejected: {e}")))?;
-        let encoding = sieve_core::TokenEncoding::of(doc.get("decoder"), doc.get("pre_tokenizer"));
+        let encoding = sieve_core::TokenEncoding::of(Some(&pipeline.decoder), Some(&pipeline.pre_tokenizer));
         let added = inner.get_added_tokens_decoder();
         let mut bytes = vec![Vec::new(); size];
         let mut special = vec![false; size];
