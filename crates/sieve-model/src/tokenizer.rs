@@ -42,10 +42,10 @@ pub fn tokenizer_json(gguf: &Gguf<'_>) -> Result<String, ModelError> {
         })
         .collect::<Result<Vec<_>, _>>()?;
     let types: Vec<u64> = types.iter().map(|t| t.as_u64().unwrap_or(NORMAL)).collect();
-    let mut vocab = serde_json::Map::with_capacity(tokens.len());
+    let mut seen = std::collections::HashSet::with_capacity(tokens.len());
     let mut added = Vec::new();
     for (id, (&token, &ty)) in tokens.iter().zip(&types).enumerate() {
-        if vocab.insert(token.to_string(), json!(id)).is_some() {
+        if !seen.insert(token) {
             return Err(ModelError::Tokenizer(format!("token {id} `{token}` appears twice")));
         }
         if matches!(ty, CONTROL | USER_DEFINED | UNKNOWN) {
@@ -55,6 +55,7 @@ pub fn tokenizer_json(gguf: &Gguf<'_>) -> Result<String, ModelError> {
             }));
         }
     }
+    let vocab = Vocab(&tokens);
     let doc = match model {
         "gpt2" => {
             let merges = gguf
@@ -63,23 +64,16 @@ pub fn tokenizer_json(gguf: &Gguf<'_>) -> Result<String, ModelError> {
                 .enumerate()
                 .map(|(i, m)| match m {
                     Value::String(s) => match s.split_once(' ') {
-                        Some((a, b)) if !b.contains(' ') => Ok(json!([a, b])),
+                        Some((a, b)) if !b.contains(' ') => Ok([a, b]),
                         _ => Err(ModelError::Tokenizer(format!("merge {i} `{s}` is not two tokens"))),
                     },
                     _ => Err(ModelError::Tokenizer(format!("merge {i} is not a string"))),
                 })
                 .collect::<Result<Vec<_>, _>>()?;
             let Split { normalizer, pre_tokenizer, ignore_merges } = pre_tokenizer(gguf.get_str("tokenizer.ggml.pre").unwrap_or("default"))?;
-            json!({
-                "normalizer": normalizer,
-                "pre_tokenizer": pre_tokenizer,
-                "decoder": {"type": "ByteLevel", "add_prefix_space": true, "trim_offsets": true, "use_regex": true},
-                "model": {
-                    "type": "BPE", "dropout": null, "unk_token": null, "continuing_subword_prefix": null,
-                    "end_of_word_suffix": null, "fuse_unk": false, "byte_fallback": false,
-                    "ignore_merges": ignore_merges, "vocab": Json::Object(vocab), "merges": merges,
-                },
-            })
+            let decoder = json!({"type": "ByteLevel", "add_prefix_space": true, "trim_offsets": true, "use_regex": true});
+            let model = Bpe { unk_token: None, fuse_unk: false, byte_fallback: false, ignore_merges, vocab, merges };
+            TokenizerDoc::new(normalizer, pre_tokenizer, decoder, added, model)
         }
         "llama" => {
             let scores = gguf.get_array("tokenizer.ggml.scores")?;
@@ -102,28 +96,61 @@ pub fn tokenizer_json(gguf: &Gguf<'_>) -> Result<String, ModelError> {
             if prefix {
                 decoders.push(json!({"type": "Strip", "content": " ", "start": 1, "stop": 0}));
             }
-            let unk = types.iter().position(|&t| t == UNKNOWN).map(|id| tokens[id]);
-            json!({
-                "normalizer": normalizer,
-                "pre_tokenizer": null,
-                "decoder": {"type": "Sequence", "decoders": decoders},
-                "model": {
-                    "type": "BPE", "dropout": null, "unk_token": unk, "continuing_subword_prefix": null,
-                    "end_of_word_suffix": null, "fuse_unk": true, "byte_fallback": true,
-                    "ignore_merges": false, "vocab": Json::Object(vocab),
-                    "merges": sentencepiece_merges(&tokens, &types, &scores),
-                },
-            })
+            let unk_token = types.iter().position(|&t| t == UNKNOWN).map(|id| tokens[id]);
+            let merges = sentencepiece_merges(&tokens, &types, &scores);
+            let model = Bpe { unk_token, fuse_unk: true, byte_fallback: true, ignore_merges: false, vocab, merges };
+            TokenizerDoc::new(normalizer, Json::Null, json!({"type": "Sequence", "decoders": decoders}), added, model)
         }
         other => return Err(ModelError::Tokenizer(format!("tokenizer model `{other}` is not supported (`gpt2` and `llama` are)"))),
     };
-    let Json::Object(mut doc) = doc else { unreachable!("a JSON object") };
-    doc.insert("version".into(), json!("1.0"));
-    doc.insert("truncation".into(), Json::Null);
-    doc.insert("padding".into(), Json::Null);
-    doc.insert("added_tokens".into(), Json::Array(added));
-    doc.insert("post_processor".into(), Json::Null);
-    Ok(Json::Object(doc).to_string())
+    serde_json::to_string(&doc).map_err(|e| ModelError::Tokenizer(format!("tokenizer.json not written: {e}")))
+}
+
+/// A `tokenizer.json`, written straight from the GGUF's arrays: a JSON tree of a large
+/// vocabulary and its merges would take several times the text's memory.
+#[derive(serde::Serialize)]
+struct TokenizerDoc<'a> {
+    version: &'static str,
+    truncation: Option<()>,
+    padding: Option<()>,
+    added_tokens: Vec<Json>,
+    normalizer: Json,
+    pre_tokenizer: Json,
+    post_processor: Option<()>,
+    decoder: Json,
+    model: Bpe<'a>,
+}
+
+impl<'a> TokenizerDoc<'a> {
+    fn new(normalizer: Json, pre_tokenizer: Json, decoder: Json, added_tokens: Vec<Json>, model: Bpe<'a>) -> Self {
+        Self { version: "1.0", truncation: None, padding: None, added_tokens, normalizer, pre_tokenizer, post_processor: None, decoder, model }
+    }
+}
+
+/// A BPE model's part of a `tokenizer.json`.
+#[derive(serde::Serialize)]
+#[serde(tag = "type", rename = "BPE")]
+struct Bpe<'a> {
+    unk_token: Option<&'a str>,
+    fuse_unk: bool,
+    byte_fallback: bool,
+    ignore_merges: bool,
+    vocab: Vocab<'a>,
+    merges: Vec<[&'a str; 2]>,
+}
+
+/// Tokens by id, written as a JSON object of `token: id`.
+struct Vocab<'a>(&'a [&'a str]);
+
+impl serde::Serialize for Vocab<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(Some(self.0.len()))?;
+        for (id, token) in self.0.iter().enumerate() {
+            map.serialize_entry(token, &id)?;
+        }
+        map.end()
+    }
 }
 
 /// The normalizer and pre-tokenizer of a `tokenizer.json` without SentencePiece's dummy prefix:
@@ -172,7 +199,7 @@ struct Pipeline {
 /// (the pair whose joined piece scores highest first): every split of every normal piece into
 /// two pieces of the vocabulary, ordered by the joined piece's score, then its id, then the
 /// halves' ids (as Hugging Face's converter orders them).
-fn sentencepiece_merges(tokens: &[&str], types: &[u64], scores: &[f32]) -> Vec<Json> {
+fn sentencepiece_merges<'a>(tokens: &[&'a str], types: &[u64], scores: &[f32]) -> Vec<[&'a str; 2]> {
     let ids: std::collections::HashMap<&str, usize> =
         tokens.iter().enumerate().filter(|&(id, _)| matches!(types[id], NORMAL | USER_DEFINED)).map(|(id, &t)| (t, id)).collect();
     let mut merges = Vec::new();
@@ -185,7 +212,7 @@ fn sentencepiece_merges(tokens: &[&str], types: &[u64], scores: &[f32]) -> Vec<J
         }
     }
     merges.sort_by(|a, b| b.0.total_cmp(&a.0).then((a.1, a.2, a.3).cmp(&(b.1, b.2, b.3))));
-    merges.into_iter().map(|(_, _, l, r)| json!([tokens[l], tokens[r]])).collect()
+    merges.into_iter().map(|(_, _, l, r)| [tokens[l], tokens[r]]).collect()
 }
 
 /// How a byte-level BPE family splits text before its merges.
