@@ -371,9 +371,7 @@ impl Assembler {
         };
         Ok(Llama { config: self.config, weights })
     }
-}
 
-impl Assembler {
     /// A helper's shard, once every layer and the head are placed: part `part` (past 0) of the
     /// rows ([`Assembler::keep_part`]).
     pub(crate) fn finish_shard(self) -> Result<Shard, ModelError> {
