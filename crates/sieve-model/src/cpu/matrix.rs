@@ -28,7 +28,11 @@ const TILE_ROWS: usize = 4;
 /// taking 7.8 ms: a token at a time, 2, 4 and 7 tokens took 13.6, 25.1 and 43.0 ms by dot
 /// products and 25.6, 29.7 and 38.7 ms by tiles; with each block unpacked once for four tokens,
 /// 2, 4, 8 and 18 tokens took 10.2, 14.8, 27.8 and 70.0 ms by dot products, and 8 and 18 took
-/// 36.3 and 62.7 ms by tiles.
+/// 36.3 and 62.7 ms by tiles. Every quantized type's SIMD kernels now unpack a block once for
+/// four tokens: with Qwen3-0.6B's shape in Q4_K_M (Q4_K and Q6_K rows), a whole pass of one
+/// token taking 57 ms, 2, 4 and 8 tokens took 98, 179 and 262 ms (the last by tiles) with a
+/// dot product per token, and 76, 115 and 216 ms unpacked once for four; 12 tokens take 308
+/// ms by tiles either way.
 const TILE_TOKENS: usize = 5;
 const TILE_TOKENS_SHARED_BLOCKS: usize = 12;
 
@@ -264,11 +268,11 @@ impl Matrix {
     }
 
     /// Fewest tokens for which tiles beat dot products with `simd`: later where the dot kernel
-    /// unpacks each block once for several tokens (the 32-value types with SIMD), see
+    /// unpacks each block once for several tokens (the quantized types with SIMD), see
     /// [`TILE_TOKENS`].
     fn tile_from(&self, simd: Simd) -> usize {
-        match (simd, self.ty) {
-            (_, TensorType::Q4_0 | TensorType::Q4_1 | TensorType::Q5_0 | TensorType::Q5_1) if simd != Simd::Portable => TILE_TOKENS_SHARED_BLOCKS,
+        match self.ty.value_bits() {
+            Some(_) if simd != Simd::Portable => TILE_TOKENS_SHARED_BLOCKS,
             _ => TILE_TOKENS,
         }
     }
@@ -327,10 +331,10 @@ impl Matrix {
                     TensorType::Q4_1 => block32!(avx2::block32_dots::<false, false>),
                     TensorType::Q5_0 => block32!(avx2::block32_dots::<true, true>),
                     TensorType::Q5_1 => block32!(avx2::block32_dots::<false, true>),
-                    TensorType::Q8_0 => each!(|r, x, _| avx2::q8_0_dot(r, x)),
-                    TensorType::Q4_K => each!(|r, x, sums| avx2::k4_dot::<false>(r, x, sums)),
-                    TensorType::Q5_K => each!(|r, x, sums| avx2::k4_dot::<true>(r, x, sums)),
-                    TensorType::Q6_K => each!(|r, x, _| avx2::q6_k_dot(r, x)),
+                    TensorType::Q8_0 => block32!(avx2::q8_0_dots),
+                    TensorType::Q4_K => block32!(avx2::k4_dots::<false>),
+                    TensorType::Q5_K => block32!(avx2::k4_dots::<true>),
+                    TensorType::Q6_K => block32!(avx2::q6_k_dots),
                     TensorType::F32 => unreachable!("f32 rows are not encoded"),
                 }
             },
@@ -345,13 +349,13 @@ impl Matrix {
             #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
             (Simd::Simd128, TensorType::Q5_1) => block32!(simd128::block32_dots::<false, true>),
             #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-            (Simd::Simd128, TensorType::Q8_0) => each!(|r, x, _| simd128::q8_0_dot(r, x)),
+            (Simd::Simd128, TensorType::Q8_0) => block32!(simd128::q8_0_dots),
             #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-            (Simd::Simd128, TensorType::Q4_K) => each!(simd128::k4_dot::<false>),
+            (Simd::Simd128, TensorType::Q4_K) => block32!(simd128::k4_dots::<false>),
             #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-            (Simd::Simd128, TensorType::Q5_K) => each!(simd128::k4_dot::<true>),
+            (Simd::Simd128, TensorType::Q5_K) => block32!(simd128::k4_dots::<true>),
             #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-            (Simd::Simd128, TensorType::Q6_K) => each!(|r, x, _| simd128::q6_k_dot(r, x)),
+            (Simd::Simd128, TensorType::Q6_K) => block32!(simd128::q6_k_dots),
             (_, TensorType::F16) => each!(|r, x, _| portable::f16_dot(r, x)),
             (_, TensorType::BF16) => each!(|r, x, _| portable::bf16_dot(r, x)),
             (_, TensorType::Q4_0) => each!(portable::block32_dot::<true, false>),
@@ -408,6 +412,24 @@ fn tile_product(simd: Simd, tile: &[f32], x0: &[f32], x1: &[f32]) -> [f32; 2 * T
         Simd::Simd128 => simd128::tile_product(tile, x0, x1),
         Simd::Portable => portable::tile_product(tile, x0, x1),
     }
+}
+
+/// Runs the kernel `$kernel::<N, ...>` (which takes the first `N` tokens of `xs` and returns
+/// `N`) over all of `xs`, four tokens at a time and the rest together: the multi-token dot
+/// kernels unpack each block once for the tokens of a call.
+macro_rules! in_fours {
+    ($kernel:ident $(, $param:ident)*; $row:expr, $xs:expr, $out:expr) => {{
+        let mut done = 0;
+        while done < $xs.len() {
+            let (xs, out) = (&$xs[done..], &mut $out[done..]);
+            done += match xs.len() {
+                1 => $kernel::<1 $(, $param)*>($row, xs, out),
+                2 => $kernel::<2 $(, $param)*>($row, xs, out),
+                3 => $kernel::<3 $(, $param)*>($row, xs, out),
+                _ => $kernel::<4 $(, $param)*>($row, xs, out),
+            };
+        }
+    }};
 }
 
 /// The reference kernels: plain loops.
@@ -591,19 +613,8 @@ mod avx2 {
     /// `xs`, and `out` one value per token.
     #[target_feature(enable = "avx2,fma,f16c")]
     pub unsafe fn block32_dots<const CENTRED: bool, const FIVE: bool>(row: &[u8], xs: &[Activation<'_>], out: &mut [f32]) {
-        let mut done = 0;
-        while done < xs.len() {
-            let (xs, out) = (&xs[done..], &mut out[done..]);
-            // SAFETY: the caller's guarantees hold for every part of `xs`.
-            done += unsafe {
-                match xs.len() {
-                    1 => block32_dots_n::<1, CENTRED, FIVE>(row, xs, out),
-                    2 => block32_dots_n::<2, CENTRED, FIVE>(row, xs, out),
-                    3 => block32_dots_n::<3, CENTRED, FIVE>(row, xs, out),
-                    _ => block32_dots_n::<4, CENTRED, FIVE>(row, xs, out),
-                }
-            };
-        }
+        // SAFETY: the caller's guarantees.
+        unsafe { in_fours!(block32_dots_n, CENTRED, FIVE; row, xs, out) }
     }
 
     /// The fifth bits of 16 values (bit `j` of `bits` for value `j`) as bytes of 0 or 16.
@@ -657,26 +668,43 @@ mod avx2 {
         N
     }
 
+    /// `out[t] = row · xs[t]` for each token, Q8_0 blocks of 34 bytes (an f16 scale and 32
+    /// signed values), four tokens at a time as [`block32_dots`] takes them.
+    ///
     /// # Safety
-    /// AVX2, FMA and F16C must be available; `row` holds `x.len() / 32` blocks of 34 bytes.
+    /// AVX2, FMA and F16C must be available; `row` holds `x.len() / 32` blocks for each `x` of
+    /// `xs`, and `out` one value per token.
     #[target_feature(enable = "avx2,fma,f16c")]
-    pub unsafe fn q8_0_dot(row: &[u8], x: &[f32]) -> f32 {
-        debug_assert_eq!(row.len() / 34 * BLOCK, x.len());
-        let mut acc = _mm256_setzero_ps();
+    pub unsafe fn q8_0_dots(row: &[u8], xs: &[Activation<'_>], out: &mut [f32]) {
+        // SAFETY: the caller's guarantees.
+        unsafe { in_fours!(q8_0_dots_n; row, xs, out) }
+    }
+
+    /// [`q8_0_dots`] for the first `N` tokens; returns `N`.
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn q8_0_dots_n<const N: usize>(row: &[u8], xs: &[Activation<'_>], out: &mut [f32]) -> usize {
+        debug_assert!(xs.iter().all(|x| row.len() / 34 * BLOCK == x.x.len()));
+        let mut acc = [_mm256_setzero_ps(); N];
         for (b, block) in row.chunks_exact(34).enumerate() {
-            // SAFETY: a block has 32 bytes of values at 2, and `x` 32 values at 32 * b.
+            // SAFETY: a block has 32 bytes of values at 2, and each `x` 32 values at 32 * b.
             unsafe {
                 let q = block.as_ptr().add(2);
-                let xp = x.as_ptr().add(b * BLOCK);
-                let mut s = _mm256_mul_ps(i8_to_f32(_mm_loadl_epi64(q as *const __m128i)), _mm256_loadu_ps(xp));
-                for k in 1..4 {
-                    let w = i8_to_f32(_mm_loadl_epi64(q.add(8 * k) as *const __m128i));
-                    s = _mm256_fmadd_ps(w, _mm256_loadu_ps(xp.add(8 * k)), s);
+                let w: [__m256; 4] = std::array::from_fn(|k| i8_to_f32(_mm_loadl_epi64(q.add(8 * k) as *const __m128i)));
+                let scale = _mm256_set1_ps(f16_pair(block).0);
+                for t in 0..N {
+                    let xp = xs[t].x.as_ptr().add(b * BLOCK);
+                    let mut s = _mm256_mul_ps(w[0], _mm256_loadu_ps(xp));
+                    for (k, w) in w.iter().enumerate().skip(1) {
+                        s = _mm256_fmadd_ps(*w, _mm256_loadu_ps(xp.add(8 * k)), s);
+                    }
+                    acc[t] = _mm256_fmadd_ps(scale, s, acc[t]);
                 }
-                acc = _mm256_fmadd_ps(_mm256_set1_ps(f16_pair(block).0), s, acc);
             }
         }
-        hsum(acc)
+        for t in 0..N {
+            out[t] = hsum(acc[t]);
+        }
+        N
     }
 
     /// The 32 bytes at `at` of `bytes`.
@@ -687,34 +715,50 @@ mod avx2 {
         unsafe { _mm256_loadu_si256(b.as_ptr() as *const __m256i) }
     }
 
-    /// The products of the four 8-value parts of 32 bytes `q` (unsigned when `signed` is
-    /// false) with `x[..32]`, summed in pairs: (values 0..16, values 16..32).
-    #[target_feature(enable = "avx2,fma")]
-    fn halves32(q: __m256i, x: &[f32], signed: bool) -> (__m256, __m256) {
-        let x = &x[..32];
+    /// The 32 bytes `q` as four vectors of 8 f32 (unsigned bytes unless `signed`).
+    #[target_feature(enable = "avx2")]
+    fn widen32(q: __m256i, signed: bool) -> [__m256; 4] {
         let (lo, hi) = (_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
         let f = |v: __m128i| if signed { i8_to_f32(v) } else { u8_to_f32(v) };
+        [f(lo), f(_mm_srli_si128(lo, 8)), f(hi), f(_mm_srli_si128(hi, 8))]
+    }
+
+    /// The products of 32 values `w` ([`widen32`]) with `x[..32]`, summed in pairs: (values
+    /// 0..16, values 16..32).
+    #[target_feature(enable = "avx2,fma")]
+    fn halves(w: &[__m256; 4], x: &[f32]) -> (__m256, __m256) {
+        let x = &x[..32];
         // SAFETY: `x` holds 32 values.
         unsafe {
             let p = x.as_ptr();
-            let a = _mm256_fmadd_ps(f(_mm_srli_si128(lo, 8)), _mm256_loadu_ps(p.add(8)), _mm256_mul_ps(f(lo), _mm256_loadu_ps(p)));
-            let b = _mm256_fmadd_ps(f(_mm_srli_si128(hi, 8)), _mm256_loadu_ps(p.add(24)), _mm256_mul_ps(f(hi), _mm256_loadu_ps(p.add(16))));
+            let a = _mm256_fmadd_ps(w[1], _mm256_loadu_ps(p.add(8)), _mm256_mul_ps(w[0], _mm256_loadu_ps(p)));
+            let b = _mm256_fmadd_ps(w[3], _mm256_loadu_ps(p.add(24)), _mm256_mul_ps(w[2], _mm256_loadu_ps(p.add(16))));
             (a, b)
         }
     }
 
-    /// Q4_K super-blocks (Q5_K where `FIVE`, see [`super::k4_layout`]): sub-block `j`'s product
-    /// is `d * sc_j * sum(q * x) - dmin * m_j * sum(x)`, its sum of `x` from `sums`.
+    /// `out[t] = row · xs[t]` for each token, Q4_K super-blocks (Q5_K where `FIVE`, see
+    /// [`super::k4_layout`]), four tokens at a time as [`block32_dots`] takes them: sub-block
+    /// `j`'s product is `d * sc_j * sum(q * x) - dmin * m_j * sum(x)`, its sum of `x` from the
+    /// activation's block sums.
     ///
     /// # Safety
-    /// AVX2, FMA and F16C must be available; `row` holds `x.len() / 256` super-blocks.
+    /// AVX2, FMA and F16C must be available; `row` holds `x.len() / 256` super-blocks for each
+    /// `x` of `xs`, and `out` one value per token.
     #[target_feature(enable = "avx2,fma,f16c")]
-    pub unsafe fn k4_dot<const FIVE: bool>(row: &[u8], x: &[f32], sums: &[f32]) -> f32 {
+    pub unsafe fn k4_dots<const FIVE: bool>(row: &[u8], xs: &[Activation<'_>], out: &mut [f32]) {
+        // SAFETY: the caller's guarantees.
+        unsafe { in_fours!(k4_dots_n, FIVE; row, xs, out) }
+    }
+
+    /// [`k4_dots`] for the first `N` tokens; returns `N`.
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn k4_dots_n<const N: usize, const FIVE: bool>(row: &[u8], xs: &[Activation<'_>], out: &mut [f32]) -> usize {
         let (size, qs_at) = super::k4_layout(FIVE);
-        debug_assert_eq!(row.len() / size * 256, x.len());
+        debug_assert!(xs.iter().all(|x| row.len() / size * 256 == x.x.len()));
         let (low, one) = (_mm256_set1_epi8(0x0f), _mm256_set1_epi8(1));
-        let mut acc = _mm256_setzero_ps();
-        let mut minimums = 0.0;
+        let mut acc = [_mm256_setzero_ps(); N];
+        let mut minimums = [0.0f32; N];
         for (b, block) in row.chunks_exact(size).enumerate() {
             let (d, dmin) = f16_pair(block);
             let scales = &block[4..16];
@@ -730,25 +774,41 @@ mod avx2 {
                         q = _mm256_or_si256(q, _mm256_slli_epi16(bit, 4));
                     }
                     let (sc, m) = k_scale_min(scales, j);
-                    let (a, c) = halves32(q, &x[b * 256 + 32 * j..], false);
-                    acc = _mm256_fmadd_ps(_mm256_set1_ps(d * f32::from(sc)), _mm256_add_ps(a, c), acc);
-                    minimums += dmin * f32::from(m) * sums[8 * b + j];
+                    let (scale, minimum) = (_mm256_set1_ps(d * f32::from(sc)), dmin * f32::from(m));
+                    let w = widen32(q, false);
+                    for t in 0..N {
+                        let (a, c) = halves(&w, &xs[t].x[b * 256 + 32 * j..]);
+                        acc[t] = _mm256_fmadd_ps(scale, _mm256_add_ps(a, c), acc[t]);
+                        minimums[t] += minimum * xs[t].block_sums[8 * b + j];
+                    }
                 }
             }
         }
-        hsum(acc) - minimums
+        for t in 0..N {
+            out[t] = hsum(acc[t]) - minimums[t];
+        }
+        N
     }
 
-    /// Q6_K super-blocks of 210 bytes (see `TensorType::Q6_K`): runs of 16 values share a
-    /// signed scale, `w = d * sc * (q - 32)`.
+    /// `out[t] = row · xs[t]` for each token, Q6_K super-blocks of 210 bytes (see
+    /// `TensorType::Q6_K`): runs of 16 values share a signed scale, `w = d * sc * (q - 32)`.
+    /// Four tokens at a time as [`block32_dots`] takes them.
     ///
     /// # Safety
-    /// AVX2, FMA and F16C must be available; `row` holds `x.len() / 256` super-blocks.
+    /// AVX2, FMA and F16C must be available; `row` holds `x.len() / 256` super-blocks for each
+    /// `x` of `xs`, and `out` one value per token.
     #[target_feature(enable = "avx2,fma,f16c")]
-    pub unsafe fn q6_k_dot(row: &[u8], x: &[f32]) -> f32 {
-        debug_assert_eq!(row.len() / 210 * 256, x.len());
+    pub unsafe fn q6_k_dots(row: &[u8], xs: &[Activation<'_>], out: &mut [f32]) {
+        // SAFETY: the caller's guarantees.
+        unsafe { in_fours!(q6_k_dots_n; row, xs, out) }
+    }
+
+    /// [`q6_k_dots`] for the first `N` tokens; returns `N`.
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn q6_k_dots_n<const N: usize>(row: &[u8], xs: &[Activation<'_>], out: &mut [f32]) -> usize {
+        debug_assert!(xs.iter().all(|x| row.len() / 210 * 256 == x.x.len()));
         let (low, two, bias) = (_mm256_set1_epi8(0x0f), _mm256_set1_epi8(3), _mm256_set1_epi8(32));
-        let mut acc = _mm256_setzero_ps();
+        let mut acc = [_mm256_setzero_ps(); N];
         for (b, block) in row.chunks_exact(210).enumerate() {
             let d = f16_at(block, 208);
             for h in 0..2 {
@@ -762,13 +822,20 @@ mod avx2 {
                 ];
                 let sc = &block[192 + 8 * h..][..8];
                 for (k, q) in groups.into_iter().enumerate() {
-                    let (a, c) = halves32(_mm256_sub_epi8(q, bias), &x[b * 256 + 128 * h + 32 * k..], true);
-                    acc = _mm256_fmadd_ps(_mm256_set1_ps(d * f32::from(sc[2 * k] as i8)), a, acc);
-                    acc = _mm256_fmadd_ps(_mm256_set1_ps(d * f32::from(sc[2 * k + 1] as i8)), c, acc);
+                    let (s0, s1) = (_mm256_set1_ps(d * f32::from(sc[2 * k] as i8)), _mm256_set1_ps(d * f32::from(sc[2 * k + 1] as i8)));
+                    let w = widen32(_mm256_sub_epi8(q, bias), true);
+                    for t in 0..N {
+                        let (a, c) = halves(&w, &xs[t].x[b * 256 + 128 * h + 32 * k..]);
+                        acc[t] = _mm256_fmadd_ps(s0, a, acc[t]);
+                        acc[t] = _mm256_fmadd_ps(s1, c, acc[t]);
+                    }
                 }
             }
         }
-        hsum(acc)
+        for t in 0..N {
+            out[t] = hsum(acc[t]);
+        }
+        N
     }
 
     /// # Safety
@@ -893,16 +960,7 @@ mod simd128 {
     /// for all of them, and each token's sums run in the same order whatever the number of
     /// tokens, so a token's result does not depend on the others.
     pub fn block32_dots<const CENTRED: bool, const FIVE: bool>(row: &[u8], xs: &[Activation<'_>], out: &mut [f32]) {
-        let mut done = 0;
-        while done < xs.len() {
-            let (xs, out) = (&xs[done..], &mut out[done..]);
-            done += match xs.len() {
-                1 => block32_dots_n::<1, CENTRED, FIVE>(row, xs, out),
-                2 => block32_dots_n::<2, CENTRED, FIVE>(row, xs, out),
-                3 => block32_dots_n::<3, CENTRED, FIVE>(row, xs, out),
-                _ => block32_dots_n::<4, CENTRED, FIVE>(row, xs, out),
-            };
-        }
+        in_fours!(block32_dots_n, CENTRED, FIVE; row, xs, out)
     }
 
     /// The fifth bits of 16 values (bit `j` of `bits` for value `j`) as bytes of 0 or 16.
@@ -948,15 +1006,23 @@ mod simd128 {
         N
     }
 
-    /// Q4_K super-blocks (Q5_K where `FIVE`, see [`super::k4_layout`]): sub-block `j`'s product
-    /// is `d * sc_j * sum(q * x) - dmin * m_j * sum(x)`, its sum of `x` from `sums`.
-    pub fn k4_dot<const FIVE: bool>(row: &[u8], x: &[f32], sums: &[f32]) -> f32 {
+    /// `out[t] = row · xs[t]` for each token, Q4_K super-blocks (Q5_K where `FIVE`, see
+    /// [`super::k4_layout`]), four tokens at a time as [`block32_dots`] takes them: sub-block
+    /// `j`'s product is `d * sc_j * sum(q * x) - dmin * m_j * sum(x)`, its sum of `x` from the
+    /// activation's block sums.
+    pub fn k4_dots<const FIVE: bool>(row: &[u8], xs: &[Activation<'_>], out: &mut [f32]) {
+        in_fours!(k4_dots_n, FIVE; row, xs, out)
+    }
+
+    /// [`k4_dots`] for the first `N` tokens; returns `N`.
+    fn k4_dots_n<const N: usize, const FIVE: bool>(row: &[u8], xs: &[Activation<'_>], out: &mut [f32]) -> usize {
         let (size, qs_at) = super::k4_layout(FIVE);
         let (low, one) = (u8x16_splat(0x0f), u8x16_splat(1));
         let blocks = row.len() / size;
-        assert!(x.len() >= blocks * 256 && sums.len() >= blocks * 8, "k4_dot out of range");
-        let mut acc = f32x4_splat(0.0);
-        let mut minimums = 0.0;
+        let (x, sums): ([&[f32]; N], [&[f32]; N]) = (std::array::from_fn(|t| xs[t].x), std::array::from_fn(|t| &xs[t].block_sums[..]));
+        assert!(x.iter().zip(&sums).all(|(x, s)| x.len() >= blocks * 256 && s.len() >= blocks * 8), "k4_dots out of range");
+        let mut acc = [f32x4_splat(0.0); N];
+        let mut minimums = [0.0f32; N];
         for (b, block) in row.chunks_exact(size).enumerate() {
             let (d, dmin) = (f16_at(block, 0), f16_at(block, 2));
             // Values 0..16 and 16..32's fifth bits, bit j for sub-block j (Q5_K).
@@ -971,26 +1037,40 @@ mod simd128 {
                         let q = if half == 0 { v128_and(q, low) } else { u8x16_shr(q, 4) };
                         if FIVE { v128_or(q, u8x16_shl(v128_and(u8x16_shr(high, j as u32), one), 4)) } else { q }
                     };
+                    let (w_lo, w_hi) = (u8_to_f32(values(qa, high_a)), u8_to_f32(values(qb, high_b)));
+                    let (scale, minimum) = (f32x4_splat(d * f32::from(sc)), dmin * f32::from(m));
                     let at = b * 256 + 32 * j;
-                    // SAFETY: `x` holds 256 values per super-block (checked above).
-                    let (x_lo, x_hi) = unsafe { (sixteen(x, at), sixteen(x, at + 16)) };
-                    let q = dot4(u8_to_f32(values(qb, high_b)), x_hi, dot4(u8_to_f32(values(qa, high_a)), x_lo, f32x4_splat(0.0)));
-                    acc = f32x4_add(acc, f32x4_mul(f32x4_splat(d * f32::from(sc)), q));
-                    // SAFETY: as above, eight sums per super-block.
-                    minimums += dmin * f32::from(m) * unsafe { *sums.get_unchecked(8 * b + j) };
+                    for t in 0..N {
+                        // SAFETY: each `x` holds 256 values and each `sums` eight sums per
+                        // super-block (checked above).
+                        let (x_lo, x_hi, sum) = unsafe { (sixteen(x[t], at), sixteen(x[t], at + 16), *sums[t].get_unchecked(8 * b + j)) };
+                        let q = dot4(w_hi, x_hi, dot4(w_lo, x_lo, f32x4_splat(0.0)));
+                        acc[t] = f32x4_add(acc[t], f32x4_mul(scale, q));
+                        minimums[t] += minimum * sum;
+                    }
                 }
             }
         }
-        hsum(acc) - minimums
+        for t in 0..N {
+            out[t] = hsum(acc[t]) - minimums[t];
+        }
+        N
     }
 
-    /// Q6_K super-blocks of 210 bytes (see `TensorType::Q6_K`): runs of 16 values share a
-    /// signed scale, `w = d * sc * (q - 32)`.
-    pub fn q6_k_dot(row: &[u8], x: &[f32]) -> f32 {
+    /// `out[t] = row · xs[t]` for each token, Q6_K super-blocks of 210 bytes (see
+    /// `TensorType::Q6_K`): runs of 16 values share a signed scale, `w = d * sc * (q - 32)`.
+    /// Four tokens at a time as [`block32_dots`] takes them.
+    pub fn q6_k_dots(row: &[u8], xs: &[Activation<'_>], out: &mut [f32]) {
+        in_fours!(q6_k_dots_n; row, xs, out)
+    }
+
+    /// [`q6_k_dots`] for the first `N` tokens; returns `N`.
+    fn q6_k_dots_n<const N: usize>(row: &[u8], xs: &[Activation<'_>], out: &mut [f32]) -> usize {
         let (low, two, bias) = (u8x16_splat(0x0f), u8x16_splat(3), i8x16_splat(32));
         let blocks = row.len() / 210;
-        assert!(x.len() >= blocks * 256, "q6_k_dot out of range");
-        let mut acc = f32x4_splat(0.0);
+        let x: [&[f32]; N] = std::array::from_fn(|t| xs[t].x);
+        assert!(x.iter().all(|x| x.len() >= blocks * 256), "q6_k_dots out of range");
+        let mut acc = [f32x4_splat(0.0); N];
         for (b, block) in row.chunks_exact(210).enumerate() {
             let d = f16_at(block, 208);
             for h in 0..2 {
@@ -1005,17 +1085,22 @@ mod simd128 {
                         v128_or(u8x16_shr(ql1, 4), high(6)),
                     ];
                     for (k, q) in groups.into_iter().enumerate() {
+                        let w = i8_to_f32(i8x16_sub(q, bias));
+                        let scale = f32x4_splat(d * f32::from(block[192 + 8 * h + 2 * k + l0 / 16] as i8));
                         let at = b * 256 + 128 * h + 32 * k + l0;
-                        // SAFETY: `x` holds 256 values per super-block (checked above).
-                        let xs = unsafe { sixteen(x, at) };
-                        let s = dot4(i8_to_f32(i8x16_sub(q, bias)), xs, f32x4_splat(0.0));
-                        let scale = d * f32::from(block[192 + 8 * h + 2 * k + l0 / 16] as i8);
-                        acc = f32x4_add(acc, f32x4_mul(f32x4_splat(scale), s));
+                        for t in 0..N {
+                            // SAFETY: each `x` holds 256 values per super-block (checked above).
+                            let s = dot4(w, unsafe { sixteen(x[t], at) }, f32x4_splat(0.0));
+                            acc[t] = f32x4_add(acc[t], f32x4_mul(scale, s));
+                        }
                     }
                 }
             }
         }
-        hsum(acc)
+        for t in 0..N {
+            out[t] = hsum(acc[t]);
+        }
+        N
     }
 
     pub fn bf16_dot(row: &[u8], x: &[f32]) -> f32 {
@@ -1033,18 +1118,31 @@ mod simd128 {
         hsum(acc) + (n..x.len()).map(|i| super::bf16_at(row, 2 * i) * x[i]).sum::<f32>()
     }
 
-    pub fn q8_0_dot(row: &[u8], x: &[f32]) -> f32 {
-        let mut acc = f32x4_splat(0.0);
-        assert!(x.len() >= row.len() / 34 * BLOCK, "q8_0_dot out of range");
+    /// `out[t] = row · xs[t]` for each token, Q8_0 blocks of 34 bytes (an f16 scale and 32
+    /// signed values), four tokens at a time as [`block32_dots`] takes them.
+    pub fn q8_0_dots(row: &[u8], xs: &[Activation<'_>], out: &mut [f32]) {
+        in_fours!(q8_0_dots_n; row, xs, out)
+    }
+
+    /// [`q8_0_dots`] for the first `N` tokens; returns `N`.
+    fn q8_0_dots_n<const N: usize>(row: &[u8], xs: &[Activation<'_>], out: &mut [f32]) -> usize {
+        let x: [&[f32]; N] = std::array::from_fn(|t| xs[t].x);
+        assert!(x.iter().all(|x| x.len() >= row.len() / 34 * BLOCK), "q8_0_dots out of range");
+        let mut acc = [f32x4_splat(0.0); N];
         for (b, block) in row.chunks_exact(34).enumerate() {
+            let (w_lo, w_hi) = (i8_to_f32(bytes16(block, 2)), i8_to_f32(bytes16(block, 18)));
+            let scale = f32x4_splat(f16_at(block, 0));
             let at = b * BLOCK;
-            // SAFETY: `x` holds a block for each of the row's (checked above).
-            let (x_lo, x_hi) = unsafe { (sixteen(x, at), sixteen(x, at + 16)) };
-            let mut s = dot4(i8_to_f32(bytes16(block, 2)), x_lo, f32x4_splat(0.0));
-            s = dot4(i8_to_f32(bytes16(block, 18)), x_hi, s);
-            acc = f32x4_add(acc, f32x4_mul(f32x4_splat(f16_at(block, 0)), s));
+            for t in 0..N {
+                // SAFETY: each `x` holds a block for each of the row's (checked above).
+                let (x_lo, x_hi) = unsafe { (sixteen(x[t], at), sixteen(x[t], at + 16)) };
+                acc[t] = f32x4_add(acc[t], f32x4_mul(scale, dot4(w_hi, x_hi, dot4(w_lo, x_lo, f32x4_splat(0.0)))));
+            }
         }
-        hsum(acc)
+        for t in 0..N {
+            out[t] = hsum(acc[t]);
+        }
+        N
     }
 
     pub fn tile_product(tile: &[f32], x0: &[f32], x1: &[f32]) -> [f32; 2 * TILE_ROWS] {
