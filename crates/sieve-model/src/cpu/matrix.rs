@@ -32,8 +32,12 @@ const TILE_ROWS: usize = 4;
 /// four tokens: with Qwen3-0.6B's shape in Q4_K_M (Q4_K and Q6_K rows), a whole pass of one
 /// token taking 57 ms, 2, 4 and 8 tokens took 98, 179 and 262 ms (the last by tiles) with a
 /// dot product per token, and 76, 115 and 216 ms unpacked once for four; 12 tokens take 308
-/// ms by tiles either way.
+/// ms by tiles either way. In WebAssembly (Chromium, one thread) tiles pay from 5 tokens
+/// whatever the kernel: with SmolLM2 Q4_1, 5 and 8 tokens took 97 and 121 ms by dot products
+/// and 69 and 79 by tiles (4: 65 by dot products); with Qwen3-0.6B's shape 367 and 498 by dot
+/// products and 319 and 379 by tiles (4: 265).
 const TILE_TOKENS: usize = 5;
+/// [`TILE_TOKENS`] for the AVX2 kernels of the quantized types.
 const TILE_TOKENS_SHARED_BLOCKS: usize = 12;
 
 /// Bytes of a block of the 32-value types: f16 scale `d`, then an f16 minimum `m` unless
@@ -267,12 +271,13 @@ impl Matrix {
         }
     }
 
-    /// Fewest tokens for which tiles beat dot products with `simd`: later where the dot kernel
-    /// unpacks each block once for several tokens (the quantized types with SIMD), see
+    /// Fewest tokens for which tiles beat dot products with `simd`: later for the AVX2 kernels
+    /// of the quantized types, which unpack each block once for several tokens, see
     /// [`TILE_TOKENS`].
     fn tile_from(&self, simd: Simd) -> usize {
-        match self.ty.value_bits() {
-            Some(_) if simd != Simd::Portable => TILE_TOKENS_SHARED_BLOCKS,
+        match simd {
+            #[cfg(target_arch = "x86_64")]
+            Simd::Avx2 if self.ty.value_bits().is_some() => TILE_TOKENS_SHARED_BLOCKS,
             _ => TILE_TOKENS,
         }
     }
