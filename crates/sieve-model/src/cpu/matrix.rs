@@ -38,6 +38,7 @@ const TILE_ROWS: usize = 4;
 /// products and 319 and 379 by tiles (4: 265).
 const TILE_TOKENS: usize = 5;
 /// [`TILE_TOKENS`] for the AVX2 kernels of the quantized types.
+#[cfg(target_arch = "x86_64")]
 const TILE_TOKENS_SHARED_BLOCKS: usize = 12;
 
 /// Bytes of a block of the 32-value types: f16 scale `d`, then an f16 minimum `m` unless
@@ -146,14 +147,38 @@ enum Data {
 }
 
 /// An activation vector prepared for dot products with any row: the values and the sum of each
-/// 32-element block (the block types with a minimum need it).
+/// 32-element block (the block types with a minimum need it); for the WebAssembly SIMD kernels
+/// also the values as 16-bit integers, a scale for each block of 32 (its largest magnitude
+/// over 32,767): WebAssembly has no fused multiply-add, and widening bytes to f32 takes three
+/// instructions a vector where an integer dot product (`i32x4_dot_i16x8`) takes one. A value
+/// moves by at most half its block's scale, 1/65,534 of the block's largest.
 pub struct Activation<'a> {
     x: &'a [f32],
     block_sums: Vec<f32>,
+    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+    ints: Vec<i16>,
+    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+    int_scales: Vec<f32>,
 }
 
 impl<'a> Activation<'a> {
     pub fn new(x: &'a [f32]) -> Self {
+        #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+        {
+            let mut ints = Vec::with_capacity(x.len());
+            let int_scales = x
+                .chunks(BLOCK)
+                .map(|block| {
+                    let largest = block.iter().fold(0.0f32, |m, v| m.max(v.abs()));
+                    let to_int = if largest > 0.0 { 32767.0 / largest } else { 0.0 };
+                    // `as` saturates: a value a rounding past ±32,767 stays in range.
+                    ints.extend(block.iter().map(|v| (v * to_int).round_ties_even() as i16));
+                    largest / 32767.0
+                })
+                .collect();
+            Self { x, block_sums: x.chunks(BLOCK).map(|c| c.iter().sum()).collect(), ints, int_scales }
+        }
+        #[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
         Self { x, block_sums: x.chunks(BLOCK).map(|c| c.iter().sum()).collect() }
     }
 }
@@ -909,48 +934,6 @@ mod simd128 {
         unsafe { v128_load(bytes.as_ptr().add(at) as *const v128) }
     }
 
-    /// The 16 unsigned bytes of `v` as four vectors of f32, in order.
-    fn u8_to_f32(v: v128) -> [v128; 4] {
-        let (lo, hi) = (u16x8_extend_low_u8x16(v), u16x8_extend_high_u8x16(v));
-        [
-            f32x4_convert_u32x4(u32x4_extend_low_u16x8(lo)),
-            f32x4_convert_u32x4(u32x4_extend_high_u16x8(lo)),
-            f32x4_convert_u32x4(u32x4_extend_low_u16x8(hi)),
-            f32x4_convert_u32x4(u32x4_extend_high_u16x8(hi)),
-        ]
-    }
-
-    /// The 16 signed bytes of `v` as four vectors of f32, in order.
-    fn i8_to_f32(v: v128) -> [v128; 4] {
-        let (lo, hi) = (i16x8_extend_low_i8x16(v), i16x8_extend_high_i8x16(v));
-        [
-            f32x4_convert_i32x4(i32x4_extend_low_i16x8(lo)),
-            f32x4_convert_i32x4(i32x4_extend_high_i16x8(lo)),
-            f32x4_convert_i32x4(i32x4_extend_low_i16x8(hi)),
-            f32x4_convert_i32x4(i32x4_extend_high_i16x8(hi)),
-        ]
-    }
-
-    /// `acc + sum(w[i] * x[4 i ..])` over four vectors of weights.
-    #[inline(always)]
-    fn dot4(w: [v128; 4], x: &[f32; 16], mut acc: v128) -> v128 {
-        for (i, w) in w.into_iter().enumerate() {
-            acc = f32x4_add(acc, f32x4_mul(w, load(x, 4 * i)));
-        }
-        acc
-    }
-
-    /// The 16 values of `x` at `at`, for loops that check their bounds once.
-    ///
-    /// # Safety
-    /// `at + 16 <= x.len()`.
-    #[inline(always)]
-    unsafe fn sixteen(x: &[f32], at: usize) -> &[f32; 16] {
-        debug_assert!(at + 16 <= x.len());
-        // SAFETY: the caller's.
-        unsafe { &*(x.as_ptr().add(at) as *const [f32; 16]) }
-    }
-
     pub fn f32_dot(a: &[f32], b: &[f32]) -> f32 {
         let n = a.len().min(b.len()) / 4 * 4;
         let mut acc = f32x4_splat(0.0);
@@ -960,10 +943,71 @@ mod simd128 {
         hsum(acc) + (n..a.len()).map(|i| a[i] * b[i]).sum::<f32>()
     }
 
+    /// 16 byte values as two vectors of eight 16-bit integers (signed bytes where `SIGNED`).
+    #[inline(always)]
+    fn widen<const SIGNED: bool>(v: v128) -> [v128; 2] {
+        match SIGNED {
+            true => [i16x8_extend_low_i8x16(v), i16x8_extend_high_i8x16(v)],
+            false => [u16x8_extend_low_u8x16(v), u16x8_extend_high_u8x16(v)],
+        }
+    }
+
+    /// The 16-bit activations of `N` tokens, checked once to hold `len` values (and a scale and
+    /// a sum per 32) so that the inner loops read them unchecked.
+    struct Ints<'x, const N: usize> {
+        values: [&'x [i16]; N],
+        scales: [&'x [f32]; N],
+        sums: [&'x [f32]; N],
+    }
+
+    impl<'x, const N: usize> Ints<'x, N> {
+        fn of(xs: &'x [Activation<'_>], len: usize) -> Self {
+            let ints = Self {
+                values: std::array::from_fn(|t| &xs[t].ints[..]),
+                scales: std::array::from_fn(|t| &xs[t].int_scales[..]),
+                sums: std::array::from_fn(|t| &xs[t].block_sums[..]),
+            };
+            let blocks = len.div_ceil(BLOCK);
+            assert!((0..N).all(|t| ints.values[t].len() >= len && ints.scales[t].len() >= blocks && ints.sums[t].len() >= blocks), "activations shorter than the row");
+            ints
+        }
+
+        /// The products of 16 weights `w` ([`widen`]) with token `t`'s values `at .. at + 16`
+        /// (`at + 16 <= len`), summed into four lanes.
+        #[inline(always)]
+        fn dot(&self, t: usize, w: [v128; 2], at: usize) -> v128 {
+            debug_assert!(at + 16 <= self.values[t].len());
+            // SAFETY: `at + 16 <= len` (the callers' loops), checked against the values in `of`.
+            let (a, b) = unsafe {
+                let p = self.values[t].as_ptr().add(at);
+                (v128_load(p as *const v128), v128_load(p.add(8) as *const v128))
+            };
+            i32x4_add(i32x4_dot_i16x8(w[0], a), i32x4_dot_i16x8(w[1], b))
+        }
+
+        /// Token `t`'s scale of its 32 values from `32 * block` on.
+        #[inline(always)]
+        fn scale(&self, t: usize, block: usize) -> f32 {
+            debug_assert!(block < self.scales[t].len());
+            // SAFETY: `block < len / 32`, checked against the scales in `of`.
+            unsafe { *self.scales[t].get_unchecked(block) }
+        }
+
+        /// The sum of token `t`'s 32 values (in f32) from `32 * block` on.
+        #[inline(always)]
+        fn sum(&self, t: usize, block: usize) -> f32 {
+            debug_assert!(block < self.sums[t].len());
+            // SAFETY: as for `scale`.
+            unsafe { *self.sums[t].get_unchecked(block) }
+        }
+    }
+
     /// `out[t] = row · xs[t]` for each token, blocks of 32 values (see
     /// [`super::block32_size`]), four tokens at a time: each block's weights are unpacked once
     /// for all of them, and each token's sums run in the same order whatever the number of
-    /// tokens, so a token's result does not depend on the others.
+    /// tokens, so a token's result does not depend on the others. Here, as in every quantized
+    /// kernel of this module, the products are 16-bit integers' (`i32x4_dot_i16x8`, the
+    /// activation as [`Activation`]'s 16-bit values) and their sum is scaled once a run.
     pub fn block32_dots<const CENTRED: bool, const FIVE: bool>(row: &[u8], xs: &[Activation<'_>], out: &mut [f32]) {
         in_fours!(block32_dots_n, CENTRED, FIVE; row, xs, out)
     }
@@ -981,28 +1025,22 @@ mod simd128 {
         let low = u8x16_splat(0x0f);
         let mut acc = [f32x4_splat(0.0); N];
         let mut minimums = [0.0f32; N];
-        let blocks = row.len() / size;
-        let (x, sums): ([&[f32]; N], [&[f32]; N]) = (std::array::from_fn(|t| xs[t].x), std::array::from_fn(|t| &xs[t].block_sums[..]));
-        assert!(x.iter().zip(&sums).all(|(x, s)| x.len() >= blocks * BLOCK && s.len() >= blocks), "block32_dots out of range");
+        let ints = Ints::<N>::of(xs, row.len() / size * BLOCK);
         for (b, block) in row.chunks_exact(size).enumerate() {
             let qs = bytes16(block, size - 16);
-            let at = b * BLOCK;
             let (mut lo, mut hi) = (v128_and(qs, low), u8x16_shr(qs, 4));
             if FIVE {
                 let high = super::block32_fifth_bits::<FIVE>(block, size);
                 lo = v128_or(lo, fifth_bits(high));
                 hi = v128_or(hi, fifth_bits(high >> 16));
             }
-            let (lo, hi) = (u8_to_f32(lo), u8_to_f32(hi));
+            let (lo, hi) = (widen::<false>(lo), widen::<false>(hi));
             let (d, minimum) = super::block32_scale_min::<CENTRED, FIVE>(block);
-            let scale = f32x4_splat(d);
             for t in 0..N {
-                // SAFETY: b < blocks, and each `x` holds `blocks` blocks and each `sums` a sum
-                // per block (checked above).
-                let (x_lo, x_hi, sum) = unsafe { (sixteen(x[t], at), sixteen(x[t], at + 16), *sums[t].get_unchecked(b)) };
-                let s = dot4(hi, x_hi, dot4(lo, x_lo, f32x4_splat(0.0)));
-                acc[t] = f32x4_add(acc[t], f32x4_mul(scale, s));
-                minimums[t] += minimum * sum;
+                let at = b * BLOCK;
+                let p = i32x4_add(ints.dot(t, lo, at), ints.dot(t, hi, at + 16));
+                acc[t] = f32x4_add(acc[t], f32x4_mul(f32x4_convert_i32x4(p), f32x4_splat(d * ints.scale(t, b))));
+                minimums[t] += minimum * ints.sum(t, b);
             }
         }
         for t in 0..N {
@@ -1023,9 +1061,7 @@ mod simd128 {
     fn k4_dots_n<const N: usize, const FIVE: bool>(row: &[u8], xs: &[Activation<'_>], out: &mut [f32]) -> usize {
         let (size, qs_at) = super::k4_layout(FIVE);
         let (low, one) = (u8x16_splat(0x0f), u8x16_splat(1));
-        let blocks = row.len() / size;
-        let (x, sums): ([&[f32]; N], [&[f32]; N]) = (std::array::from_fn(|t| xs[t].x), std::array::from_fn(|t| &xs[t].block_sums[..]));
-        assert!(x.iter().zip(&sums).all(|(x, s)| x.len() >= blocks * 256 && s.len() >= blocks * 8), "k4_dots out of range");
+        let ints = Ints::<N>::of(xs, row.len() / size * 256);
         let mut acc = [f32x4_splat(0.0); N];
         let mut minimums = [0.0f32; N];
         for (b, block) in row.chunks_exact(size).enumerate() {
@@ -1040,18 +1076,15 @@ mod simd128 {
                     let (sc, m) = k_scale_min(&block[4..16], j);
                     let values = |q: v128, high: v128| {
                         let q = if half == 0 { v128_and(q, low) } else { u8x16_shr(q, 4) };
-                        if FIVE { v128_or(q, u8x16_shl(v128_and(u8x16_shr(high, j as u32), one), 4)) } else { q }
+                        widen::<false>(if FIVE { v128_or(q, u8x16_shl(v128_and(u8x16_shr(high, j as u32), one), 4)) } else { q })
                     };
-                    let (w_lo, w_hi) = (u8_to_f32(values(qa, high_a)), u8_to_f32(values(qb, high_b)));
-                    let (scale, minimum) = (f32x4_splat(d * f32::from(sc)), dmin * f32::from(m));
-                    let at = b * 256 + 32 * j;
+                    let (w_lo, w_hi) = (values(qa, high_a), values(qb, high_b));
+                    let (scale, minimum) = (d * f32::from(sc), dmin * f32::from(m));
+                    let (at, run) = (b * 256 + 32 * j, 8 * b + j);
                     for t in 0..N {
-                        // SAFETY: each `x` holds 256 values and each `sums` eight sums per
-                        // super-block (checked above).
-                        let (x_lo, x_hi, sum) = unsafe { (sixteen(x[t], at), sixteen(x[t], at + 16), *sums[t].get_unchecked(8 * b + j)) };
-                        let q = dot4(w_hi, x_hi, dot4(w_lo, x_lo, f32x4_splat(0.0)));
-                        acc[t] = f32x4_add(acc[t], f32x4_mul(scale, q));
-                        minimums[t] += minimum * sum;
+                        let p = i32x4_add(ints.dot(t, w_lo, at), ints.dot(t, w_hi, at + 16));
+                        acc[t] = f32x4_add(acc[t], f32x4_mul(f32x4_convert_i32x4(p), f32x4_splat(scale * ints.scale(t, run))));
+                        minimums[t] += minimum * ints.sum(t, run);
                     }
                 }
             }
@@ -1072,9 +1105,7 @@ mod simd128 {
     /// [`q6_k_dots`] for the first `N` tokens; returns `N`.
     fn q6_k_dots_n<const N: usize>(row: &[u8], xs: &[Activation<'_>], out: &mut [f32]) -> usize {
         let (low, two, bias) = (u8x16_splat(0x0f), u8x16_splat(3), i8x16_splat(32));
-        let blocks = row.len() / 210;
-        let x: [&[f32]; N] = std::array::from_fn(|t| xs[t].x);
-        assert!(x.iter().all(|x| x.len() >= blocks * 256), "q6_k_dots out of range");
+        let ints = Ints::<N>::of(xs, row.len() / 210 * 256);
         let mut acc = [f32x4_splat(0.0); N];
         for (b, block) in row.chunks_exact(210).enumerate() {
             let d = f16_at(block, 208);
@@ -1090,13 +1121,12 @@ mod simd128 {
                         v128_or(u8x16_shr(ql1, 4), high(6)),
                     ];
                     for (k, q) in groups.into_iter().enumerate() {
-                        let w = i8_to_f32(i8x16_sub(q, bias));
-                        let scale = f32x4_splat(d * f32::from(block[192 + 8 * h + 2 * k + l0 / 16] as i8));
+                        let w = widen::<true>(i8x16_sub(q, bias));
+                        let scale = d * f32::from(block[192 + 8 * h + 2 * k + l0 / 16] as i8);
                         let at = b * 256 + 128 * h + 32 * k + l0;
-                        for t in 0..N {
-                            // SAFETY: each `x` holds 256 values per super-block (checked above).
-                            let s = dot4(w, unsafe { sixteen(x[t], at) }, f32x4_splat(0.0));
-                            acc[t] = f32x4_add(acc[t], f32x4_mul(scale, s));
+                        for (t, acc) in acc.iter_mut().enumerate() {
+                            let p = f32x4_convert_i32x4(ints.dot(t, w, at));
+                            *acc = f32x4_add(*acc, f32x4_mul(p, f32x4_splat(scale * ints.scale(t, at / BLOCK))));
                         }
                     }
                 }
@@ -1131,17 +1161,15 @@ mod simd128 {
 
     /// [`q8_0_dots`] for the first `N` tokens; returns `N`.
     fn q8_0_dots_n<const N: usize>(row: &[u8], xs: &[Activation<'_>], out: &mut [f32]) -> usize {
-        let x: [&[f32]; N] = std::array::from_fn(|t| xs[t].x);
-        assert!(x.iter().all(|x| x.len() >= row.len() / 34 * BLOCK), "q8_0_dots out of range");
+        let ints = Ints::<N>::of(xs, row.len() / 34 * BLOCK);
         let mut acc = [f32x4_splat(0.0); N];
         for (b, block) in row.chunks_exact(34).enumerate() {
-            let (w_lo, w_hi) = (i8_to_f32(bytes16(block, 2)), i8_to_f32(bytes16(block, 18)));
-            let scale = f32x4_splat(f16_at(block, 0));
+            let (w_lo, w_hi) = (widen::<true>(bytes16(block, 2)), widen::<true>(bytes16(block, 18)));
+            let d = f16_at(block, 0);
             let at = b * BLOCK;
-            for t in 0..N {
-                // SAFETY: each `x` holds a block for each of the row's (checked above).
-                let (x_lo, x_hi) = unsafe { (sixteen(x[t], at), sixteen(x[t], at + 16)) };
-                acc[t] = f32x4_add(acc[t], f32x4_mul(scale, dot4(w_hi, x_hi, dot4(w_lo, x_lo, f32x4_splat(0.0)))));
+            for (t, acc) in acc.iter_mut().enumerate() {
+                let p = i32x4_add(ints.dot(t, w_lo, at), ints.dot(t, w_hi, at + 16));
+                *acc = f32x4_add(*acc, f32x4_mul(f32x4_convert_i32x4(p), f32x4_splat(d * ints.scale(t, b))));
             }
         }
         for t in 0..N {
