@@ -4,9 +4,12 @@
 //! For one token a row is dequantized block by block inside its dot product, never into
 //! memory, so a quantized model takes about its file's size and a decode step reads each weight
 //! once. For several tokens (a prefill) four rows at a time are dequantized into a small f32
-//! tile that every token's dot products then read, four rows by two tokens per step. The
-//! activations stay f32 (they are not quantized as llama.cpp does), so a product differs from
-//! the dequantized row's f32 dot product only by the order of the additions.
+//! tile that every token's dot products then read, four rows by two tokens per step. With
+//! AVX2 the activations stay f32, so a product differs from the dequantized row's f32 dot
+//! product only by the order of the additions. WebAssembly's kernels of the quantized types
+//! multiply 16-bit copies of them (see [`Activation`]), which moves a product by at most
+//! 1/65,534 of each block's largest activation times its weights (llama.cpp quantizes them to
+//! 8 bits).
 //!
 //! Each kernel has a portable version, the reference, and versions for AVX2 (x86-64, detected
 //! at run time) and WebAssembly SIMD (compiled in when the module targets `simd128`, as sieve's
@@ -155,18 +158,28 @@ enum Data {
 pub struct Activation<'a> {
     x: &'a [f32],
     block_sums: Vec<f32>,
+    /// The 16-bit values and the scales, made when a kernel first asks (tiles never do).
     #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-    ints: Vec<i16>,
-    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-    int_scales: Vec<f32>,
+    ints: std::sync::OnceLock<(Vec<i16>, Vec<f32>)>,
 }
 
 impl<'a> Activation<'a> {
     pub fn new(x: &'a [f32]) -> Self {
-        #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-        {
-            let mut ints = Vec::with_capacity(x.len());
-            let int_scales = x
+        Self {
+            x,
+            block_sums: x.chunks(BLOCK).map(|c| c.iter().sum()).collect(),
+            #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+            ints: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// The values as 16-bit integers, and each block's scale.
+    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+    fn ints(&self) -> (&[i16], &[f32]) {
+        let (ints, scales) = self.ints.get_or_init(|| {
+            let mut ints = Vec::with_capacity(self.x.len());
+            let scales = self
+                .x
                 .chunks(BLOCK)
                 .map(|block| {
                     let largest = block.iter().fold(0.0f32, |m, v| m.max(v.abs()));
@@ -176,10 +189,9 @@ impl<'a> Activation<'a> {
                     largest / 32767.0
                 })
                 .collect();
-            Self { x, block_sums: x.chunks(BLOCK).map(|c| c.iter().sum()).collect(), ints, int_scales }
-        }
-        #[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
-        Self { x, block_sums: x.chunks(BLOCK).map(|c| c.iter().sum()).collect() }
+            (ints, scales)
+        });
+        (ints, scales)
     }
 }
 
@@ -963,8 +975,8 @@ mod simd128 {
     impl<'x, const N: usize> Ints<'x, N> {
         fn of(xs: &'x [Activation<'_>], len: usize) -> Self {
             let ints = Self {
-                values: std::array::from_fn(|t| &xs[t].ints[..]),
-                scales: std::array::from_fn(|t| &xs[t].int_scales[..]),
+                values: std::array::from_fn(|t| xs[t].ints().0),
+                scales: std::array::from_fn(|t| xs[t].ints().1),
                 sums: std::array::from_fn(|t| &xs[t].block_sums[..]),
             };
             let blocks = len.div_ceil(BLOCK);
