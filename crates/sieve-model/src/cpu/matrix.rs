@@ -1,5 +1,5 @@
-//! Weight matrices kept in their GGUF encoding, and their products with f32 activations: the
-//! CPU path's inner loops.
+//! Weight matrices kept in their GGUF encoding, and their products with activations: the CPU
+//! path's inner loops.
 //!
 //! For one token a row is dequantized block by block inside its dot product, never into
 //! memory, so a quantized model takes about its file's size and a decode step reads each weight

@@ -3,7 +3,8 @@
 //! Where there is no real GPU (a software adapter such as SwiftShader or lavapipe emulates one
 //! on the CPU, tens of times slower than the CPU itself), this path runs the model: weights stay
 //! in their GGUF encoding ([`matrix::Matrix`]) and are dequantized block by block inside SIMD
-//! dot products with f32 activations; the products of a pass are split by rows over
+//! dot products with the activations (f32 with AVX2, 16-bit integers in WebAssembly, see
+//! [`matrix::Activation`]); the products of a pass are split by rows over
 //! [`threads::Threads`]; keys and values are kept in f32 in memory. A decoder layer:
 //!
 //! 1. RMSNorm, the Q/K/V projections (their biases and the per-head norms of queries and keys
