@@ -4,12 +4,11 @@
 //! For one token a row is dequantized block by block inside its dot product, never into
 //! memory, so a quantized model takes about its file's size and a decode step reads each weight
 //! once. For several tokens (a prefill) four rows at a time are dequantized into a small f32
-//! tile that every token's dot products then read, four rows by two tokens per step. With
-//! AVX2 the activations stay f32, so a product differs from the dequantized row's f32 dot
-//! product only by the order of the additions. WebAssembly's kernels of the quantized types
-//! multiply 16-bit copies of them (see [`Activation`]), which moves a product by at most
-//! 1/65,534 of each block's largest activation times its weights (llama.cpp quantizes them to
-//! 8 bits).
+//! tile that every token's dot products then read, four rows by two tokens per step. The
+//! SIMD dot kernels of the quantized types multiply the weights' integers with 16-bit copies of
+//! the activations (see [`Activation`]), which moves a product by at most 1/65,534 of each
+//! block's largest activation times its weights (llama.cpp quantizes them to 8 bits); the
+//! other kernels and the tiles keep f32 activations.
 //!
 //! Each kernel has a portable version, the reference, and versions for AVX2 (x86-64, detected
 //! at run time) and WebAssembly SIMD (compiled in when the module targets `simd128`, as sieve's
@@ -38,7 +37,9 @@ const TILE_ROWS: usize = 4;
 /// ms by tiles either way. In WebAssembly (Chromium, one thread) tiles pay from 5 tokens
 /// whatever the kernel: with SmolLM2 Q4_1, 5 and 8 tokens took 97 and 121 ms by dot products
 /// and 69 and 79 by tiles (4: 65 by dot products); with Qwen3-0.6B's shape 367 and 498 by dot
-/// products and 319 and 379 by tiles (4: 265).
+/// products and 319 and 379 by tiles (4: 265). With the 16-bit products of the AVX2 kernels
+/// (one token: 47 ms on Qwen3's shape, 9.7 on SmolLM2), 11 tokens take 237 and 49 ms by dot
+/// products, 12 take 317 and 54 by tiles, and 16 by tiles 371 and 67.
 const TILE_TOKENS: usize = 5;
 /// [`TILE_TOKENS`] for the AVX2 kernels of the quantized types.
 #[cfg(target_arch = "x86_64")]
@@ -150,16 +151,17 @@ enum Data {
 }
 
 /// An activation vector prepared for dot products with any row: the values and the sum of each
-/// 32-element block (the block types with a minimum need it); for the WebAssembly SIMD kernels
-/// also the values as 16-bit integers, a scale for each block of 32 (its largest magnitude
-/// over 32,767): WebAssembly has no fused multiply-add, and widening bytes to f32 takes three
-/// instructions a vector where an integer dot product (`i32x4_dot_i16x8`) takes one. A value
-/// moves by at most half its block's scale, 1/65,534 of the block's largest.
+/// 32-element block (the block types with a minimum need it); for the SIMD kernels of the
+/// quantized types also the values as 16-bit integers, a scale for each block of 32 (its
+/// largest magnitude over 32,767): widening weight bytes to f32 takes three instructions a
+/// vector where an integer multiply-add of pairs (`_mm256_madd_epi16`, `i32x4_dot_i16x8`)
+/// takes one, and WebAssembly has no fused multiply-add. A value moves by at most half its
+/// block's scale, 1/65,534 of the block's largest.
 pub struct Activation<'a> {
     x: &'a [f32],
     block_sums: Vec<f32>,
     /// The 16-bit values and the scales, made when a kernel first asks (tiles never do).
-    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+    #[cfg(any(target_arch = "x86_64", all(target_arch = "wasm32", target_feature = "simd128")))]
     ints: std::sync::OnceLock<(Vec<i16>, Vec<f32>)>,
 }
 
@@ -168,13 +170,13 @@ impl<'a> Activation<'a> {
         Self {
             x,
             block_sums: x.chunks(BLOCK).map(|c| c.iter().sum()).collect(),
-            #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+            #[cfg(any(target_arch = "x86_64", all(target_arch = "wasm32", target_feature = "simd128")))]
             ints: std::sync::OnceLock::new(),
         }
     }
 
     /// The values as 16-bit integers, and each block's scale.
-    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+    #[cfg(any(target_arch = "x86_64", all(target_arch = "wasm32", target_feature = "simd128")))]
     fn ints(&self) -> (&[i16], &[f32]) {
         let (ints, scales) = self.ints.get_or_init(|| {
             let mut ints = Vec::with_capacity(self.x.len());
@@ -184,8 +186,9 @@ impl<'a> Activation<'a> {
                 .map(|block| {
                     let largest = block.iter().fold(0.0f32, |m, v| m.max(v.abs()));
                     let to_int = if largest > 0.0 { 32767.0 / largest } else { 0.0 };
-                    // `as` saturates: a value a rounding past ±32,767 stays in range.
-                    ints.extend(block.iter().map(|v| (v * to_int).round_ties_even() as i16));
+                    // Rounded half away from zero (`as` truncates, and saturates: a value a
+                    // rounding past ±32,767 stays in range).
+                    ints.extend(block.iter().map(|v| (v * to_int + 0.5f32.copysign(*v)) as i16));
                     largest / 32767.0
                 })
                 .collect();
@@ -456,6 +459,53 @@ fn tile_product(simd: Simd, tile: &[f32], x0: &[f32], x1: &[f32]) -> [f32; 2 * T
     }
 }
 
+/// The 16-bit activations of `N` tokens ([`Activation::ints`]), checked once to hold `len`
+/// values (and a scale and a sum per 32) so that the SIMD kernels read them unchecked.
+#[cfg(any(target_arch = "x86_64", all(target_arch = "wasm32", target_feature = "simd128")))]
+struct Ints<'x, const N: usize> {
+    values: [&'x [i16]; N],
+    scales: [&'x [f32]; N],
+    sums: [&'x [f32]; N],
+}
+
+#[cfg(any(target_arch = "x86_64", all(target_arch = "wasm32", target_feature = "simd128")))]
+impl<'x, const N: usize> Ints<'x, N> {
+    fn of(xs: &'x [Activation<'_>], len: usize) -> Self {
+        let ints = Self {
+            values: std::array::from_fn(|t| xs[t].ints().0),
+            scales: std::array::from_fn(|t| xs[t].ints().1),
+            sums: std::array::from_fn(|t| &xs[t].block_sums[..]),
+        };
+        let blocks = len.div_ceil(BLOCK);
+        assert!((0..N).all(|t| ints.values[t].len() >= len && ints.scales[t].len() >= blocks && ints.sums[t].len() >= blocks), "activations shorter than the row");
+        ints
+    }
+
+    /// Token `t`'s 16 values from `at` (`at + 16 <= len`).
+    #[inline(always)]
+    fn sixteen(&self, t: usize, at: usize) -> *const i16 {
+        debug_assert!(at + 16 <= self.values[t].len());
+        // SAFETY: `at + 16 <= len`, checked against the values in `of`.
+        unsafe { self.values[t].as_ptr().add(at) }
+    }
+
+    /// Token `t`'s scale of its 32 values from `32 * block` on.
+    #[inline(always)]
+    fn scale(&self, t: usize, block: usize) -> f32 {
+        debug_assert!(block < self.scales[t].len());
+        // SAFETY: `block < len / 32`, checked against the scales in `of`.
+        unsafe { *self.scales[t].get_unchecked(block) }
+    }
+
+    /// The sum of token `t`'s 32 values (in f32) from `32 * block` on.
+    #[inline(always)]
+    fn sum(&self, t: usize, block: usize) -> f32 {
+        debug_assert!(block < self.sums[t].len());
+        // SAFETY: as for `scale`.
+        unsafe { *self.sums[t].get_unchecked(block) }
+    }
+}
+
 /// Runs the kernel `$kernel::<N, ...>` (which takes the first `N` tokens of `xs` and returns
 /// `N`) over all of `xs`, four tokens at a time and the rest together: the multi-token dot
 /// kernels unpack each block once for the tokens of a call.
@@ -578,7 +628,7 @@ mod portable {
 mod avx2 {
     use std::arch::x86_64::*;
 
-    use super::{Activation, BLOCK, TILE_ROWS, f16_at, k_scale_min};
+    use super::{Activation, BLOCK, Ints, TILE_ROWS, f16_at, k_scale_min};
 
     #[target_feature(enable = "avx2,fma")]
     fn hsum(v: __m256) -> f32 {
@@ -586,18 +636,6 @@ mod avx2 {
         let s = _mm_add_ps(s, _mm_movehl_ps(s, s));
         let s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
         _mm_cvtss_f32(s)
-    }
-
-    /// The low 8 unsigned bytes of `v` as f32.
-    #[target_feature(enable = "avx2")]
-    fn u8_to_f32(v: __m128i) -> __m256 {
-        _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(v))
-    }
-
-    /// The low 8 signed bytes of `v` as f32.
-    #[target_feature(enable = "avx2")]
-    fn i8_to_f32(v: __m128i) -> __m256 {
-        _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(v))
     }
 
     /// # Safety
@@ -671,37 +709,28 @@ mod avx2 {
     #[target_feature(enable = "avx2,fma,f16c")]
     unsafe fn block32_dots_n<const N: usize, const CENTRED: bool, const FIVE: bool>(row: &[u8], xs: &[Activation<'_>], out: &mut [f32]) -> usize {
         let size = super::block32_size(CENTRED, FIVE);
+        let ints = Ints::<N>::of(xs, row.len() / size * BLOCK);
         let low = _mm_set1_epi8(0x0f);
         let mut acc = [_mm256_setzero_ps(); N];
         let mut minimums = [0.0f32; N];
-        let x: [&[f32]; N] = std::array::from_fn(|t| xs[t].x);
-        debug_assert!(x.iter().all(|x| row.len() / size * BLOCK == x.len()));
         for (b, block) in row.chunks_exact(size).enumerate() {
             // A minimum of its own is read with the scale, by F16C.
             let (scale, minimum) = if CENTRED { super::block32_scale_min::<CENTRED, FIVE>(block) } else { f16_pair(block) };
-            // SAFETY: a block has 16 bytes of nibbles at its end, and each `x` 32 values at 32 * b.
-            unsafe {
-                let qs = _mm_loadu_si128(block.as_ptr().add(size - 16) as *const __m128i);
-                let mut lo = _mm_and_si128(qs, low);
-                let mut hi = _mm_and_si128(_mm_srli_epi16(qs, 4), low);
-                if FIVE {
-                    let high = super::block32_fifth_bits::<FIVE>(block, size);
-                    lo = _mm_or_si128(lo, fifth_bits(high));
-                    hi = _mm_or_si128(hi, fifth_bits(high >> 16));
-                }
-                let w = [u8_to_f32(lo), u8_to_f32(_mm_srli_si128(lo, 8)), u8_to_f32(hi), u8_to_f32(_mm_srli_si128(hi, 8))];
-                let scale = _mm256_set1_ps(scale);
-                for t in 0..N {
-                    let xp = x[t].as_ptr().add(b * BLOCK);
-                    let mut s = _mm256_mul_ps(w[0], _mm256_loadu_ps(xp));
-                    s = _mm256_fmadd_ps(w[1], _mm256_loadu_ps(xp.add(8)), s);
-                    s = _mm256_fmadd_ps(w[2], _mm256_loadu_ps(xp.add(16)), s);
-                    s = _mm256_fmadd_ps(w[3], _mm256_loadu_ps(xp.add(24)), s);
-                    acc[t] = _mm256_fmadd_ps(scale, s, acc[t]);
-                }
+            // SAFETY: a block has 16 bytes of nibbles at its end.
+            let qs = unsafe { _mm_loadu_si128(block.as_ptr().add(size - 16) as *const __m128i) };
+            let mut lo = _mm_and_si128(qs, low);
+            let mut hi = _mm_and_si128(_mm_srli_epi16(qs, 4), low);
+            if FIVE {
+                let high = super::block32_fifth_bits::<FIVE>(block, size);
+                lo = _mm_or_si128(lo, fifth_bits(high));
+                hi = _mm_or_si128(hi, fifth_bits(high >> 16));
             }
+            let (lo, hi) = (_mm256_cvtepu8_epi16(lo), _mm256_cvtepu8_epi16(hi));
+            let at = b * BLOCK;
             for t in 0..N {
-                minimums[t] += minimum * xs[t].block_sums[b];
+                let p = _mm256_add_epi32(dot16(&ints, t, lo, at), dot16(&ints, t, hi, at + 16));
+                acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(scale * ints.scale(t, b)), _mm256_cvtepi32_ps(p), acc[t]);
+                minimums[t] += minimum * ints.sum(t, b);
             }
         }
         for t in 0..N {
@@ -725,22 +754,15 @@ mod avx2 {
     /// [`q8_0_dots`] for the first `N` tokens; returns `N`.
     #[target_feature(enable = "avx2,fma,f16c")]
     unsafe fn q8_0_dots_n<const N: usize>(row: &[u8], xs: &[Activation<'_>], out: &mut [f32]) -> usize {
-        debug_assert!(xs.iter().all(|x| row.len() / 34 * BLOCK == x.x.len()));
+        let ints = Ints::<N>::of(xs, row.len() / 34 * BLOCK);
         let mut acc = [_mm256_setzero_ps(); N];
         for (b, block) in row.chunks_exact(34).enumerate() {
-            // SAFETY: a block has 32 bytes of values at 2, and each `x` 32 values at 32 * b.
-            unsafe {
-                let q = block.as_ptr().add(2);
-                let w: [__m256; 4] = std::array::from_fn(|k| i8_to_f32(_mm_loadl_epi64(q.add(8 * k) as *const __m128i)));
-                let scale = _mm256_set1_ps(f16_pair(block).0);
-                for t in 0..N {
-                    let xp = xs[t].x.as_ptr().add(b * BLOCK);
-                    let mut s = _mm256_mul_ps(w[0], _mm256_loadu_ps(xp));
-                    for (k, w) in w.iter().enumerate().skip(1) {
-                        s = _mm256_fmadd_ps(*w, _mm256_loadu_ps(xp.add(8 * k)), s);
-                    }
-                    acc[t] = _mm256_fmadd_ps(scale, s, acc[t]);
-                }
+            let w = widen16::<true>(bytes32(block, 2));
+            let d = f16_pair(block).0;
+            let at = b * BLOCK;
+            for (t, acc) in acc.iter_mut().enumerate() {
+                let p = _mm256_add_epi32(dot16(&ints, t, w[0], at), dot16(&ints, t, w[1], at + 16));
+                *acc = _mm256_fmadd_ps(_mm256_set1_ps(d * ints.scale(t, b)), _mm256_cvtepi32_ps(p), *acc);
             }
         }
         for t in 0..N {
@@ -757,32 +779,28 @@ mod avx2 {
         unsafe { _mm256_loadu_si256(b.as_ptr() as *const __m256i) }
     }
 
-    /// The 32 bytes `q` as four vectors of 8 f32 (unsigned bytes unless `signed`).
+    /// The products of 16 byte weights `w` (widened to 16 bits, [`widen16`]) with token `t`'s
+    /// values `at .. at + 16`, summed in pairs into eight lanes.
     #[target_feature(enable = "avx2")]
-    fn widen32(q: __m256i, signed: bool) -> [__m256; 4] {
-        let (lo, hi) = (_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
-        let f = |v: __m128i| if signed { i8_to_f32(v) } else { u8_to_f32(v) };
-        [f(lo), f(_mm_srli_si128(lo, 8)), f(hi), f(_mm_srli_si128(hi, 8))]
+    fn dot16<const N: usize>(ints: &Ints<'_, N>, t: usize, w: __m256i, at: usize) -> __m256i {
+        // SAFETY: `sixteen` points at 16 values.
+        _mm256_madd_epi16(w, unsafe { _mm256_loadu_si256(ints.sixteen(t, at) as *const __m256i) })
     }
 
-    /// The products of 32 values `w` ([`widen32`]) with `x[..32]`, summed in pairs: (values
-    /// 0..16, values 16..32).
-    #[target_feature(enable = "avx2,fma")]
-    fn halves(w: &[__m256; 4], x: &[f32]) -> (__m256, __m256) {
-        let x = &x[..32];
-        // SAFETY: `x` holds 32 values.
-        unsafe {
-            let p = x.as_ptr();
-            let a = _mm256_fmadd_ps(w[1], _mm256_loadu_ps(p.add(8)), _mm256_mul_ps(w[0], _mm256_loadu_ps(p)));
-            let b = _mm256_fmadd_ps(w[3], _mm256_loadu_ps(p.add(24)), _mm256_mul_ps(w[2], _mm256_loadu_ps(p.add(16))));
-            (a, b)
+    /// The 32 bytes `q` as two vectors of sixteen 16-bit integers (signed bytes where `SIGNED`).
+    #[target_feature(enable = "avx2")]
+    fn widen16<const SIGNED: bool>(q: __m256i) -> [__m256i; 2] {
+        let (lo, hi) = (_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
+        match SIGNED {
+            true => [_mm256_cvtepi8_epi16(lo), _mm256_cvtepi8_epi16(hi)],
+            false => [_mm256_cvtepu8_epi16(lo), _mm256_cvtepu8_epi16(hi)],
         }
     }
 
     /// `out[t] = row · xs[t]` for each token, Q4_K super-blocks (Q5_K where `FIVE`, see
     /// [`super::k4_layout`]), four tokens at a time as [`block32_dots`] takes them: sub-block
     /// `j`'s product is `d * sc_j * sum(q * x) - dmin * m_j * sum(x)`, its sum of `x` from the
-    /// activation's block sums.
+    /// activation's block sums and `sum(q * x)` in 16-bit integers (`Activation::ints`).
     ///
     /// # Safety
     /// AVX2, FMA and F16C must be available; `row` holds `x.len() / 256` super-blocks for each
@@ -797,7 +815,7 @@ mod avx2 {
     #[target_feature(enable = "avx2,fma,f16c")]
     unsafe fn k4_dots_n<const N: usize, const FIVE: bool>(row: &[u8], xs: &[Activation<'_>], out: &mut [f32]) -> usize {
         let (size, qs_at) = super::k4_layout(FIVE);
-        debug_assert!(xs.iter().all(|x| row.len() / size * 256 == x.x.len()));
+        let ints = Ints::<N>::of(xs, row.len() / size * 256);
         let (low, one) = (_mm256_set1_epi8(0x0f), _mm256_set1_epi8(1));
         let mut acc = [_mm256_setzero_ps(); N];
         let mut minimums = [0.0f32; N];
@@ -816,12 +834,13 @@ mod avx2 {
                         q = _mm256_or_si256(q, _mm256_slli_epi16(bit, 4));
                     }
                     let (sc, m) = k_scale_min(scales, j);
-                    let (scale, minimum) = (_mm256_set1_ps(d * f32::from(sc)), dmin * f32::from(m));
-                    let w = widen32(q, false);
+                    let (scale, minimum) = (d * f32::from(sc), dmin * f32::from(m));
+                    let w = widen16::<false>(q);
+                    let (at, run) = (b * 256 + 32 * j, 8 * b + j);
                     for t in 0..N {
-                        let (a, c) = halves(&w, &xs[t].x[b * 256 + 32 * j..]);
-                        acc[t] = _mm256_fmadd_ps(scale, _mm256_add_ps(a, c), acc[t]);
-                        minimums[t] += minimum * xs[t].block_sums[8 * b + j];
+                        let p = _mm256_add_epi32(dot16(&ints, t, w[0], at), dot16(&ints, t, w[1], at + 16));
+                        acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(scale * ints.scale(t, run)), _mm256_cvtepi32_ps(p), acc[t]);
+                        minimums[t] += minimum * ints.sum(t, run);
                     }
                 }
             }
@@ -834,7 +853,7 @@ mod avx2 {
 
     /// `out[t] = row · xs[t]` for each token, Q6_K super-blocks of 210 bytes (see
     /// `TensorType::Q6_K`): runs of 16 values share a signed scale, `w = d * sc * (q - 32)`.
-    /// Four tokens at a time as [`block32_dots`] takes them.
+    /// Four tokens at a time as [`block32_dots`] takes them, in 16-bit integers as [`k4_dots`].
     ///
     /// # Safety
     /// AVX2, FMA and F16C must be available; `row` holds `x.len() / 256` super-blocks for each
@@ -848,7 +867,7 @@ mod avx2 {
     /// [`q6_k_dots`] for the first `N` tokens; returns `N`.
     #[target_feature(enable = "avx2,fma,f16c")]
     unsafe fn q6_k_dots_n<const N: usize>(row: &[u8], xs: &[Activation<'_>], out: &mut [f32]) -> usize {
-        debug_assert!(xs.iter().all(|x| row.len() / 210 * 256 == x.x.len()));
+        let ints = Ints::<N>::of(xs, row.len() / 210 * 256);
         let (low, two, bias) = (_mm256_set1_epi8(0x0f), _mm256_set1_epi8(3), _mm256_set1_epi8(32));
         let mut acc = [_mm256_setzero_ps(); N];
         for (b, block) in row.chunks_exact(210).enumerate() {
@@ -864,12 +883,13 @@ mod avx2 {
                 ];
                 let sc = &block[192 + 8 * h..][..8];
                 for (k, q) in groups.into_iter().enumerate() {
-                    let (s0, s1) = (_mm256_set1_ps(d * f32::from(sc[2 * k] as i8)), _mm256_set1_ps(d * f32::from(sc[2 * k + 1] as i8)));
-                    let w = widen32(_mm256_sub_epi8(q, bias), true);
-                    for t in 0..N {
-                        let (a, c) = halves(&w, &xs[t].x[b * 256 + 128 * h + 32 * k..]);
-                        acc[t] = _mm256_fmadd_ps(s0, a, acc[t]);
-                        acc[t] = _mm256_fmadd_ps(s1, c, acc[t]);
+                    let (s0, s1) = (d * f32::from(sc[2 * k] as i8), d * f32::from(sc[2 * k + 1] as i8));
+                    let w = widen16::<true>(_mm256_sub_epi8(q, bias));
+                    let at = b * 256 + 128 * h + 32 * k;
+                    for (t, acc) in acc.iter_mut().enumerate() {
+                        let x = ints.scale(t, at / BLOCK);
+                        *acc = _mm256_fmadd_ps(_mm256_set1_ps(s0 * x), _mm256_cvtepi32_ps(dot16(&ints, t, w[0], at)), *acc);
+                        *acc = _mm256_fmadd_ps(_mm256_set1_ps(s1 * x), _mm256_cvtepi32_ps(dot16(&ints, t, w[1], at + 16)), *acc);
                     }
                 }
             }
@@ -913,7 +933,7 @@ mod avx2 {
 mod simd128 {
     use std::arch::wasm32::*;
 
-    use super::{Activation, BLOCK, TILE_ROWS, f16_at, k_scale_min};
+    use super::{Activation, BLOCK, Ints, TILE_ROWS, f16_at, k_scale_min};
 
     fn hsum(v: v128) -> f32 {
         f32x4_extract_lane::<0>(v) + f32x4_extract_lane::<1>(v) + f32x4_extract_lane::<2>(v) + f32x4_extract_lane::<3>(v)
@@ -964,54 +984,14 @@ mod simd128 {
         }
     }
 
-    /// The 16-bit activations of `N` tokens, checked once to hold `len` values (and a scale and
-    /// a sum per 32) so that the inner loops read them unchecked.
-    struct Ints<'x, const N: usize> {
-        values: [&'x [i16]; N],
-        scales: [&'x [f32]; N],
-        sums: [&'x [f32]; N],
-    }
-
-    impl<'x, const N: usize> Ints<'x, N> {
-        fn of(xs: &'x [Activation<'_>], len: usize) -> Self {
-            let ints = Self {
-                values: std::array::from_fn(|t| xs[t].ints().0),
-                scales: std::array::from_fn(|t| xs[t].ints().1),
-                sums: std::array::from_fn(|t| &xs[t].block_sums[..]),
-            };
-            let blocks = len.div_ceil(BLOCK);
-            assert!((0..N).all(|t| ints.values[t].len() >= len && ints.scales[t].len() >= blocks && ints.sums[t].len() >= blocks), "activations shorter than the row");
-            ints
-        }
-
-        /// The products of 16 weights `w` ([`widen`]) with token `t`'s values `at .. at + 16`
-        /// (`at + 16 <= len`), summed into four lanes.
-        #[inline(always)]
-        fn dot(&self, t: usize, w: [v128; 2], at: usize) -> v128 {
-            debug_assert!(at + 16 <= self.values[t].len());
-            // SAFETY: `at + 16 <= len` (the callers' loops), checked against the values in `of`.
-            let (a, b) = unsafe {
-                let p = self.values[t].as_ptr().add(at);
-                (v128_load(p as *const v128), v128_load(p.add(8) as *const v128))
-            };
-            i32x4_add(i32x4_dot_i16x8(w[0], a), i32x4_dot_i16x8(w[1], b))
-        }
-
-        /// Token `t`'s scale of its 32 values from `32 * block` on.
-        #[inline(always)]
-        fn scale(&self, t: usize, block: usize) -> f32 {
-            debug_assert!(block < self.scales[t].len());
-            // SAFETY: `block < len / 32`, checked against the scales in `of`.
-            unsafe { *self.scales[t].get_unchecked(block) }
-        }
-
-        /// The sum of token `t`'s 32 values (in f32) from `32 * block` on.
-        #[inline(always)]
-        fn sum(&self, t: usize, block: usize) -> f32 {
-            debug_assert!(block < self.sums[t].len());
-            // SAFETY: as for `scale`.
-            unsafe { *self.sums[t].get_unchecked(block) }
-        }
+    /// The products of 16 weights `w` ([`widen`]) with token `t`'s values `at .. at + 16`,
+    /// summed into four lanes.
+    #[inline(always)]
+    fn dot<const N: usize>(ints: &Ints<'_, N>, t: usize, w: [v128; 2], at: usize) -> v128 {
+        let p = ints.sixteen(t, at);
+        // SAFETY: `sixteen` points at 16 values; wasm loads need no alignment.
+        let (a, b) = unsafe { (v128_load(p as *const v128), v128_load(p.add(8) as *const v128)) };
+        i32x4_add(i32x4_dot_i16x8(w[0], a), i32x4_dot_i16x8(w[1], b))
     }
 
     /// `out[t] = row · xs[t]` for each token, blocks of 32 values (see
@@ -1050,7 +1030,7 @@ mod simd128 {
             let (d, minimum) = super::block32_scale_min::<CENTRED, FIVE>(block);
             for t in 0..N {
                 let at = b * BLOCK;
-                let p = i32x4_add(ints.dot(t, lo, at), ints.dot(t, hi, at + 16));
+                let p = i32x4_add(dot(&ints, t, lo, at), dot(&ints, t, hi, at + 16));
                 acc[t] = f32x4_add(acc[t], f32x4_mul(f32x4_convert_i32x4(p), f32x4_splat(d * ints.scale(t, b))));
                 minimums[t] += minimum * ints.sum(t, b);
             }
@@ -1094,7 +1074,7 @@ mod simd128 {
                     let (scale, minimum) = (d * f32::from(sc), dmin * f32::from(m));
                     let (at, run) = (b * 256 + 32 * j, 8 * b + j);
                     for t in 0..N {
-                        let p = i32x4_add(ints.dot(t, w_lo, at), ints.dot(t, w_hi, at + 16));
+                        let p = i32x4_add(dot(&ints, t, w_lo, at), dot(&ints, t, w_hi, at + 16));
                         acc[t] = f32x4_add(acc[t], f32x4_mul(f32x4_convert_i32x4(p), f32x4_splat(scale * ints.scale(t, run))));
                         minimums[t] += minimum * ints.sum(t, run);
                     }
@@ -1137,7 +1117,7 @@ mod simd128 {
                         let scale = d * f32::from(block[192 + 8 * h + 2 * k + l0 / 16] as i8);
                         let at = b * 256 + 128 * h + 32 * k + l0;
                         for (t, acc) in acc.iter_mut().enumerate() {
-                            let p = f32x4_convert_i32x4(ints.dot(t, w, at));
+                            let p = f32x4_convert_i32x4(dot(&ints, t, w, at));
                             *acc = f32x4_add(*acc, f32x4_mul(p, f32x4_splat(scale * ints.scale(t, at / BLOCK))));
                         }
                     }
@@ -1180,7 +1160,7 @@ mod simd128 {
             let d = f16_at(block, 0);
             let at = b * BLOCK;
             for (t, acc) in acc.iter_mut().enumerate() {
-                let p = i32x4_add(ints.dot(t, w_lo, at), ints.dot(t, w_hi, at + 16));
+                let p = i32x4_add(dot(&ints, t, w_lo, at), dot(&ints, t, w_hi, at + 16));
                 *acc = f32x4_add(*acc, f32x4_mul(f32x4_convert_i32x4(p), f32x4_splat(d * ints.scale(t, b))));
             }
         }

@@ -3,7 +3,7 @@
 //! Where there is no real GPU (a software adapter such as SwiftShader or lavapipe emulates one
 //! on the CPU, tens of times slower than the CPU itself), this path runs the model: weights stay
 //! in their GGUF encoding ([`matrix::Matrix`]) and are dequantized block by block inside SIMD
-//! dot products with the activations (f32 with AVX2, 16-bit integers in WebAssembly, see
+//! dot products with the activations (16-bit integers for the quantized types, see
 //! [`matrix::Activation`]); the products of a pass are split by rows over
 //! [`threads::Threads`]; keys and values are kept in f32 in memory. A decoder layer:
 //!

@@ -69,7 +69,7 @@ fn dot_products_match_the_dequantized_rows() {
             let acts: Vec<Activation<'_>> = xs.iter().map(|x| Activation::new(x)).collect();
             let weights = dequantize(ty, &data);
             // Per row, per token: the exact product, the sum of the terms' magnitudes, and how far
-            // the WebAssembly kernels' 16-bit activations may move it (each value by at most
+            // the SIMD kernels' 16-bit activations may move it (each value by at most
             // half of its block's largest magnitude over 32,767; here twice that).
             let expected: Vec<Vec<(f64, f64, f64)>> = weights
                 .chunks_exact(cols)
@@ -93,7 +93,7 @@ fn dot_products_match_the_dequantized_rows() {
                     matrix.dot_rows(simd, first, &acts[..n], &mut out);
                     for (i, &got) in out.iter().enumerate() {
                         let (exact, magnitude, rounding) = expected[first + i / n][i % n];
-                        let rounding = if cfg!(target_family = "wasm") && simd != Simd::Portable { rounding } else { 0.0 };
+                        let rounding = if simd != Simd::Portable { rounding } else { 0.0 };
                         let error = (f64::from(got) - exact).abs();
                         assert!(error <= 1e-5 * magnitude + 1e-6 + rounding, "{ty:?} x {cols}, {simd:?}, row {}, token {}: {got} vs {exact}", first + i / n, i % n);
                         // A token's product does not depend on the tokens beside it: a pass of
