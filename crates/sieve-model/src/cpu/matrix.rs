@@ -686,7 +686,9 @@ mod avx2 {
     /// `out[t] = row · xs[t]` for each token, blocks of 32 values (see
     /// [`super::block32_size`]), four tokens at a time: each block's weights are unpacked once
     /// for all of them, and each token's sums run in the same order whatever the number of
-    /// tokens, so a token's result does not depend on the others.
+    /// tokens, so a token's result does not depend on the others. Here, as in every quantized
+    /// kernel of this module, the products are 16-bit integers' (`_mm256_madd_epi16`, the
+    /// activation as [`Activation`]'s 16-bit values) and their sum is scaled once a run.
     ///
     /// # Safety
     /// AVX2, FMA and F16C must be available; `row` holds `x.len() / 32` blocks for each `x` of
