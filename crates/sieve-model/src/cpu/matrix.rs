@@ -460,7 +460,8 @@ fn tile_product(simd: Simd, tile: &[f32], x0: &[f32], x1: &[f32]) -> [f32; 2 * T
 }
 
 /// The 16-bit activations of `N` tokens ([`Activation::ints`]), checked once to hold `len`
-/// values (and a scale and a sum per 32) so that the SIMD kernels read them unchecked.
+/// values (and a scale and a sum per 32) so that the SIMD kernels read them unchecked: a check
+/// a read cost the Q4_K kernels a fifth of their speed.
 #[cfg(any(target_arch = "x86_64", all(target_arch = "wasm32", target_feature = "simd128")))]
 struct Ints<'x, const N: usize> {
     values: [&'x [i16]; N],
@@ -481,25 +482,34 @@ impl<'x, const N: usize> Ints<'x, N> {
         ints
     }
 
-    /// Token `t`'s 16 values from `at` (`at + 16 <= len`).
+    /// Token `t`'s 16 values from `at`.
+    ///
+    /// # Safety
+    /// `at + 16 <= len`.
     #[inline(always)]
-    fn sixteen(&self, t: usize, at: usize) -> *const i16 {
+    unsafe fn sixteen(&self, t: usize, at: usize) -> *const i16 {
         debug_assert!(at + 16 <= self.values[t].len());
         // SAFETY: `at + 16 <= len`, checked against the values in `of`.
         unsafe { self.values[t].as_ptr().add(at) }
     }
 
     /// Token `t`'s scale of its 32 values from `32 * block` on.
+    ///
+    /// # Safety
+    /// `block < len / 32`.
     #[inline(always)]
-    fn scale(&self, t: usize, block: usize) -> f32 {
+    unsafe fn scale(&self, t: usize, block: usize) -> f32 {
         debug_assert!(block < self.scales[t].len());
         // SAFETY: `block < len / 32`, checked against the scales in `of`.
         unsafe { *self.scales[t].get_unchecked(block) }
     }
 
     /// The sum of token `t`'s 32 values (in f32) from `32 * block` on.
+    ///
+    /// # Safety
+    /// `block < len / 32`.
     #[inline(always)]
-    fn sum(&self, t: usize, block: usize) -> f32 {
+    unsafe fn sum(&self, t: usize, block: usize) -> f32 {
         debug_assert!(block < self.sums[t].len());
         // SAFETY: as for `scale`.
         unsafe { *self.sums[t].get_unchecked(block) }
@@ -730,9 +740,12 @@ mod avx2 {
             let (lo, hi) = (_mm256_cvtepu8_epi16(lo), _mm256_cvtepu8_epi16(hi));
             let at = b * BLOCK;
             for t in 0..N {
-                let p = _mm256_add_epi32(dot16(&ints, t, lo, at), dot16(&ints, t, hi, at + 16));
-                acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(scale * ints.scale(t, b)), _mm256_cvtepi32_ps(p), acc[t]);
-                minimums[t] += minimum * ints.sum(t, b);
+                // SAFETY: `at + 32` and the run are within the row, whose length `Ints::of` checked.
+                unsafe {
+                    let p = _mm256_add_epi32(dot16(&ints, t, lo, at), dot16(&ints, t, hi, at + 16));
+                    acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(scale * ints.scale(t, b)), _mm256_cvtepi32_ps(p), acc[t]);
+                    minimums[t] += minimum * ints.sum(t, b);
+                }
             }
         }
         for t in 0..N {
@@ -763,8 +776,11 @@ mod avx2 {
             let d = f16_pair(block).0;
             let at = b * BLOCK;
             for (t, acc) in acc.iter_mut().enumerate() {
-                let p = _mm256_add_epi32(dot16(&ints, t, w[0], at), dot16(&ints, t, w[1], at + 16));
-                *acc = _mm256_fmadd_ps(_mm256_set1_ps(d * ints.scale(t, b)), _mm256_cvtepi32_ps(p), *acc);
+                // SAFETY: `at + 32` and the run are within the row, whose length `Ints::of` checked.
+                unsafe {
+                    let p = _mm256_add_epi32(dot16(&ints, t, w[0], at), dot16(&ints, t, w[1], at + 16));
+                    *acc = _mm256_fmadd_ps(_mm256_set1_ps(d * ints.scale(t, b)), _mm256_cvtepi32_ps(p), *acc);
+                }
             }
         }
         for t in 0..N {
@@ -783,9 +799,12 @@ mod avx2 {
 
     /// The products of 16 byte weights `w` (widened to 16 bits, [`widen16`]) with token `t`'s
     /// values `at .. at + 16`, summed in pairs into eight lanes.
+    ///
+    /// # Safety
+    /// AVX2 must be available; `at + 16 <= len` of `ints`.
     #[target_feature(enable = "avx2")]
-    fn dot16<const N: usize>(ints: &Ints<'_, N>, t: usize, w: __m256i, at: usize) -> __m256i {
-        // SAFETY: `sixteen` points at 16 values.
+    unsafe fn dot16<const N: usize>(ints: &Ints<'_, N>, t: usize, w: __m256i, at: usize) -> __m256i {
+        // SAFETY: the caller's `at`; `sixteen` then points at 16 values.
         _mm256_madd_epi16(w, unsafe { _mm256_loadu_si256(ints.sixteen(t, at) as *const __m256i) })
     }
 
@@ -840,9 +859,12 @@ mod avx2 {
                     let w = widen16::<false>(q);
                     let (at, run) = (b * 256 + 32 * j, 8 * b + j);
                     for t in 0..N {
-                        let p = _mm256_add_epi32(dot16(&ints, t, w[0], at), dot16(&ints, t, w[1], at + 16));
-                        acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(scale * ints.scale(t, run)), _mm256_cvtepi32_ps(p), acc[t]);
-                        minimums[t] += minimum * ints.sum(t, run);
+                        // SAFETY: `at + 32` and the run are within the row, whose length `Ints::of` checked.
+                        unsafe {
+                            let p = _mm256_add_epi32(dot16(&ints, t, w[0], at), dot16(&ints, t, w[1], at + 16));
+                            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(scale * ints.scale(t, run)), _mm256_cvtepi32_ps(p), acc[t]);
+                            minimums[t] += minimum * ints.sum(t, run);
+                        }
                     }
                 }
             }
@@ -889,9 +911,12 @@ mod avx2 {
                     let w = widen16::<true>(_mm256_sub_epi8(q, bias));
                     let at = b * 256 + 128 * h + 32 * k;
                     for (t, acc) in acc.iter_mut().enumerate() {
-                        let x = ints.scale(t, at / BLOCK);
-                        *acc = _mm256_fmadd_ps(_mm256_set1_ps(s0 * x), _mm256_cvtepi32_ps(dot16(&ints, t, w[0], at)), *acc);
-                        *acc = _mm256_fmadd_ps(_mm256_set1_ps(s1 * x), _mm256_cvtepi32_ps(dot16(&ints, t, w[1], at + 16)), *acc);
+                        // SAFETY: `at + 32` and the run are within the row, whose length `Ints::of` checked.
+                        unsafe {
+                            let x = ints.scale(t, at / BLOCK);
+                            *acc = _mm256_fmadd_ps(_mm256_set1_ps(s0 * x), _mm256_cvtepi32_ps(dot16(&ints, t, w[0], at)), *acc);
+                            *acc = _mm256_fmadd_ps(_mm256_set1_ps(s1 * x), _mm256_cvtepi32_ps(dot16(&ints, t, w[1], at + 16)), *acc);
+                        }
                     }
                 }
             }
@@ -988,11 +1013,17 @@ mod simd128 {
 
     /// The products of 16 weights `w` ([`widen`]) with token `t`'s values `at .. at + 16`,
     /// summed into four lanes.
+    ///
+    /// # Safety
+    /// `at + 16 <= len` of `ints`.
     #[inline(always)]
-    fn dot<const N: usize>(ints: &Ints<'_, N>, t: usize, w: [v128; 2], at: usize) -> v128 {
-        let p = ints.sixteen(t, at);
-        // SAFETY: `sixteen` points at 16 values; wasm loads need no alignment.
-        let (a, b) = unsafe { (v128_load(p as *const v128), v128_load(p.add(8) as *const v128)) };
+    unsafe fn dot<const N: usize>(ints: &Ints<'_, N>, t: usize, w: [v128; 2], at: usize) -> v128 {
+        // SAFETY: the caller's `at`; `sixteen` then points at 16 values, and wasm loads need no
+        // alignment.
+        let (a, b) = unsafe {
+            let p = ints.sixteen(t, at);
+            (v128_load(p as *const v128), v128_load(p.add(8) as *const v128))
+        };
         i32x4_add(i32x4_dot_i16x8(w[0], a), i32x4_dot_i16x8(w[1], b))
     }
 
@@ -1031,10 +1062,13 @@ mod simd128 {
             let (lo, hi) = (widen::<false>(lo), widen::<false>(hi));
             let (d, minimum) = super::block32_scale_min::<CENTRED, FIVE>(block);
             for t in 0..N {
-                let at = b * BLOCK;
-                let p = i32x4_add(dot(&ints, t, lo, at), dot(&ints, t, hi, at + 16));
-                acc[t] = f32x4_add(acc[t], f32x4_mul(f32x4_convert_i32x4(p), f32x4_splat(d * ints.scale(t, b))));
-                minimums[t] += minimum * ints.sum(t, b);
+                // SAFETY: `at + 32` and the run are within the row, whose length `Ints::of` checked.
+                unsafe {
+                    let at = b * BLOCK;
+                    let p = i32x4_add(dot(&ints, t, lo, at), dot(&ints, t, hi, at + 16));
+                    acc[t] = f32x4_add(acc[t], f32x4_mul(f32x4_convert_i32x4(p), f32x4_splat(d * ints.scale(t, b))));
+                    minimums[t] += minimum * ints.sum(t, b);
+                }
             }
         }
         for t in 0..N {
@@ -1076,9 +1110,12 @@ mod simd128 {
                     let (scale, minimum) = (d * f32::from(sc), dmin * f32::from(m));
                     let (at, run) = (b * 256 + 32 * j, 8 * b + j);
                     for t in 0..N {
-                        let p = i32x4_add(dot(&ints, t, w_lo, at), dot(&ints, t, w_hi, at + 16));
-                        acc[t] = f32x4_add(acc[t], f32x4_mul(f32x4_convert_i32x4(p), f32x4_splat(scale * ints.scale(t, run))));
-                        minimums[t] += minimum * ints.sum(t, run);
+                        // SAFETY: `at + 32` and the run are within the row, whose length `Ints::of` checked.
+                        unsafe {
+                            let p = i32x4_add(dot(&ints, t, w_lo, at), dot(&ints, t, w_hi, at + 16));
+                            acc[t] = f32x4_add(acc[t], f32x4_mul(f32x4_convert_i32x4(p), f32x4_splat(scale * ints.scale(t, run))));
+                            minimums[t] += minimum * ints.sum(t, run);
+                        }
                     }
                 }
             }
@@ -1119,8 +1156,11 @@ mod simd128 {
                         let scale = d * f32::from(block[192 + 8 * h + 2 * k + l0 / 16] as i8);
                         let at = b * 256 + 128 * h + 32 * k + l0;
                         for (t, acc) in acc.iter_mut().enumerate() {
-                            let p = f32x4_convert_i32x4(dot(&ints, t, w, at));
-                            *acc = f32x4_add(*acc, f32x4_mul(p, f32x4_splat(scale * ints.scale(t, at / BLOCK))));
+                            // SAFETY: `at + 32` and the run are within the row, whose length `Ints::of` checked.
+                            unsafe {
+                                let p = f32x4_convert_i32x4(dot(&ints, t, w, at));
+                                *acc = f32x4_add(*acc, f32x4_mul(p, f32x4_splat(scale * ints.scale(t, at / BLOCK))));
+                            }
                         }
                     }
                 }
@@ -1162,8 +1202,11 @@ mod simd128 {
             let d = f16_at(block, 0);
             let at = b * BLOCK;
             for (t, acc) in acc.iter_mut().enumerate() {
-                let p = i32x4_add(dot(&ints, t, w_lo, at), dot(&ints, t, w_hi, at + 16));
-                *acc = f32x4_add(*acc, f32x4_mul(f32x4_convert_i32x4(p), f32x4_splat(d * ints.scale(t, b))));
+                // SAFETY: `at + 32` and the run are within the row, whose length `Ints::of` checked.
+                unsafe {
+                    let p = i32x4_add(dot(&ints, t, w_lo, at), dot(&ints, t, w_hi, at + 16));
+                    *acc = f32x4_add(*acc, f32x4_mul(f32x4_convert_i32x4(p), f32x4_splat(d * ints.scale(t, b))));
+                }
             }
         }
         for t in 0..N {
