@@ -472,11 +472,8 @@ struct Ints<'x, const N: usize> {
 #[cfg(any(target_arch = "x86_64", all(target_arch = "wasm32", target_feature = "simd128")))]
 impl<'x, const N: usize> Ints<'x, N> {
     fn of(xs: &'x [Activation<'_>], len: usize) -> Self {
-        let ints = Self {
-            values: std::array::from_fn(|t| xs[t].ints().0),
-            scales: std::array::from_fn(|t| xs[t].ints().1),
-            sums: std::array::from_fn(|t| &xs[t].block_sums[..]),
-        };
+        let each: [(&[i16], &[f32]); N] = std::array::from_fn(|t| xs[t].ints());
+        let ints = Self { values: each.map(|e| e.0), scales: each.map(|e| e.1), sums: std::array::from_fn(|t| &xs[t].block_sums[..]) };
         let blocks = len.div_ceil(BLOCK);
         assert!((0..N).all(|t| ints.values[t].len() >= len && ints.scales[t].len() >= blocks && ints.sums[t].len() >= blocks), "activations shorter than the row");
         ints
