@@ -6,9 +6,11 @@
 //! once. For several tokens (a prefill) four rows at a time are dequantized into a small f32
 //! tile that every token's dot products then read, four rows by two tokens per step. The
 //! SIMD dot kernels of the quantized types multiply the weights' integers with 16-bit copies of
-//! the activations (see [`Activation`]), which moves a product by at most 1/65,534 of each
-//! block's largest activation times its weights (llama.cpp quantizes them to 8 bits); the
-//! other kernels and the tiles keep f32 activations.
+//! the activations (see [`Activation`]), which moves a product by at most 1/65,534 of the
+//! largest activation of each run of 256 times its weights (llama.cpp quantizes them to 8
+//! bits); the K-quant kernels sum a super-block's products in integers, their sub-blocks'
+//! integer scales multiplied into the weights. The other kernels and the tiles keep f32
+//! activations.
 //!
 //! Each kernel has a portable version, the reference, and versions for AVX2 (x86-64, detected
 //! at run time) and WebAssembly SIMD (compiled in when the module targets `simd128`, as sieve's
@@ -41,6 +43,10 @@ const TILE_ROWS: usize = 4;
 /// (one token: 47 ms on Qwen3's shape, 9.7 on SmolLM2), 11 tokens take 237 and 49 ms by dot
 /// products, 12 take 317 and 54 by tiles, and 16 by tiles 371 and 67.
 const TILE_TOKENS: usize = 5;
+/// Activation values that share one scale in their 16-bit copy ([`Activation`]): a K-quant
+/// super-block, so that its kernels sum a super-block's products in integers and scale them once.
+#[cfg(any(target_arch = "x86_64", all(target_arch = "wasm32", target_feature = "simd128")))]
+const INT_RUN: usize = 256;
 /// [`TILE_TOKENS`] for the AVX2 kernels of the quantized types.
 #[cfg(target_arch = "x86_64")]
 const TILE_TOKENS_SHARED_BLOCKS: usize = 12;
@@ -74,6 +80,24 @@ fn block32_fifth_bits<const FIVE: bool>(block: &[u8], size: usize) -> u32 {
 /// packed 6-bit scales and minimums, then 128 bytes of nibbles (each 32 bytes two sub-blocks
 /// of 32: low nibbles, then high). Q5_K (`five`) has 32 bytes of fifth bits before the
 /// nibbles: bit `j` of byte `l` for value `l` of sub-block `j`.
+/// The eight 6-bit scales, then the eight 6-bit minimums, of a Q4_K or Q5_K super-block (see
+/// [`k_scale_min`]) as the bytes of four words, unpacked a word at a time.
+#[cfg(any(target_arch = "x86_64", all(target_arch = "wasm32", target_feature = "simd128")))]
+#[inline(always)]
+fn k_scales_mins(block: &[u8]) -> [u32; 4] {
+    let word = |i: usize| u32::from_le_bytes([block[4 + 4 * i], block[5 + 4 * i], block[6 + 4 * i], block[7 + 4 * i]]);
+    let (a, b, c) = (word(0), word(1), word(2));
+    let (low6, low4, top2) = (0x3f3f_3f3f, 0x0f0f_0f0f, 0x0303_0303);
+    [a & low6, (c & low4) | (((a >> 6) & top2) << 4), b & low6, ((c >> 4) & low4) | (((b >> 6) & top2) << 4)]
+}
+
+/// The byte indices of 16-bit lane `lane` (below 8) as a 16-bit lane: a byte shuffle by this
+/// index in every lane (`_mm256_shuffle_epi8`, `i8x16_swizzle`) copies that lane to all of them.
+#[cfg(any(target_arch = "x86_64", all(target_arch = "wasm32", target_feature = "simd128")))]
+const fn pick16(lane: usize) -> i16 {
+    (((2 * lane + 1) << 8) | (2 * lane)) as i16
+}
+
 const fn k4_layout(five: bool) -> (usize, usize) {
     if five { (176, 48) } else { (144, 16) }
 }
@@ -152,15 +176,15 @@ enum Data {
 
 /// An activation vector prepared for dot products with any row: the values and the sum of each
 /// 32-element block (the block types with a minimum need it); for the SIMD kernels of the
-/// quantized types also the values as 16-bit integers, a scale for each block of 32 (its
-/// largest magnitude over 32,767): widening weight bytes to f32 takes three instructions a
-/// vector where an integer multiply-add of pairs (`_mm256_madd_epi16`, `i32x4_dot_i16x8`)
+/// quantized types also the values as 16-bit integers, a scale for each run of [`INT_RUN`]
+/// (its largest magnitude over 32,767): widening weight bytes to f32 takes three instructions
+/// a vector where an integer multiply-add of pairs (`_mm256_madd_epi16`, `i32x4_dot_i16x8`)
 /// takes one, and WebAssembly has no fused multiply-add. A value moves by at most half its
-/// block's scale, 1/65,534 of the block's largest.
+/// run's scale, 1/65,534 of the run's largest.
 pub struct Activation<'a> {
     x: &'a [f32],
     block_sums: Vec<f32>,
-    /// The 16-bit values and the scales, made when a kernel first asks (tiles never do).
+    /// The 16-bit values and the runs' scales, made when a kernel first asks (tiles never do).
     #[cfg(any(target_arch = "x86_64", all(target_arch = "wasm32", target_feature = "simd128")))]
     ints: std::sync::OnceLock<(Vec<i16>, Vec<f32>)>,
 }
@@ -175,14 +199,14 @@ impl<'a> Activation<'a> {
         }
     }
 
-    /// The values as 16-bit integers, and each block's scale.
+    /// The values as 16-bit integers, and each run's scale.
     #[cfg(any(target_arch = "x86_64", all(target_arch = "wasm32", target_feature = "simd128")))]
     fn ints(&self) -> (&[i16], &[f32]) {
         let (ints, scales) = self.ints.get_or_init(|| {
             let mut ints = Vec::with_capacity(self.x.len());
             let scales = self
                 .x
-                .chunks(BLOCK)
+                .chunks(INT_RUN)
                 .map(|block| {
                     let largest = block.iter().fold(0.0f32, |m, v| m.max(v.abs()));
                     let to_int = if largest > 0.0 { 32767.0 / largest } else { 0.0 };
@@ -474,8 +498,8 @@ impl<'x, const N: usize> Ints<'x, N> {
     fn of(xs: &'x [Activation<'_>], len: usize) -> Self {
         let each: [(&[i16], &[f32]); N] = std::array::from_fn(|t| xs[t].ints());
         let ints = Self { values: each.map(|e| e.0), scales: each.map(|e| e.1), sums: std::array::from_fn(|t| &xs[t].block_sums[..]) };
-        let blocks = len.div_ceil(BLOCK);
-        assert!((0..N).all(|t| ints.values[t].len() >= len && ints.scales[t].len() >= blocks && ints.sums[t].len() >= blocks), "activations shorter than the row");
+        let (blocks, runs) = (len.div_ceil(BLOCK), len.div_ceil(INT_RUN));
+        assert!((0..N).all(|t| ints.values[t].len() >= len && ints.scales[t].len() >= runs && ints.sums[t].len() >= blocks), "activations shorter than the row");
         ints
     }
 
@@ -490,15 +514,27 @@ impl<'x, const N: usize> Ints<'x, N> {
         unsafe { self.values[t].as_ptr().add(at) }
     }
 
-    /// Token `t`'s scale of its 32 values from `32 * block` on.
+    /// Token `t`'s scale of its value `at` (shared by the run of [`INT_RUN`] values around it).
     ///
     /// # Safety
-    /// `block < len / 32`.
+    /// `at < len`.
     #[inline(always)]
-    unsafe fn scale(&self, t: usize, block: usize) -> f32 {
-        debug_assert!(block < self.scales[t].len());
-        // SAFETY: `block < len / 32`, checked against the scales in `of`.
-        unsafe { *self.scales[t].get_unchecked(block) }
+    unsafe fn scale(&self, t: usize, at: usize) -> f32 {
+        debug_assert!(at / INT_RUN < self.scales[t].len());
+        // SAFETY: `at < len`, and `of` checked that the scales cover `len` values.
+        unsafe { *self.scales[t].get_unchecked(at / INT_RUN) }
+    }
+
+    /// The sums of token `t`'s 32 values (in f32) from `32 * block` on, then of the next 32,
+    /// and so on.
+    ///
+    /// # Safety
+    /// `block < len / 32`; the caller reads no sum past `len / 32`.
+    #[inline(always)]
+    unsafe fn sums(&self, t: usize, block: usize) -> *const f32 {
+        debug_assert!(block < self.sums[t].len());
+        // SAFETY: as for `scale`.
+        unsafe { self.sums[t].as_ptr().add(block) }
     }
 
     /// The sum of token `t`'s 32 values (in f32) from `32 * block` on.
@@ -635,7 +671,7 @@ mod portable {
 mod avx2 {
     use std::arch::x86_64::*;
 
-    use super::{Activation, BLOCK, Ints, TILE_ROWS, f16_at, k_scale_min};
+    use super::{Activation, BLOCK, Ints, TILE_ROWS, f16_at};
 
     #[target_feature(enable = "avx2,fma")]
     fn hsum(v: __m256) -> f32 {
@@ -695,7 +731,7 @@ mod avx2 {
     /// for all of them, and each token's sums run in the same order whatever the number of
     /// tokens, so a token's result does not depend on the others. Here, as in every quantized
     /// kernel of this module, the products are 16-bit integers' (`_mm256_madd_epi16`, the
-    /// activation as [`Activation`]'s 16-bit values) and their sum is scaled once a run.
+    /// activation as [`Activation`]'s 16-bit values) and their sum is scaled once a block.
     ///
     /// # Safety
     /// AVX2, FMA and F16C must be available; `row` holds `x.len() / 32` blocks for each `x` of
@@ -740,7 +776,7 @@ mod avx2 {
                 // SAFETY: `at + 32` and the run are within the row, whose length `Ints::of` checked.
                 unsafe {
                     let p = _mm256_add_epi32(dot16(&ints, t, lo, at), dot16(&ints, t, hi, at + 16));
-                    acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(scale * ints.scale(t, b)), _mm256_cvtepi32_ps(p), acc[t]);
+                    acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(scale * ints.scale(t, at)), _mm256_cvtepi32_ps(p), acc[t]);
                     minimums[t] += minimum * ints.sum(t, b);
                 }
             }
@@ -776,7 +812,7 @@ mod avx2 {
                 // SAFETY: `at + 32` and the run are within the row, whose length `Ints::of` checked.
                 unsafe {
                     let p = _mm256_add_epi32(dot16(&ints, t, w[0], at), dot16(&ints, t, w[1], at + 16));
-                    *acc = _mm256_fmadd_ps(_mm256_set1_ps(d * ints.scale(t, b)), _mm256_cvtepi32_ps(p), *acc);
+                    *acc = _mm256_fmadd_ps(_mm256_set1_ps(d * ints.scale(t, at)), _mm256_cvtepi32_ps(p), *acc);
                 }
             }
         }
@@ -818,7 +854,11 @@ mod avx2 {
     /// `out[t] = row · xs[t]` for each token, Q4_K super-blocks (Q5_K where `FIVE`, see
     /// [`super::k4_layout`]), four tokens at a time as [`block32_dots`] takes them: sub-block
     /// `j`'s product is `d * sc_j * sum(q * x) - dmin * m_j * sum(x)`, its sum of `x` from the
-    /// activation's block sums and `sum(q * x)` in 16-bit integers (`Activation::ints`).
+    /// activation's block sums and `sum(sc_j * q * x)` in 32-bit integers over the super-block
+    /// as the AVX2 kernel sums it. `sum(sc_j * q * x)` is summed over the super-block in 32-bit
+    /// integers (the activation's 16-bit values, `Activation::ints`, share a scale there) and
+    /// scaled once; a row's work no longer waits on a chain of float additions a sub-block,
+    /// which had held one token's kernel to the speed of two tokens'.
     ///
     /// # Safety
     /// AVX2, FMA and F16C must be available; `row` holds `x.len() / 256` super-blocks for each
@@ -836,10 +876,16 @@ mod avx2 {
         let ints = Ints::<N>::of(xs, row.len() / size * 256);
         let (low, one) = (_mm256_set1_epi8(0x0f), _mm256_set1_epi8(1));
         let mut acc = [_mm256_setzero_ps(); N];
-        let mut minimums = [0.0f32; N];
+        let mut minimums = [_mm256_setzero_ps(); N];
         for (b, block) in row.chunks_exact(size).enumerate() {
             let (d, dmin) = f16_pair(block);
-            let scales = &block[4..16];
+            let [a, b_, c, d_] = super::k_scales_mins(block).map(|w| w as i32);
+            let packed = _mm_set_epi32(d_, c, b_, a);
+            // The eight scales as 16-bit integers in both halves, and the minimums in f32.
+            let scales = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(packed));
+            let mins = _mm256_mul_ps(_mm256_set1_ps(dmin), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(packed, 8))));
+            // Each lane sums 32 products of at most 1,953 * 32,767: below 2^31.
+            let mut sums = [_mm256_setzero_si256(); N];
             // Value l's fifth bits, bit j for sub-block j (Q5_K).
             let high = if FIVE { bytes32(block, 16) } else { _mm256_setzero_si256() };
             for pair in 0..4 {
@@ -851,30 +897,34 @@ mod avx2 {
                         let bit = _mm256_and_si256(_mm256_srl_epi16(high, _mm_cvtsi32_si128(j as i32)), one);
                         q = _mm256_or_si256(q, _mm256_slli_epi16(bit, 4));
                     }
-                    let (sc, m) = k_scale_min(scales, j);
-                    let (scale, minimum) = (d * f32::from(sc), dmin * f32::from(m));
-                    let w = widen16::<false>(q);
-                    let (at, run) = (b * 256 + 32 * j, 8 * b + j);
-                    for t in 0..N {
-                        // SAFETY: `at + 32` and the run are within the row, whose length `Ints::of` checked.
-                        unsafe {
-                            let p = _mm256_add_epi32(dot16(&ints, t, w[0], at), dot16(&ints, t, w[1], at + 16));
-                            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(scale * ints.scale(t, run)), _mm256_cvtepi32_ps(p), acc[t]);
-                            minimums[t] += minimum * ints.sum(t, run);
-                        }
+                    // The weights times their sub-block's scale, at most 31 * 63 = 1,953.
+                    let sc = _mm256_shuffle_epi8(scales, _mm256_set1_epi16(super::pick16(j)));
+                    let w = widen16::<false>(q).map(|w| _mm256_mullo_epi16(w, sc));
+                    let at = b * 256 + 32 * j;
+                    for (t, sum) in sums.iter_mut().enumerate() {
+                        // SAFETY: `at + 32` is within the row, whose length `Ints::of` checked.
+                        unsafe { *sum = _mm256_add_epi32(*sum, _mm256_add_epi32(dot16(&ints, t, w[0], at), dot16(&ints, t, w[1], at + 16))) };
                     }
                 }
             }
+            for t in 0..N {
+                // SAFETY (both): the super-block is within the row.
+                let x = unsafe { ints.scale(t, b * 256) };
+                acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d * x), _mm256_cvtepi32_ps(sums[t]), acc[t]);
+                minimums[t] = _mm256_fmadd_ps(mins, unsafe { _mm256_loadu_ps(ints.sums(t, 8 * b)) }, minimums[t]);
+            }
         }
         for t in 0..N {
-            out[t] = hsum(acc[t]) - minimums[t];
+            out[t] = hsum(acc[t]) - hsum(minimums[t]);
         }
         N
     }
 
     /// `out[t] = row · xs[t]` for each token, Q6_K super-blocks of 210 bytes (see
     /// `TensorType::Q6_K`): runs of 16 values share a signed scale, `w = d * sc * (q - 32)`.
-    /// Four tokens at a time as [`block32_dots`] takes them, in 16-bit integers as [`k4_dots`].
+    /// Four tokens at a time as [`block32_dots`] takes them, in integers as [`k4_dots`]: the
+    /// weights times their run's scale, summed over half a super-block (the most 32-bit lanes
+    /// hold) and scaled once.
     ///
     /// # Safety
     /// AVX2, FMA and F16C must be available; `row` holds `x.len() / 256` super-blocks for each
@@ -902,19 +952,28 @@ mod avx2 {
                     _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), low), high(4)),
                     _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), low), high(6)),
                 ];
-                let sc = &block[192 + 8 * h..][..8];
+                // The half's eight scales as 16-bit integers, in both halves of a vector.
+                let sc = _mm_set1_epi64x(i64::from_le_bytes(block[192 + 8 * h..][..8].try_into().expect("eight bytes")));
+                let scales = _mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(sc));
+                // Each lane sums the half's 16 products of at most 32 * 128 * 32,767: below 2^31.
+                let mut sums = [_mm256_setzero_si256(); N];
                 for (k, q) in groups.into_iter().enumerate() {
-                    let (s0, s1) = (d * f32::from(sc[2 * k] as i8), d * f32::from(sc[2 * k + 1] as i8));
+                    // The weights times their run's scale, at most 32 * 128 = 4,096.
                     let w = widen16::<true>(_mm256_sub_epi8(q, bias));
+                    let w = [0, 1].map(|i| {
+                        let r = 2 * k + i;
+                        _mm256_mullo_epi16(w[i], _mm256_shuffle_epi8(scales, _mm256_set1_epi16(super::pick16(r))))
+                    });
                     let at = b * 256 + 128 * h + 32 * k;
-                    for (t, acc) in acc.iter_mut().enumerate() {
-                        // SAFETY: `at + 32` and the run are within the row, whose length `Ints::of` checked.
-                        unsafe {
-                            let x = ints.scale(t, at / BLOCK);
-                            *acc = _mm256_fmadd_ps(_mm256_set1_ps(s0 * x), _mm256_cvtepi32_ps(dot16(&ints, t, w[0], at)), *acc);
-                            *acc = _mm256_fmadd_ps(_mm256_set1_ps(s1 * x), _mm256_cvtepi32_ps(dot16(&ints, t, w[1], at + 16)), *acc);
-                        }
+                    for (t, sum) in sums.iter_mut().enumerate() {
+                        // SAFETY: `at + 32` is within the row, whose length `Ints::of` checked.
+                        unsafe { *sum = _mm256_add_epi32(*sum, _mm256_add_epi32(dot16(&ints, t, w[0], at), dot16(&ints, t, w[1], at + 16))) };
                     }
+                }
+                for t in 0..N {
+                    // SAFETY: the super-block is within the row.
+                    let x = unsafe { ints.scale(t, b * 256) };
+                    acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d * x), _mm256_cvtepi32_ps(sums[t]), acc[t]);
                 }
             }
         }
@@ -957,7 +1016,7 @@ mod avx2 {
 mod simd128 {
     use std::arch::wasm32::*;
 
-    use super::{Activation, BLOCK, Ints, TILE_ROWS, f16_at, k_scale_min};
+    use super::{Activation, BLOCK, Ints, TILE_ROWS, f16_at};
 
     fn hsum(v: v128) -> f32 {
         f32x4_extract_lane::<0>(v) + f32x4_extract_lane::<1>(v) + f32x4_extract_lane::<2>(v) + f32x4_extract_lane::<3>(v)
@@ -1029,7 +1088,7 @@ mod simd128 {
     /// for all of them, and each token's sums run in the same order whatever the number of
     /// tokens, so a token's result does not depend on the others. Here, as in every quantized
     /// kernel of this module, the products are 16-bit integers' (`i32x4_dot_i16x8`, the
-    /// activation as [`Activation`]'s 16-bit values) and their sum is scaled once a run.
+    /// activation as [`Activation`]'s 16-bit values) and their sum is scaled once a block.
     pub fn block32_dots<const CENTRED: bool, const FIVE: bool>(row: &[u8], xs: &[Activation<'_>], out: &mut [f32]) {
         in_fours!(block32_dots_n, CENTRED, FIVE; row, xs, out)
     }
@@ -1063,7 +1122,7 @@ mod simd128 {
                 unsafe {
                     let at = b * BLOCK;
                     let p = i32x4_add(dot(&ints, t, lo, at), dot(&ints, t, hi, at + 16));
-                    acc[t] = f32x4_add(acc[t], f32x4_mul(f32x4_convert_i32x4(p), f32x4_splat(d * ints.scale(t, b))));
+                    acc[t] = f32x4_add(acc[t], f32x4_mul(f32x4_convert_i32x4(p), f32x4_splat(d * ints.scale(t, at))));
                     minimums[t] += minimum * ints.sum(t, b);
                 }
             }
@@ -1077,7 +1136,8 @@ mod simd128 {
     /// `out[t] = row · xs[t]` for each token, Q4_K super-blocks (Q5_K where `FIVE`, see
     /// [`super::k4_layout`]), four tokens at a time as [`block32_dots`] takes them: sub-block
     /// `j`'s product is `d * sc_j * sum(q * x) - dmin * m_j * sum(x)`, its sum of `x` from the
-    /// activation's block sums.
+    /// activation's block sums and `sum(sc_j * q * x)` in 32-bit integers over the super-block
+    /// as the AVX2 kernel sums it.
     pub fn k4_dots<const FIVE: bool>(row: &[u8], xs: &[Activation<'_>], out: &mut [f32]) {
         in_fours!(k4_dots_n, FIVE; row, xs, out)
     }
@@ -1088,44 +1148,62 @@ mod simd128 {
         let (low, one) = (u8x16_splat(0x0f), u8x16_splat(1));
         let ints = Ints::<N>::of(xs, row.len() / size * 256);
         let mut acc = [f32x4_splat(0.0); N];
-        let mut minimums = [0.0f32; N];
+        let mut minimums = [f32x4_splat(0.0); N];
         for (b, block) in row.chunks_exact(size).enumerate() {
             let (d, dmin) = (f16_at(block, 0), f16_at(block, 2));
+            let [w0, w1, w2, w3] = super::k_scales_mins(block);
+            let packed = u32x4(w0, w1, w2, w3);
+            // The eight scales as 16-bit integers, and the minimums in f32.
+            let scales = u16x8_extend_low_u8x16(packed);
+            let mins = u16x8_extend_high_u8x16(packed);
+            let dmin = f32x4_splat(dmin);
+            let mins = [u32x4_extend_low_u16x8(mins), u32x4_extend_high_u16x8(mins)].map(|m| f32x4_mul(dmin, f32x4_convert_i32x4(m)));
             // Values 0..16 and 16..32's fifth bits, bit j for sub-block j (Q5_K).
             let (high_a, high_b) = if FIVE { (bytes16(block, 16), bytes16(block, 32)) } else { (u8x16_splat(0), u8x16_splat(0)) };
+            // Each lane sums 32 products of at most 1,953 * 32,767 (below 2^31): the first 16
+            // values of each sub-block, and apart the last 16.
+            let mut sums = [[i32x4_splat(0); 2]; N];
             for pair in 0..4 {
                 // The pair's 32 bytes: low nibbles are sub-block 2 pair, high ones 2 pair + 1.
                 let (qa, qb) = (bytes16(block, qs_at + 32 * pair), bytes16(block, qs_at + 16 + 32 * pair));
                 for half in 0..2 {
                     let j = 2 * pair + half;
-                    let (sc, m) = k_scale_min(&block[4..16], j);
+                    // The weights times their sub-block's scale, at most 31 * 63 = 1,953.
+                    let sc = i8x16_swizzle(scales, i16x8_splat(super::pick16(j)));
                     let values = |q: v128, high: v128| {
                         let q = if half == 0 { v128_and(q, low) } else { u8x16_shr(q, 4) };
-                        widen::<false>(if FIVE { v128_or(q, u8x16_shl(v128_and(u8x16_shr(high, j as u32), one), 4)) } else { q })
+                        widen::<false>(if FIVE { v128_or(q, u8x16_shl(v128_and(u8x16_shr(high, j as u32), one), 4)) } else { q }).map(|w| i16x8_mul(w, sc))
                     };
                     let (w_lo, w_hi) = (values(qa, high_a), values(qb, high_b));
-                    let (scale, minimum) = (d * f32::from(sc), dmin * f32::from(m));
-                    let (at, run) = (b * 256 + 32 * j, 8 * b + j);
-                    for t in 0..N {
-                        // SAFETY: `at + 32` and the run are within the row, whose length `Ints::of` checked.
+                    let at = b * 256 + 32 * j;
+                    for (t, sums) in sums.iter_mut().enumerate() {
+                        // SAFETY: `at + 32` is within the row, whose length `Ints::of` checked.
                         unsafe {
-                            let p = i32x4_add(dot(&ints, t, w_lo, at), dot(&ints, t, w_hi, at + 16));
-                            acc[t] = f32x4_add(acc[t], f32x4_mul(f32x4_convert_i32x4(p), f32x4_splat(scale * ints.scale(t, run))));
-                            minimums[t] += minimum * ints.sum(t, run);
+                            sums[0] = i32x4_add(sums[0], dot(&ints, t, w_lo, at));
+                            sums[1] = i32x4_add(sums[1], dot(&ints, t, w_hi, at + 16));
                         }
                     }
                 }
             }
+            for t in 0..N {
+                // SAFETY (all three): the super-block is within the row.
+                let x = unsafe { ints.scale(t, b * 256) };
+                let sum = f32x4_add(f32x4_convert_i32x4(sums[t][0]), f32x4_convert_i32x4(sums[t][1]));
+                acc[t] = f32x4_add(acc[t], f32x4_mul(sum, f32x4_splat(d * x)));
+                let (low_sums, high_sums) = unsafe { (v128_load(ints.sums(t, 8 * b) as *const v128), v128_load(ints.sums(t, 8 * b + 4) as *const v128)) };
+                minimums[t] = f32x4_add(minimums[t], f32x4_add(f32x4_mul(mins[0], low_sums), f32x4_mul(mins[1], high_sums)));
+            }
         }
         for t in 0..N {
-            out[t] = hsum(acc[t]) - minimums[t];
+            out[t] = hsum(acc[t]) - hsum(minimums[t]);
         }
         N
     }
 
     /// `out[t] = row · xs[t]` for each token, Q6_K super-blocks of 210 bytes (see
     /// `TensorType::Q6_K`): runs of 16 values share a signed scale, `w = d * sc * (q - 32)`.
-    /// Four tokens at a time as [`block32_dots`] takes them.
+    /// Four tokens at a time as [`block32_dots`] takes them, the weights times their run's
+    /// scale summed in 32-bit integers over a quarter super-block (the most four lanes hold).
     pub fn q6_k_dots(row: &[u8], xs: &[Activation<'_>], out: &mut [f32]) {
         in_fours!(q6_k_dots_n; row, xs, out)
     }
@@ -1148,17 +1226,23 @@ mod simd128 {
                         v128_or(u8x16_shr(ql0, 4), high(4)),
                         v128_or(u8x16_shr(ql1, 4), high(6)),
                     ];
+                    // Each lane sums the four groups' 16 products of at most 32 * 128 * 32,767:
+                    // below 2^31.
+                    let mut sums = [i32x4_splat(0); N];
                     for (k, q) in groups.into_iter().enumerate() {
-                        let w = widen::<true>(i8x16_sub(q, bias));
-                        let scale = d * f32::from(block[192 + 8 * h + 2 * k + l0 / 16] as i8);
+                        // The weights times their run's scale, at most 32 * 128 = 4,096.
+                        let sc = i16x8_splat(i16::from(block[192 + 8 * h + 2 * k + l0 / 16] as i8));
+                        let w = widen::<true>(i8x16_sub(q, bias)).map(|w| i16x8_mul(w, sc));
                         let at = b * 256 + 128 * h + 32 * k + l0;
-                        for (t, acc) in acc.iter_mut().enumerate() {
-                            // SAFETY: `at + 32` and the run are within the row, whose length `Ints::of` checked.
-                            unsafe {
-                                let p = f32x4_convert_i32x4(dot(&ints, t, w, at));
-                                *acc = f32x4_add(*acc, f32x4_mul(p, f32x4_splat(scale * ints.scale(t, at / BLOCK))));
-                            }
+                        for (t, sum) in sums.iter_mut().enumerate() {
+                            // SAFETY: `at + 16` is within the row, whose length `Ints::of` checked.
+                            *sum = i32x4_add(*sum, unsafe { dot(&ints, t, w, at) });
                         }
+                    }
+                    for t in 0..N {
+                        // SAFETY: the super-block is within the row.
+                        let x = unsafe { ints.scale(t, b * 256) };
+                        acc[t] = f32x4_add(acc[t], f32x4_mul(f32x4_convert_i32x4(sums[t]), f32x4_splat(d * x)));
                     }
                 }
             }
@@ -1202,7 +1286,7 @@ mod simd128 {
                 // SAFETY: `at + 32` and the run are within the row, whose length `Ints::of` checked.
                 unsafe {
                     let p = i32x4_add(dot(&ints, t, w_lo, at), dot(&ints, t, w_hi, at + 16));
-                    *acc = f32x4_add(*acc, f32x4_mul(f32x4_convert_i32x4(p), f32x4_splat(d * ints.scale(t, b))));
+                    *acc = f32x4_add(*acc, f32x4_mul(f32x4_convert_i32x4(p), f32x4_splat(d * ints.scale(t, at))));
                 }
             }
         }

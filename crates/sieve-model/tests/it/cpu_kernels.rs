@@ -48,6 +48,17 @@ fn random_rows(ty: TensorType, rows: usize, cols: usize, rng: &mut Rng) -> Vec<u
     out
 }
 
+/// The exact product of a dequantized row `w` with `x`, the sum of the terms' magnitudes, and
+/// how far the SIMD kernels' 16-bit activations may move it: each value by at most half of the
+/// largest magnitude of its run of 256 over 32,767 (here twice that).
+fn exact_product(w: &[f32], x: &[f32]) -> (f64, f64, f64) {
+    let exact = w.iter().zip(x).map(|(&w, &x)| f64::from(w) * f64::from(x)).sum();
+    let magnitude = w.iter().zip(x).map(|(&w, &x)| f64::from((w * x).abs())).sum();
+    let steps: Vec<f32> = x.chunks(256).map(|run| run.iter().fold(0.0f32, |m, v| m.max(v.abs())) / 32767.0).collect();
+    let rounding = w.iter().enumerate().map(|(k, &w)| f64::from(w.abs() * steps[k / 256])).sum();
+    (exact, magnitude, rounding)
+}
+
 #[wasm_bindgen_test(unsupported = test)]
 fn dot_products_match_the_dequantized_rows() {
     let mut rng = Rng(0x5eed);
@@ -68,23 +79,7 @@ fn dot_products_match_the_dequantized_rows() {
             let xs: Vec<Vec<f32>> = (0..5).map(|_| (0..cols).map(|_| rng.value(3.0)).collect()).collect();
             let acts: Vec<Activation<'_>> = xs.iter().map(|x| Activation::new(x)).collect();
             let weights = dequantize(ty, &data);
-            // Per row, per token: the exact product, the sum of the terms' magnitudes, and how far
-            // the SIMD kernels' 16-bit activations may move it (each value by at most
-            // half of its block's largest magnitude over 32,767; here twice that).
-            let expected: Vec<Vec<(f64, f64, f64)>> = weights
-                .chunks_exact(cols)
-                .map(|w| {
-                    xs.iter()
-                        .map(|x| {
-                            let exact = w.iter().zip(x).map(|(&w, &x)| f64::from(w) * f64::from(x)).sum();
-                            let magnitude = w.iter().zip(x).map(|(&w, &x)| f64::from((w * x).abs())).sum();
-                            let step = |k: usize| x[k / 32 * 32..(k / 32 * 32 + 32).min(cols)].iter().fold(0.0f32, |m, v| m.max(v.abs())) / 32767.0;
-                            let rounding = w.iter().enumerate().map(|(k, &w)| f64::from(w.abs() * step(k))).sum();
-                            (exact, magnitude, rounding)
-                        })
-                        .collect()
-                })
-                .collect();
+            let expected: Vec<Vec<(f64, f64, f64)>> = weights.chunks_exact(cols).map(|w| xs.iter().map(|x| exact_product(w, x)).collect()).collect();
             for &simd in &simds {
                 // All rows, then the rows from the third on; one token, three, then five (the
                 // kernels that unpack a block for several tokens take four, then one).
@@ -104,6 +99,42 @@ fn dot_products_match_the_dequantized_rows() {
                         assert_eq!(got.to_bits(), alone[i / n].to_bits(), "{ty:?} x {cols}, {simd:?}, row {}, token {} of {n}", first + i / n, i % n);
                     }
                 }
+            }
+        }
+    }
+}
+
+/// The K-quant kernels sum a super-block's products in 32-bit integers: the largest weights and
+/// activations each format holds (every scale and value at its extreme, every activation of one
+/// sign and the largest of its run) still give the exact product.
+#[wasm_bindgen_test(unsupported = test)]
+fn the_largest_super_blocks_do_not_overflow() {
+    let cols = 512;
+    let block = |ty: TensorType| -> Vec<u8> {
+        match ty {
+            // Scales and minimums 63, values 15 (31 with Q5_K's fifth bits); d 1, dmin 0.
+            TensorType::Q4_K | TensorType::Q5_K => {
+                let mut block = vec![0xff; ty.block().1];
+                block[..4].copy_from_slice(&[f16_bytes(1.0), f16_bytes(0.0)].concat());
+                block
+            }
+            // Values 0 (-32 once centred), scales -128, d 1.
+            TensorType::Q6_K => [vec![0; 192], vec![0x80; 16], f16_bytes(1.0).to_vec()].concat(),
+            _ => unreachable!(),
+        }
+    };
+    for ty in [TensorType::Q4_K, TensorType::Q5_K, TensorType::Q6_K] {
+        let data: Vec<u8> = (0..cols / 256).flat_map(|_| block(ty)).collect();
+        let matrix = Matrix::from_bytes(ty, 1, cols, data.clone()).expect("a whole row");
+        let weights = dequantize(ty, &data);
+        for sign in [1.0, -1.0] {
+            let x = vec![sign; cols];
+            let (exact, magnitude, rounding) = exact_product(&weights, &x);
+            for simd in Simd::available() {
+                let mut out = [f32::NAN];
+                matrix.dot_rows(simd, 0, &[Activation::new(&x)], &mut out);
+                let error = (f64::from(out[0]) - exact).abs();
+                assert!(error <= 1e-5 * magnitude + rounding, "{ty:?}, {simd:?}, activations {sign}: {} vs {exact}", out[0]);
             }
         }
     }
