@@ -456,6 +456,8 @@ fn incomplete_tail(bytes: &[u8]) -> usize {
 /// Canonical tokens for the last one or two `generated` tokens followed by `forced`: returns how
 /// many tokens to back off and the tokens that replace them, preferring the longest back-off
 /// whose bytes re-tokenize exactly (no special tokens, valid UTF-8). `None` when none does.
+/// Backed-off tokens that the new tokens begin with are kept, so the model does not run them
+/// again.
 fn retokenize(tokenizer: &Tokenizer, generated: &[u32], forced: &[u8]) -> Result<Option<(usize, Vec<u32>)>, ModelError> {
     for backoff in (0..=generated.len().min(2)).rev() {
         let tail = &generated[generated.len() - backoff..];
@@ -467,7 +469,8 @@ fn retokenize(tokenizer: &Tokenizer, generated: &[u32], forced: &[u8]) -> Result
         if let Some(ids) = tokenizer.encode_exact(&bytes)?
             && !ids.is_empty()
         {
-            return Ok(Some((backoff, ids)));
+            let kept = tail.iter().zip(&ids).take_while(|(a, b)| a == b).count();
+            return Ok(Some((backoff - kept, ids[kept..].to_vec())));
         }
     }
     Ok(None)
