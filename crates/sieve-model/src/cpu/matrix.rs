@@ -98,6 +98,18 @@ const fn pick16(lane: usize) -> i16 {
     (((2 * lane + 1) << 8) | (2 * lane)) as i16
 }
 
+/// [`pick16`] of each lane in all sixteen lanes of a vector.
+#[cfg(target_arch = "x86_64")]
+static PICKS: [[i16; 16]; 8] = {
+    let mut picks = [[0; 16]; 8];
+    let mut lane = 0;
+    while lane < 8 {
+        picks[lane] = [pick16(lane); 16];
+        lane += 1;
+    }
+    picks
+};
+
 const fn k4_layout(five: bool) -> (usize, usize) {
     if five { (176, 48) } else { (144, 16) }
 }
@@ -822,6 +834,14 @@ mod avx2 {
         N
     }
 
+    /// The 16 bytes at `at` of `bytes` as 16-bit lanes.
+    #[target_feature(enable = "avx2")]
+    fn widen_bytes(bytes: &[u8], at: usize) -> __m256i {
+        let b = &bytes[at..at + 16];
+        // SAFETY: `b` holds 16 bytes.
+        _mm256_cvtepu8_epi16(unsafe { _mm_loadu_si128(b.as_ptr() as *const __m128i) })
+    }
+
     /// The 32 bytes at `at` of `bytes`.
     #[target_feature(enable = "avx2")]
     fn bytes32(bytes: &[u8], at: usize) -> __m256i {
@@ -874,7 +894,7 @@ mod avx2 {
     unsafe fn k4_dots_n<const N: usize, const FIVE: bool>(row: &[u8], xs: &[Activation<'_>], out: &mut [f32]) -> usize {
         let (size, qs_at) = super::k4_layout(FIVE);
         let ints = Ints::<N>::of(xs, row.len() / size * 256);
-        let (low, one) = (_mm256_set1_epi8(0x0f), _mm256_set1_epi8(1));
+        let (low, one) = (_mm256_set1_epi16(0x0f), _mm256_set1_epi16(1));
         let mut acc = [_mm256_setzero_ps(); N];
         let mut minimums = [_mm256_setzero_ps(); N];
         for (b, block) in row.chunks_exact(size).enumerate() {
@@ -886,20 +906,25 @@ mod avx2 {
             let mins = _mm256_mul_ps(_mm256_set1_ps(dmin), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(packed, 8))));
             // Each lane sums 32 products of at most 1,953 * 32,767: below 2^31.
             let mut sums = [_mm256_setzero_si256(); N];
-            // Value l's fifth bits, bit j for sub-block j (Q5_K).
-            let high = if FIVE { bytes32(block, 16) } else { _mm256_setzero_si256() };
+            // Values 0..16 and 16..32's fifth bits as 16-bit lanes, bit j for sub-block j (Q5_K).
+            let high = if FIVE { [widen_bytes(block, 16), widen_bytes(block, 32)] } else { [_mm256_setzero_si256(); 2] };
             for pair in 0..4 {
-                let qs = bytes32(block, qs_at + 32 * pair);
-                let nibbles = [_mm256_and_si256(qs, low), _mm256_and_si256(_mm256_srli_epi16(qs, 4), low)];
-                for (half, mut q) in nibbles.into_iter().enumerate() {
+                // Bytes 0..16 and 16..32 of the pair's: low nibbles are sub-block 2 pair's values,
+                // high ones 2 pair + 1's.
+                let qs = [widen_bytes(block, qs_at + 32 * pair), widen_bytes(block, qs_at + 32 * pair + 16)];
+                for half in 0..2 {
                     let j = 2 * pair + half;
-                    if FIVE {
-                        let bit = _mm256_and_si256(_mm256_srl_epi16(high, _mm_cvtsi32_si128(j as i32)), one);
-                        q = _mm256_or_si256(q, _mm256_slli_epi16(bit, 4));
-                    }
                     // The weights times their sub-block's scale, at most 31 * 63 = 1,953.
-                    let sc = _mm256_shuffle_epi8(scales, _mm256_set1_epi16(super::pick16(j)));
-                    let w = widen16::<false>(q).map(|w| _mm256_mullo_epi16(w, sc));
+                    // SAFETY: `PICKS` holds eight vectors.
+                    let sc = _mm256_shuffle_epi8(scales, unsafe { _mm256_loadu_si256(super::PICKS[j].as_ptr() as *const __m256i) });
+                    let w = [0, 1].map(|i| {
+                        let mut q = if half == 0 { _mm256_and_si256(qs[i], low) } else { _mm256_srli_epi16(qs[i], 4) };
+                        if FIVE {
+                            let bit = _mm256_and_si256(_mm256_srl_epi16(high[i], _mm_cvtsi32_si128(j as i32)), one);
+                            q = _mm256_or_si256(q, _mm256_slli_epi16(bit, 4));
+                        }
+                        _mm256_mullo_epi16(q, sc)
+                    });
                     let at = b * 256 + 32 * j;
                     for (t, sum) in sums.iter_mut().enumerate() {
                         // SAFETY: `at + 32` is within the row, whose length `Ints::of` checked.
