@@ -4,13 +4,14 @@
 //! For one token a row is dequantized block by block inside its dot product, never into
 //! memory, so a quantized model takes about its file's size and a decode step reads each weight
 //! once. For several tokens (a prefill) four rows at a time are dequantized into a small f32
-//! tile that every token's dot products then read, four rows by two tokens per step. The
+//! tile that every token's dot products then read, four rows by two tokens per step (the
+//! K-quants' SIMD kernels keep the tile in 16-bit integers, [`IntTile`]). The
 //! SIMD dot kernels of the quantized types multiply the weights' integers with 16-bit copies of
 //! the activations (see [`Activation`]), which moves a product by at most 1/65,534 of the
 //! largest activation of each run of 256 times its weights (llama.cpp quantizes them to 8
 //! bits); the K-quant kernels sum a super-block's products in integers, their sub-blocks'
-//! integer scales multiplied into the weights. The other kernels and the tiles keep f32
-//! activations.
+//! integer scales multiplied into the weights, and so do their integer tiles. The other
+//! kernels and the f32 tiles keep f32 activations.
 //!
 //! Each kernel has a portable version, the reference, and versions for AVX2 (x86-64, detected
 //! at run time) and WebAssembly SIMD (compiled in when the module targets `simd128`, as sieve's
@@ -41,14 +42,18 @@ const TILE_ROWS: usize = 4;
 /// and 69 and 79 by tiles (4: 65 by dot products); with Qwen3-0.6B's shape 367 and 498 by dot
 /// products and 319 and 379 by tiles (4: 265). With the 16-bit products of the AVX2 kernels
 /// (one token: 47 ms on Qwen3's shape, 9.7 on SmolLM2), 11 tokens take 237 and 49 ms by dot
-/// products, 12 take 317 and 54 by tiles, and 16 by tiles 371 and 67.
+/// products, 12 take 317 and 54 by tiles, and 16 by tiles 371 and 67. With the K-quants'
+/// integer tiles ([`IntTile`]) and integer super-block sums, passes of Qwen3's and
+/// Llama-3.2-1B's shapes take the same time both ways at 12 tokens natively (Qwen3: 176 and
+/// 179 ms, 10 tokens 155 and 159, 16 tokens 236 and 218), and in WebAssembly at 8 (318 and
+/// 324 ms; 12 tokens 455 and 429).
 const TILE_TOKENS: usize = 5;
 /// Activation values that share one scale in their 16-bit copy ([`Activation`]): a K-quant
 /// super-block, so that its kernels sum a super-block's products in integers and scale them once.
 #[cfg(any(target_arch = "x86_64", all(target_arch = "wasm32", target_feature = "simd128")))]
 const INT_RUN: usize = 256;
-/// [`TILE_TOKENS`] for the AVX2 kernels of the quantized types.
-#[cfg(target_arch = "x86_64")]
+/// [`TILE_TOKENS`] for the AVX2 kernels of the quantized types, and for the integer tiles.
+#[cfg(any(target_arch = "x86_64", all(target_arch = "wasm32", target_feature = "simd128")))]
 const TILE_TOKENS_SHARED_BLOCKS: usize = 12;
 
 /// Bytes of a block of the 32-value types: f16 scale `d`, then an f16 minimum `m` unless
@@ -343,17 +348,20 @@ impl Matrix {
         if n < self.tile_from(simd) {
             self.dot_rows(simd, first, acts, out);
         } else {
-            self.product_rows(simd, first, out.len() / n, xs, out);
+            self.product_rows(simd, first, out.len() / n, xs, acts, out);
         }
     }
 
     /// Fewest tokens for which tiles beat dot products with `simd`: later for the AVX2 kernels
-    /// of the quantized types, which unpack each block once for several tokens, see
+    /// of the quantized types, and for the K-quants' kernels, whose dot products unpack each
+    /// block once for several tokens as their integer tiles do once for all, see
     /// [`TILE_TOKENS`].
     fn tile_from(&self, simd: Simd) -> usize {
         match simd {
             #[cfg(target_arch = "x86_64")]
             Simd::Avx2 if self.ty.value_bits().is_some() => TILE_TOKENS_SHARED_BLOCKS,
+            #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+            Simd::Simd128 if IntTile::holds(self.ty) => TILE_TOKENS_SHARED_BLOCKS,
             _ => TILE_TOKENS,
         }
     }
@@ -451,12 +459,38 @@ impl Matrix {
     }
 
     /// `out[i * n + t] = row(first + i) · xs[t]` for `i` in `0..count` and each of the `n`
-    /// tokens of `xs` (`[n, cols]`): several tokens' products, four rows dequantized at a time
-    /// into a tile that all the tokens read.
-    pub fn product_rows(&self, simd: Simd, first: usize, count: usize, xs: &[f32], out: &mut [f32]) {
+    /// tokens of `xs` (`[n, cols]`, and the same as `acts`): several tokens' products, four rows
+    /// unpacked at a time into a tile that all the tokens read. The SIMD kernels of the K-quant
+    /// types keep the tile in integers ([`IntTile`]); the others dequantize it to f32.
+    pub fn product_rows(&self, simd: Simd, first: usize, count: usize, xs: &[f32], acts: &[Activation<'_>], out: &mut [f32]) {
         let cols = self.cols;
         let n = xs.len() / cols;
-        assert!(xs.len() == n * cols && out.len() == count * n && first + count <= self.rows, "product_rows out of range");
+        assert!(
+            xs.len() == n * cols && acts.len() == n && out.len() == count * n && first + count <= self.rows,
+            "product_rows out of range"
+        );
+        #[cfg(any(target_arch = "x86_64", all(target_arch = "wasm32", target_feature = "simd128")))]
+        if simd != Simd::Portable
+            && let Data::Encoded(bytes) = &self.data
+            && IntTile::holds(self.ty)
+        {
+            let mut tile = IntTile::new(self.ty, cols);
+            for start in (0..count).step_by(TILE_ROWS) {
+                let rows = (count - start).min(TILE_ROWS);
+                tile.unpack(simd, &bytes[(first + start) * self.row_bytes..][..rows * self.row_bytes]);
+                for t in (0..n).step_by(2) {
+                    let pair = [&acts[t], &acts[(t + 1).min(n - 1)]];
+                    let sums = tile.products(simd, pair);
+                    for r in 0..rows {
+                        out[(start + r) * n + t] = sums[2 * r];
+                        if t + 1 < n {
+                            out[(start + r) * n + t + 1] = sums[2 * r + 1];
+                        }
+                    }
+                }
+            }
+            return;
+        }
         let mut tile = vec![0.0; TILE_ROWS * cols];
         for start in (0..count).step_by(TILE_ROWS) {
             let rows = (count - start).min(TILE_ROWS);
@@ -477,6 +511,119 @@ impl Matrix {
                     }
                 }
             }
+        }
+    }
+}
+
+/// Four rows of a K-quant matrix unpacked for the SIMD kernels' tile products: each weight is
+/// `scale * level + min`, its level a 16-bit integer (the sub-block's scale multiplied in, as
+/// the dot kernels do), a scale per super-block of 256 and a minimum per 32 (Q4_K and Q5_K).
+/// The products with two tokens' 16-bit activations are summed in 32-bit integers over runs
+/// of [`int_run`] values and scaled once a run: where f32 tiles take a multiply-add for each
+/// weight and token (two instructions in WebAssembly), these take one for two. The types of
+/// 32-value blocks keep f32 tiles: a float scale every 32 values would cost a conversion and
+/// a multiply-add a run for each row and token, as many instructions as the f32 tile's
+/// multiply-adds (SmolLM2 Q4_1 prefilled 30% slower natively).
+#[cfg(any(target_arch = "x86_64", all(target_arch = "wasm32", target_feature = "simd128")))]
+struct IntTile {
+    ty: TensorType,
+    cols: usize,
+    levels: Vec<i16>,
+    scales: Vec<f32>,
+    mins: Vec<f32>,
+}
+
+#[cfg(any(target_arch = "x86_64", all(target_arch = "wasm32", target_feature = "simd128")))]
+impl IntTile {
+    /// Values of a super-block, sharing a scale.
+    const SPAN: usize = 256;
+
+    /// Whether the tiles of `ty` are integer tiles: the K-quant types'.
+    fn holds(ty: TensorType) -> bool {
+        matches!(ty, TensorType::Q4_K | TensorType::Q5_K | TensorType::Q6_K)
+    }
+
+    fn new(ty: TensorType, cols: usize) -> Self {
+        let (levels, scales, mins) = (vec![0; TILE_ROWS * cols], vec![0.0; TILE_ROWS * cols / Self::SPAN], vec![0.0; TILE_ROWS * cols / BLOCK]);
+        Self { ty, cols, levels, scales, mins }
+    }
+
+    /// Unpacks the encoded `rows` (one to four) with `simd`'s kernels; the tile's other rows
+    /// become zeros.
+    fn unpack(&mut self, simd: Simd, rows: &[u8]) {
+        let cols = self.cols;
+        let row_bytes = cols / Self::SPAN * self.ty.block().1;
+        self.scales.fill(0.0);
+        for (r, levels) in self.levels.chunks_exact_mut(cols).enumerate() {
+            let Some(row) = rows.get(r * row_bytes..(r + 1) * row_bytes) else {
+                levels.fill(0);
+                continue;
+            };
+            let (scales, mins) = (&mut self.scales[r * cols / Self::SPAN..][..cols / Self::SPAN], &mut self.mins[r * cols / BLOCK..][..cols / BLOCK]);
+            int_scales(self.ty, row, scales, mins);
+            match simd {
+                // SAFETY: `Simd::Avx2` is only chosen when the processor has AVX2.
+                #[cfg(target_arch = "x86_64")]
+                Simd::Avx2 => unsafe { avx2::int_levels(self.ty, row, levels) },
+                #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+                Simd::Simd128 => simd128::int_levels(self.ty, row, levels),
+                Simd::Portable => unreachable!("integer tiles are for the SIMD kernels"),
+            }
+        }
+    }
+
+    /// The products of the four rows with the tokens `xs`: `[r0·x0, r0·x1, r1·x0, ...]`.
+    fn products(&self, simd: Simd, xs: [&Activation<'_>; 2]) -> [f32; 2 * TILE_ROWS] {
+        let ints = Ints::of_each(xs, self.cols);
+        let mut out = match simd {
+            // SAFETY: `Simd::Avx2` is only chosen when the processor has AVX2 and FMA; `ints`
+            // holds the tile's columns.
+            #[cfg(target_arch = "x86_64")]
+            Simd::Avx2 => unsafe { avx2::int_tile_product(self, int_run(self.ty, 8), &ints) },
+            #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+            Simd::Simd128 => simd128::int_tile_product(self, int_run(self.ty, 4), &ints),
+            Simd::Portable => unreachable!("integer tiles are for the SIMD kernels"),
+        };
+        if self.ty != TensorType::Q6_K {
+            let blocks = self.cols / BLOCK;
+            for (i, o) in out.iter_mut().enumerate() {
+                *o += dot(simd, &self.mins[i / 2 * blocks..][..blocks], &xs[i % 2].block_sums);
+            }
+        }
+        out
+    }
+}
+
+/// The most values of a run of an [`IntTile`] of `ty` whose 16-bit products (`largest level *
+/// 32,767` each) one of `lanes` 32-bit lanes sums without overflow, where each lane takes
+/// `1 / lanes` of a run's products: a power of two up to the super-block.
+#[cfg(any(target_arch = "x86_64", all(target_arch = "wasm32", target_feature = "simd128")))]
+fn int_run(ty: TensorType, lanes: usize) -> usize {
+    let largest = if ty == TensorType::Q6_K { 32 * 128 } else { 31 * 63 };
+    let most = (i32::MAX as usize / (largest * 32767)) * lanes;
+    let mut run = IntTile::SPAN;
+    while run > most {
+        run /= 2;
+    }
+    run
+}
+
+/// One encoded row of a K-quant type's [`IntTile`] scales, one per super-block, and (Q4_K,
+/// Q5_K) minimums, one per 32; the SIMD kernels unpack its levels.
+#[cfg(any(target_arch = "x86_64", all(target_arch = "wasm32", target_feature = "simd128")))]
+fn int_scales(ty: TensorType, row: &[u8], scales: &mut [f32], mins: &mut [f32]) {
+    for (b, block) in row.chunks_exact(ty.block().1).enumerate() {
+        match ty {
+            TensorType::Q4_K | TensorType::Q5_K => {
+                let (d, dmin) = (f16_at(block, 0), f16_at(block, 2));
+                scales[b] = d;
+                let [_, _, low, high] = k_scales_mins(block).map(u32::to_le_bytes);
+                for (min, m) in mins[8 * b..][..8].iter_mut().zip(low.into_iter().chain(high)) {
+                    *min = -(dmin * f32::from(m));
+                }
+            }
+            TensorType::Q6_K => scales[b] = f16_at(block, 208),
+            _ => unreachable!("{ty:?} has no integer tiles"),
         }
     }
 }
@@ -508,8 +655,12 @@ struct Ints<'x, const N: usize> {
 #[cfg(any(target_arch = "x86_64", all(target_arch = "wasm32", target_feature = "simd128")))]
 impl<'x, const N: usize> Ints<'x, N> {
     fn of(xs: &'x [Activation<'_>], len: usize) -> Self {
-        let each: [(&[i16], &[f32]); N] = std::array::from_fn(|t| xs[t].ints());
-        let ints = Self { values: each.map(|e| e.0), scales: each.map(|e| e.1), sums: std::array::from_fn(|t| &xs[t].block_sums[..]) };
+        Self::of_each(std::array::from_fn(|t| &xs[t]), len)
+    }
+
+    fn of_each(xs: [&'x Activation<'_>; N], len: usize) -> Self {
+        let each: [(&[i16], &[f32]); N] = xs.map(Activation::ints);
+        let ints = Self { values: each.map(|e| e.0), scales: each.map(|e| e.1), sums: xs.map(|x| &x.block_sums[..]) };
         let (blocks, runs) = (len.div_ceil(BLOCK), len.div_ceil(INT_RUN));
         assert!((0..N).all(|t| ints.values[t].len() >= len && ints.scales[t].len() >= runs && ints.sums[t].len() >= blocks), "activations shorter than the row");
         ints
@@ -683,7 +834,28 @@ mod portable {
 mod avx2 {
     use std::arch::x86_64::*;
 
-    use super::{Activation, BLOCK, Ints, TILE_ROWS, f16_at};
+    use super::{Activation, BLOCK, IntTile, Ints, TILE_ROWS, TensorType, f16_at};
+
+    /// Sub-block `j` of a Q4_K or Q5_K super-block as levels, each value times the sub-block's
+    /// scale (at most 31 * 63 = 1,953): values 0..16 and 16..32, from its pair's bytes
+    /// ([`k4_pair_bytes`]) and the super-block's scales and fifth bits ([`k4_scales`]). A macro,
+    /// so that the dot kernels' loops keep it inline (a function was 5% slower for one token).
+    macro_rules! k4_levels {
+        ($five:expr, $qs:expr, $scales:expr, $high:expr, $j:expr) => {{
+            let (qs, high, j): ([__m256i; 2], [__m256i; 2], usize) = ($qs, $high, $j);
+            let (low, one) = (_mm256_set1_epi16(0x0f), _mm256_set1_epi16(1));
+            // SAFETY: `PICKS` holds eight vectors.
+            let sc = _mm256_shuffle_epi8($scales, unsafe { _mm256_loadu_si256(super::PICKS[j].as_ptr() as *const __m256i) });
+            [0, 1].map(|i| {
+                let mut q = if j.is_multiple_of(2) { _mm256_and_si256(qs[i], low) } else { _mm256_srli_epi16(qs[i], 4) };
+                if $five {
+                    let bit = _mm256_and_si256(_mm256_srl_epi16(high[i], _mm_cvtsi32_si128(j as i32)), one);
+                    q = _mm256_or_si256(q, _mm256_slli_epi16(bit, 4));
+                }
+                _mm256_mullo_epi16(q, sc)
+            })
+        }};
+    }
 
     #[target_feature(enable = "avx2,fma")]
     fn hsum(v: __m256) -> f32 {
@@ -892,40 +1064,20 @@ mod avx2 {
     /// [`k4_dots`] for the first `N` tokens; returns `N`.
     #[target_feature(enable = "avx2,fma,f16c")]
     unsafe fn k4_dots_n<const N: usize, const FIVE: bool>(row: &[u8], xs: &[Activation<'_>], out: &mut [f32]) -> usize {
-        let (size, qs_at) = super::k4_layout(FIVE);
+        let (size, _) = super::k4_layout(FIVE);
         let ints = Ints::<N>::of(xs, row.len() / size * 256);
-        let (low, one) = (_mm256_set1_epi16(0x0f), _mm256_set1_epi16(1));
         let mut acc = [_mm256_setzero_ps(); N];
         let mut minimums = [_mm256_setzero_ps(); N];
         for (b, block) in row.chunks_exact(size).enumerate() {
             let (d, dmin) = f16_pair(block);
-            let [a, b_, c, d_] = super::k_scales_mins(block).map(|w| w as i32);
-            let packed = _mm_set_epi32(d_, c, b_, a);
-            // The eight scales as 16-bit integers in both halves, and the minimums in f32.
-            let scales = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(packed));
-            let mins = _mm256_mul_ps(_mm256_set1_ps(dmin), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(packed, 8))));
+            let (scales, mins, high) = k4_scales::<FIVE>(block, dmin);
             // Each lane sums 32 products of at most 1,953 * 32,767: below 2^31.
             let mut sums = [_mm256_setzero_si256(); N];
-            // Values 0..16 and 16..32's fifth bits as 16-bit lanes, bit j for sub-block j (Q5_K).
-            let high = if FIVE { [widen_bytes(block, 16), widen_bytes(block, 32)] } else { [_mm256_setzero_si256(); 2] };
             for pair in 0..4 {
-                // Bytes 0..16 and 16..32 of the pair's: low nibbles are sub-block 2 pair's values,
-                // high ones 2 pair + 1's.
-                let qs = [widen_bytes(block, qs_at + 32 * pair), widen_bytes(block, qs_at + 32 * pair + 16)];
+                let qs = k4_pair_bytes::<FIVE>(block, pair);
                 for half in 0..2 {
-                    let j = 2 * pair + half;
-                    // The weights times their sub-block's scale, at most 31 * 63 = 1,953.
-                    // SAFETY: `PICKS` holds eight vectors.
-                    let sc = _mm256_shuffle_epi8(scales, unsafe { _mm256_loadu_si256(super::PICKS[j].as_ptr() as *const __m256i) });
-                    let w = [0, 1].map(|i| {
-                        let mut q = if half == 0 { _mm256_and_si256(qs[i], low) } else { _mm256_srli_epi16(qs[i], 4) };
-                        if FIVE {
-                            let bit = _mm256_and_si256(_mm256_srl_epi16(high[i], _mm_cvtsi32_si128(j as i32)), one);
-                            q = _mm256_or_si256(q, _mm256_slli_epi16(bit, 4));
-                        }
-                        _mm256_mullo_epi16(q, sc)
-                    });
-                    let at = b * 256 + 32 * j;
+                    let w = k4_levels!(FIVE, qs, scales, high, 2 * pair + half);
+                    let at = b * 256 + 32 * (2 * pair + half);
                     for (t, sum) in sums.iter_mut().enumerate() {
                         // SAFETY: `at + 32` is within the row, whose length `Ints::of` checked.
                         unsafe { *sum = _mm256_add_epi32(*sum, _mm256_add_epi32(dot16(&ints, t, w[0], at), dot16(&ints, t, w[1], at + 16))) };
@@ -943,6 +1095,97 @@ mod avx2 {
             out[t] = hsum(acc[t]) - hsum(minimums[t]);
         }
         N
+    }
+
+    /// A Q4_K or Q5_K super-block's eight scales as 16-bit lanes (in both halves of a vector),
+    /// its minimums times `dmin` in f32, and (Q5_K) values 0..16 and 16..32's fifth bits as
+    /// 16-bit lanes, bit j for sub-block j.
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    fn k4_scales<const FIVE: bool>(block: &[u8], dmin: f32) -> (__m256i, __m256, [__m256i; 2]) {
+        let [a, b, c, d] = super::k_scales_mins(block).map(|w| w as i32);
+        let packed = _mm_set_epi32(d, c, b, a);
+        let scales = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(packed));
+        let mins = _mm256_mul_ps(_mm256_set1_ps(dmin), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(packed, 8))));
+        let high = if FIVE { [widen_bytes(block, 16), widen_bytes(block, 32)] } else { [_mm256_setzero_si256(); 2] };
+        (scales, mins, high)
+    }
+
+    /// Bytes 0..16 and 16..32 of the 32 that hold sub-blocks `2 pair` (low nibbles) and `2 pair +
+    /// 1` (high nibbles) of a Q4_K or Q5_K super-block, as 16-bit lanes.
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    fn k4_pair_bytes<const FIVE: bool>(block: &[u8], pair: usize) -> [__m256i; 2] {
+        let (_, qs_at) = super::k4_layout(FIVE);
+        [widen_bytes(block, qs_at + 32 * pair), widen_bytes(block, qs_at + 32 * pair + 16)]
+    }
+
+    /// Half `h` (values `128 h ..`) of a Q6_K super-block as levels, each value (centred) times
+    /// its run's scale (at most 32 * 128 = 4,096): four groups of 32, values 0..16 and 16..32
+    /// of each.
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    fn q6_k_half(block: &[u8], h: usize) -> [[__m256i; 2]; 4] {
+        let (low, two, bias) = (_mm256_set1_epi8(0x0f), _mm256_set1_epi8(3), _mm256_set1_epi8(32));
+        let (ql0, ql1, qh) = (bytes32(block, 64 * h), bytes32(block, 64 * h + 32), bytes32(block, 128 + 32 * h));
+        // Each group's top two bits, at bits 4 and 5 of each byte.
+        let high = [0, 2, 4, 6].map(|shift| _mm256_slli_epi16(_mm256_and_si256(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(shift)), two), 4));
+        let groups = [
+            _mm256_or_si256(_mm256_and_si256(ql0, low), high[0]),
+            _mm256_or_si256(_mm256_and_si256(ql1, low), high[1]),
+            _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), low), high[2]),
+            _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), low), high[3]),
+        ];
+        // The half's eight scales as 16-bit integers, in both halves of a vector.
+        let sc = _mm_set1_epi64x(i64::from_le_bytes(block[192 + 8 * h..][..8].try_into().expect("eight bytes")));
+        let scales = _mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(sc));
+        let mut levels = [[_mm256_setzero_si256(); 2]; 4];
+        for (k, (q, levels)) in groups.into_iter().zip(&mut levels).enumerate() {
+            let w = widen16::<true>(_mm256_sub_epi8(q, bias));
+            for (i, level) in levels.iter_mut().enumerate() {
+                // SAFETY: `PICKS` holds eight vectors.
+                *level = _mm256_mullo_epi16(w[i], _mm256_shuffle_epi8(scales, unsafe { _mm256_loadu_si256(super::PICKS[2 * k + i].as_ptr() as *const __m256i) }));
+            }
+        }
+        levels
+    }
+
+    /// Stores an encoded K-quant row's levels ([`k4_levels`], [`q6_k_half`]) in `levels`.
+    ///
+    /// # Safety
+    /// AVX2 must be available.
+    #[target_feature(enable = "avx2")]
+    pub unsafe fn int_levels(ty: TensorType, row: &[u8], levels: &mut [i16]) {
+        let size = ty.block().1;
+        assert!(levels.len() == row.len() / size * 256, "int_levels out of range");
+        let mut store = |at: usize, w: __m256i| {
+            let out = &mut levels[at..at + 16];
+            // SAFETY: `out` holds 16 values.
+            unsafe { _mm256_storeu_si256(out.as_mut_ptr() as *mut __m256i, w) }
+        };
+        for (b, block) in row.chunks_exact(size).enumerate() {
+            match ty {
+                TensorType::Q4_K | TensorType::Q5_K => {
+                    let five = ty == TensorType::Q5_K;
+                    let (scales, _, high) = if five { k4_scales::<true>(block, 0.0) } else { k4_scales::<false>(block, 0.0) };
+                    for j in 0..8 {
+                        let qs = if five { k4_pair_bytes::<true>(block, j / 2) } else { k4_pair_bytes::<false>(block, j / 2) };
+                        let w = k4_levels!(five, qs, scales, high, j);
+                        store(256 * b + 32 * j, w[0]);
+                        store(256 * b + 32 * j + 16, w[1]);
+                    }
+                }
+                TensorType::Q6_K => {
+                    for h in 0..2 {
+                        for (k, w) in q6_k_half(block, h).into_iter().enumerate() {
+                            store(256 * b + 128 * h + 32 * k, w[0]);
+                            store(256 * b + 128 * h + 32 * k + 16, w[1]);
+                        }
+                    }
+                }
+                _ => unreachable!("{ty:?} has no integer tiles"),
+            }
+        }
     }
 
     /// `out[t] = row · xs[t]` for each token, Q6_K super-blocks of 210 bytes (see
@@ -964,31 +1207,13 @@ mod avx2 {
     #[target_feature(enable = "avx2,fma,f16c")]
     unsafe fn q6_k_dots_n<const N: usize>(row: &[u8], xs: &[Activation<'_>], out: &mut [f32]) -> usize {
         let ints = Ints::<N>::of(xs, row.len() / 210 * 256);
-        let (low, two, bias) = (_mm256_set1_epi8(0x0f), _mm256_set1_epi8(3), _mm256_set1_epi8(32));
         let mut acc = [_mm256_setzero_ps(); N];
         for (b, block) in row.chunks_exact(210).enumerate() {
             let d = f16_at(block, 208);
             for h in 0..2 {
-                let (ql0, ql1, qh) = (bytes32(block, 64 * h), bytes32(block, 64 * h + 32), bytes32(block, 128 + 32 * h));
-                let high = |shift: i32| _mm256_slli_epi16(_mm256_and_si256(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(shift)), two), 4);
-                let groups = [
-                    _mm256_or_si256(_mm256_and_si256(ql0, low), high(0)),
-                    _mm256_or_si256(_mm256_and_si256(ql1, low), high(2)),
-                    _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), low), high(4)),
-                    _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), low), high(6)),
-                ];
-                // The half's eight scales as 16-bit integers, in both halves of a vector.
-                let sc = _mm_set1_epi64x(i64::from_le_bytes(block[192 + 8 * h..][..8].try_into().expect("eight bytes")));
-                let scales = _mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(sc));
                 // Each lane sums the half's 16 products of at most 32 * 128 * 32,767: below 2^31.
                 let mut sums = [_mm256_setzero_si256(); N];
-                for (k, q) in groups.into_iter().enumerate() {
-                    // The weights times their run's scale, at most 32 * 128 = 4,096.
-                    let w = widen16::<true>(_mm256_sub_epi8(q, bias));
-                    let w = [0, 1].map(|i| {
-                        let r = 2 * k + i;
-                        _mm256_mullo_epi16(w[i], _mm256_shuffle_epi8(scales, _mm256_set1_epi16(super::pick16(r))))
-                    });
+                for (k, w) in q6_k_half(block, h).into_iter().enumerate() {
                     let at = b * 256 + 128 * h + 32 * k;
                     for (t, sum) in sums.iter_mut().enumerate() {
                         // SAFETY: `at + 32` is within the row, whose length `Ints::of` checked.
@@ -1006,6 +1231,43 @@ mod avx2 {
             out[t] = hsum(acc[t]);
         }
         N
+    }
+
+    /// The products of an integer tile's four rows with two tokens, `[r0·x0, r0·x1, ...]`,
+    /// without the minimums: each row's 16-bit levels times each token's 16-bit values, summed
+    /// over runs of `run` values in 32-bit lanes (four rows by two tokens a step), then scaled.
+    ///
+    /// # Safety
+    /// AVX2 and FMA must be available; `ints` holds the tile's columns; `run` divides the
+    /// tile's span and keeps each lane's sum below 2^31 ([`super::int_run`] with eight lanes).
+    #[target_feature(enable = "avx2,fma")]
+    pub unsafe fn int_tile_product(tile: &IntTile, run: usize, ints: &Ints<'_, 2>) -> [f32; 2 * TILE_ROWS] {
+        let (cols, span) = (tile.cols, IntTile::SPAN);
+        assert!(tile.levels.len() == TILE_ROWS * cols && cols.is_multiple_of(span) && span.is_multiple_of(run) && run.is_multiple_of(16), "int_tile_product out of range");
+        let (spans, levels) = (cols / span, tile.levels.as_ptr());
+        let mut acc = [_mm256_setzero_ps(); 2 * TILE_ROWS];
+        for start in (0..cols).step_by(run) {
+            let mut sums = [_mm256_setzero_si256(); 2 * TILE_ROWS];
+            for k in (start..start + run).step_by(16) {
+                // SAFETY: `k + 16 <= cols`, the length of the tokens' values (`Ints::of_each`)
+                // and of each of the tile's rows (asserted above).
+                unsafe {
+                    let (a, b) = (_mm256_loadu_si256(ints.sixteen(0, k) as *const __m256i), _mm256_loadu_si256(ints.sixteen(1, k) as *const __m256i));
+                    for r in 0..TILE_ROWS {
+                        let w = _mm256_loadu_si256(levels.add(r * cols + k) as *const __m256i);
+                        sums[2 * r] = _mm256_add_epi32(sums[2 * r], _mm256_madd_epi16(w, a));
+                        sums[2 * r + 1] = _mm256_add_epi32(sums[2 * r + 1], _mm256_madd_epi16(w, b));
+                    }
+                }
+            }
+            // SAFETY: `start < cols`.
+            let x = unsafe { [ints.scale(0, start), ints.scale(1, start)] };
+            for (i, sum) in sums.into_iter().enumerate() {
+                let scale = tile.scales[i / 2 * spans + start / span] * x[i % 2];
+                acc[i] = _mm256_fmadd_ps(_mm256_set1_ps(scale), _mm256_cvtepi32_ps(sum), acc[i]);
+            }
+        }
+        acc.map(|a| hsum(a))
     }
 
     /// # Safety
@@ -1041,7 +1303,7 @@ mod avx2 {
 mod simd128 {
     use std::arch::wasm32::*;
 
-    use super::{Activation, BLOCK, Ints, TILE_ROWS, f16_at};
+    use super::{Activation, BLOCK, IntTile, Ints, TILE_ROWS, TensorType, f16_at};
 
     fn hsum(v: v128) -> f32 {
         f32x4_extract_lane::<0>(v) + f32x4_extract_lane::<1>(v) + f32x4_extract_lane::<2>(v) + f32x4_extract_lane::<3>(v)
@@ -1169,44 +1431,26 @@ mod simd128 {
 
     /// [`k4_dots`] for the first `N` tokens; returns `N`.
     fn k4_dots_n<const N: usize, const FIVE: bool>(row: &[u8], xs: &[Activation<'_>], out: &mut [f32]) -> usize {
-        let (size, qs_at) = super::k4_layout(FIVE);
-        let (low, one) = (u8x16_splat(0x0f), u8x16_splat(1));
+        let (size, _) = super::k4_layout(FIVE);
         let ints = Ints::<N>::of(xs, row.len() / size * 256);
         let mut acc = [f32x4_splat(0.0); N];
         let mut minimums = [f32x4_splat(0.0); N];
         for (b, block) in row.chunks_exact(size).enumerate() {
             let (d, dmin) = (f16_at(block, 0), f16_at(block, 2));
-            let [w0, w1, w2, w3] = super::k_scales_mins(block);
-            let packed = u32x4(w0, w1, w2, w3);
-            // The eight scales as 16-bit integers, and the minimums in f32.
-            let scales = u16x8_extend_low_u8x16(packed);
-            let mins = u16x8_extend_high_u8x16(packed);
+            let (scales, mins, high) = k4_scales::<FIVE>(block);
             let dmin = f32x4_splat(dmin);
-            let mins = [u32x4_extend_low_u16x8(mins), u32x4_extend_high_u16x8(mins)].map(|m| f32x4_mul(dmin, f32x4_convert_i32x4(m)));
-            // Values 0..16 and 16..32's fifth bits, bit j for sub-block j (Q5_K).
-            let (high_a, high_b) = if FIVE { (bytes16(block, 16), bytes16(block, 32)) } else { (u8x16_splat(0), u8x16_splat(0)) };
+            let mins = mins.map(|m| f32x4_mul(dmin, m));
             // Each lane sums 32 products of at most 1,953 * 32,767 (below 2^31): the first 16
             // values of each sub-block, and apart the last 16.
             let mut sums = [[i32x4_splat(0); 2]; N];
-            for pair in 0..4 {
-                // The pair's 32 bytes: low nibbles are sub-block 2 pair, high ones 2 pair + 1.
-                let (qa, qb) = (bytes16(block, qs_at + 32 * pair), bytes16(block, qs_at + 16 + 32 * pair));
-                for half in 0..2 {
-                    let j = 2 * pair + half;
-                    // The weights times their sub-block's scale, at most 31 * 63 = 1,953.
-                    let sc = i8x16_swizzle(scales, i16x8_splat(super::pick16(j)));
-                    let values = |q: v128, high: v128| {
-                        let q = if half == 0 { v128_and(q, low) } else { u8x16_shr(q, 4) };
-                        widen::<false>(if FIVE { v128_or(q, u8x16_shl(v128_and(u8x16_shr(high, j as u32), one), 4)) } else { q }).map(|w| i16x8_mul(w, sc))
-                    };
-                    let (w_lo, w_hi) = (values(qa, high_a), values(qb, high_b));
-                    let at = b * 256 + 32 * j;
-                    for (t, sums) in sums.iter_mut().enumerate() {
-                        // SAFETY: `at + 32` is within the row, whose length `Ints::of` checked.
-                        unsafe {
-                            sums[0] = i32x4_add(sums[0], dot(&ints, t, w_lo, at));
-                            sums[1] = i32x4_add(sums[1], dot(&ints, t, w_hi, at + 16));
-                        }
+            for j in 0..8 {
+                let [w_lo, w_hi] = k4_sub_block::<FIVE>(block, scales, high, j);
+                let at = b * 256 + 32 * j;
+                for (t, sums) in sums.iter_mut().enumerate() {
+                    // SAFETY: `at + 32` is within the row, whose length `Ints::of` checked.
+                    unsafe {
+                        sums[0] = i32x4_add(sums[0], dot(&ints, t, w_lo, at));
+                        sums[1] = i32x4_add(sums[1], dot(&ints, t, w_hi, at + 16));
                     }
                 }
             }
@@ -1235,29 +1479,16 @@ mod simd128 {
 
     /// [`q6_k_dots`] for the first `N` tokens; returns `N`.
     fn q6_k_dots_n<const N: usize>(row: &[u8], xs: &[Activation<'_>], out: &mut [f32]) -> usize {
-        let (low, two, bias) = (u8x16_splat(0x0f), u8x16_splat(3), i8x16_splat(32));
         let ints = Ints::<N>::of(xs, row.len() / 210 * 256);
         let mut acc = [f32x4_splat(0.0); N];
         for (b, block) in row.chunks_exact(210).enumerate() {
             let d = f16_at(block, 208);
             for h in 0..2 {
                 for l0 in [0, 16] {
-                    // Bytes l0 .. l0 + 16 of each part: values l of the four groups of 32.
-                    let (ql0, ql1, qh) = (bytes16(block, 64 * h + l0), bytes16(block, 64 * h + 32 + l0), bytes16(block, 128 + 32 * h + l0));
-                    let high = |shift: u32| u8x16_shl(v128_and(u8x16_shr(qh, shift), two), 4);
-                    let groups = [
-                        v128_or(v128_and(ql0, low), high(0)),
-                        v128_or(v128_and(ql1, low), high(2)),
-                        v128_or(u8x16_shr(ql0, 4), high(4)),
-                        v128_or(u8x16_shr(ql1, 4), high(6)),
-                    ];
                     // Each lane sums the four groups' 16 products of at most 32 * 128 * 32,767:
                     // below 2^31.
                     let mut sums = [i32x4_splat(0); N];
-                    for (k, q) in groups.into_iter().enumerate() {
-                        // The weights times their run's scale, at most 32 * 128 = 4,096.
-                        let sc = i16x8_splat(i16::from(block[192 + 8 * h + 2 * k + l0 / 16] as i8));
-                        let w = widen::<true>(i8x16_sub(q, bias)).map(|w| i16x8_mul(w, sc));
+                    for (k, w) in q6_k_quarter(block, h, l0).into_iter().enumerate() {
                         let at = b * 256 + 128 * h + 32 * k + l0;
                         for (t, sum) in sums.iter_mut().enumerate() {
                             // SAFETY: `at + 16` is within the row, whose length `Ints::of` checked.
@@ -1276,6 +1507,86 @@ mod simd128 {
             out[t] = hsum(acc[t]);
         }
         N
+    }
+
+    /// A Q4_K or Q5_K super-block's eight scales as 16-bit lanes, its minimums in f32 (two
+    /// vectors), and (Q5_K) values 0..16 and 16..32's fifth bits, bit j for sub-block j.
+    fn k4_scales<const FIVE: bool>(block: &[u8]) -> (v128, [v128; 2], [v128; 2]) {
+        let [w0, w1, w2, w3] = super::k_scales_mins(block);
+        let packed = u32x4(w0, w1, w2, w3);
+        let mins = u16x8_extend_high_u8x16(packed);
+        let mins = [u32x4_extend_low_u16x8(mins), u32x4_extend_high_u16x8(mins)].map(|m| f32x4_convert_i32x4(m));
+        let high = if FIVE { [bytes16(block, 16), bytes16(block, 32)] } else { [u8x16_splat(0); 2] };
+        (u16x8_extend_low_u8x16(packed), mins, high)
+    }
+
+    /// Sub-block `j` of a Q4_K or Q5_K super-block ([`k4_scales`]) as levels, each value times
+    /// the sub-block's scale (at most 31 * 63 = 1,953): values 0..16 and 16..32.
+    fn k4_sub_block<const FIVE: bool>(block: &[u8], scales: v128, high: [v128; 2], j: usize) -> [[v128; 2]; 2] {
+        let (_, qs_at) = super::k4_layout(FIVE);
+        let (low, one) = (u8x16_splat(0x0f), u8x16_splat(1));
+        let sc = i8x16_swizzle(scales, i16x8_splat(super::pick16(j)));
+        // The pair's 32 bytes: low nibbles are sub-block 2 pair, high ones 2 pair + 1.
+        let qs = [bytes16(block, qs_at + 32 * (j / 2)), bytes16(block, qs_at + 16 + 32 * (j / 2))];
+        [0, 1].map(|i| {
+            let q = if j.is_multiple_of(2) { v128_and(qs[i], low) } else { u8x16_shr(qs[i], 4) };
+            widen::<false>(if FIVE { v128_or(q, u8x16_shl(v128_and(u8x16_shr(high[i], j as u32), one), 4)) } else { q }).map(|w| i16x8_mul(w, sc))
+        })
+    }
+
+    /// Values `l0 .. l0 + 16` of the four groups of 32 of half `h` of a Q6_K super-block as
+    /// levels, each value (centred) times its run's scale (at most 32 * 128 = 4,096).
+    fn q6_k_quarter(block: &[u8], h: usize, l0: usize) -> [[v128; 2]; 4] {
+        let (low, two, bias) = (u8x16_splat(0x0f), u8x16_splat(3), i8x16_splat(32));
+        let (ql0, ql1, qh) = (bytes16(block, 64 * h + l0), bytes16(block, 64 * h + 32 + l0), bytes16(block, 128 + 32 * h + l0));
+        let high = |shift: u32| u8x16_shl(v128_and(u8x16_shr(qh, shift), two), 4);
+        let groups = [
+            v128_or(v128_and(ql0, low), high(0)),
+            v128_or(v128_and(ql1, low), high(2)),
+            v128_or(u8x16_shr(ql0, 4), high(4)),
+            v128_or(u8x16_shr(ql1, 4), high(6)),
+        ];
+        let mut k = 0;
+        groups.map(|q| {
+            let sc = i16x8_splat(i16::from(block[192 + 8 * h + 2 * k + l0 / 16] as i8));
+            k += 1;
+            widen::<true>(i8x16_sub(q, bias)).map(|w| i16x8_mul(w, sc))
+        })
+    }
+
+    /// Stores an encoded K-quant row's levels ([`k4_sub_block`], [`q6_k_quarter`]) in `levels`.
+    pub fn int_levels(ty: TensorType, row: &[u8], levels: &mut [i16]) {
+        let size = ty.block().1;
+        assert!(levels.len() == row.len() / size * 256, "int_levels out of range");
+        let mut store = |at: usize, w: [v128; 2]| {
+            let out = &mut levels[at..at + 16];
+            // SAFETY: `out` holds 16 values; wasm stores need no alignment.
+            unsafe {
+                v128_store(out.as_mut_ptr() as *mut v128, w[0]);
+                v128_store(out.as_mut_ptr().add(8) as *mut v128, w[1]);
+            }
+        };
+        for (b, block) in row.chunks_exact(size).enumerate() {
+            match ty {
+                TensorType::Q4_K | TensorType::Q5_K => {
+                    let five = ty == TensorType::Q5_K;
+                    let (scales, _, high) = if five { k4_scales::<true>(block) } else { k4_scales::<false>(block) };
+                    for j in 0..8 {
+                        let [lo, hi] = if five { k4_sub_block::<true>(block, scales, high, j) } else { k4_sub_block::<false>(block, scales, high, j) };
+                        store(256 * b + 32 * j, lo);
+                        store(256 * b + 32 * j + 16, hi);
+                    }
+                }
+                TensorType::Q6_K => {
+                    for (h, l0) in [(0, 0), (0, 16), (1, 0), (1, 16)] {
+                        for (k, w) in q6_k_quarter(block, h, l0).into_iter().enumerate() {
+                            store(256 * b + 128 * h + 32 * k + l0, w);
+                        }
+                    }
+                }
+                _ => unreachable!("{ty:?} has no integer tiles"),
+            }
+        }
     }
 
     pub fn bf16_dot(row: &[u8], x: &[f32]) -> f32 {
@@ -1319,6 +1630,37 @@ mod simd128 {
             out[t] = hsum(acc[t]);
         }
         N
+    }
+
+    /// [`super::avx2::int_tile_product`]'s products with `i32x4_dot_i16x8`: `run` keeps each
+    /// of four lanes' sums below 2^31 ([`super::int_run`] with four lanes).
+    pub fn int_tile_product(tile: &IntTile, run: usize, ints: &Ints<'_, 2>) -> [f32; 2 * TILE_ROWS] {
+        let (cols, span) = (tile.cols, IntTile::SPAN);
+        assert!(tile.levels.len() == TILE_ROWS * cols && cols.is_multiple_of(span) && span.is_multiple_of(run) && run.is_multiple_of(16), "int_tile_product out of range");
+        let (spans, levels) = (cols / span, tile.levels.as_ptr());
+        let mut acc = [f32x4_splat(0.0); 2 * TILE_ROWS];
+        for start in (0..cols).step_by(run) {
+            let mut sums = [i32x4_splat(0); 2 * TILE_ROWS];
+            for k in (start..start + run).step_by(8) {
+                // SAFETY: `k + 8 <= cols`, the length of the tokens' values (`Ints::of_each`)
+                // and of each of the tile's rows (asserted above); wasm loads need no alignment.
+                unsafe {
+                    let (a, b) = (v128_load(ints.sixteen(0, k / 16 * 16).add(k % 16) as *const v128), v128_load(ints.sixteen(1, k / 16 * 16).add(k % 16) as *const v128));
+                    for r in 0..TILE_ROWS {
+                        let w = v128_load(levels.add(r * cols + k) as *const v128);
+                        sums[2 * r] = i32x4_add(sums[2 * r], i32x4_dot_i16x8(w, a));
+                        sums[2 * r + 1] = i32x4_add(sums[2 * r + 1], i32x4_dot_i16x8(w, b));
+                    }
+                }
+            }
+            // SAFETY: `start < cols`.
+            let x = unsafe { [ints.scale(0, start), ints.scale(1, start)] };
+            for (i, sum) in sums.into_iter().enumerate() {
+                let scale = tile.scales[i / 2 * spans + start / span] * x[i % 2];
+                acc[i] = f32x4_add(acc[i], f32x4_mul(f32x4_convert_i32x4(sum), f32x4_splat(scale)));
+            }
+        }
+        acc.map(hsum)
     }
 
     pub fn tile_product(tile: &[f32], x0: &[f32], x1: &[f32]) -> [f32; 2 * TILE_ROWS] {

@@ -104,7 +104,7 @@ fn dot_products_match_the_dequantized_rows() {
     }
 }
 
-/// The K-quant kernels sum a super-block's products in 32-bit integers: the largest weights and
+/// The K-quant kernels and tiles sum runs of products in 32-bit integers: the largest weights and
 /// activations each format holds (every scale and value at its extreme, every activation of one
 /// sign and the largest of its run) still give the exact product.
 #[wasm_bindgen_test(unsupported = test)]
@@ -130,44 +130,57 @@ fn the_largest_super_blocks_do_not_overflow() {
         for sign in [1.0, -1.0] {
             let x = vec![sign; cols];
             let (exact, magnitude, rounding) = exact_product(&weights, &x);
+            let acts = [Activation::new(&x), Activation::new(&x)];
             for simd in Simd::available() {
-                let mut out = [f32::NAN];
-                matrix.dot_rows(simd, 0, &[Activation::new(&x)], &mut out);
-                let error = (f64::from(out[0]) - exact).abs();
-                assert!(error <= 1e-5 * magnitude + rounding, "{ty:?}, {simd:?}, activations {sign}: {} vs {exact}", out[0]);
+                // One token's dot product, and a tile's products with two.
+                let (mut dot, mut tile) = ([f32::NAN], [f32::NAN; 2]);
+                matrix.dot_rows(simd, 0, &acts[..1], &mut dot);
+                matrix.product_rows(simd, 0, 1, &[&x[..], &x[..]].concat(), &acts, &mut tile);
+                for (kernel, got) in [("dot", dot[0]), ("tile", tile[0]), ("tile", tile[1])] {
+                    let error = (f64::from(got) - exact).abs();
+                    assert!(error <= 1e-5 * magnitude + rounding, "{ty:?}, {simd:?}, {kernel}, activations {sign}: {got} vs {exact}");
+                }
             }
         }
     }
 }
 
-/// Several tokens at once (a prefill): rows dequantized into tiles of four, the last tile
-/// partial, and an odd number of tokens.
+/// Several tokens at once (a prefill): rows unpacked into tiles of four, the last tile
+/// partial, and an odd number of tokens; the SIMD kernels' tiles of the quantized types multiply
+/// 16-bit activations, within the dot kernels' bound.
 #[wasm_bindgen_test(unsupported = test)]
 fn tile_products_match_the_dequantized_rows() {
     let mut rng = Rng(0x7113);
     for ty in TensorType::ALL {
-        let (rows, cols) = (7, [37, 96, 256][[1, 32, 256].iter().position(|&b| b == ty.block().0).unwrap()]);
+        let (rows, cols) = (7, [37, 96, 512][[1, 32, 256].iter().position(|&b| b == ty.block().0).unwrap()]);
         let data = random_rows(ty, rows, cols, &mut rng);
         let matrix = Matrix::from_bytes(ty, rows, cols, data.clone()).expect("whole rows");
         let weights = dequantize(ty, &data);
         for n in [2, 3, 5] {
             let xs: Vec<f32> = (0..n * cols).map(|_| rng.value(3.0)).collect();
+            let acts: Vec<Activation<'_>> = xs.chunks_exact(cols).map(Activation::new).collect();
             for &simd in &Simd::available() {
                 for first in [0, 1] {
                     let count = rows - first;
                     let mut out = vec![f32::NAN; count * n];
-                    matrix.product_rows(simd, first, count, &xs, &mut out);
+                    matrix.product_rows(simd, first, count, &xs, &acts, &mut out);
                     for (i, w) in weights.chunks_exact(cols).skip(first).enumerate() {
                         for (t, x) in xs.chunks_exact(cols).enumerate() {
-                            let exact: f64 = w.iter().zip(x).map(|(&w, &x)| f64::from(w) * f64::from(x)).sum();
-                            let magnitude: f64 = w.iter().zip(x).map(|(&w, &x)| f64::from((w * x).abs())).sum();
+                            let (exact, magnitude, rounding) = exact_product(w, x);
+                            let rounding = if simd != Simd::Portable { rounding } else { 0.0 };
                             let got = out[i * n + t];
                             assert!(
-                                (f64::from(got) - exact).abs() <= 1e-5 * magnitude + 1e-6,
+                                (f64::from(got) - exact).abs() <= 1e-5 * magnitude + 1e-6 + rounding,
                                 "{ty:?}, {simd:?}, {n} tokens, row {}, token {t}: {got} vs {exact}",
                                 first + i
                             );
                         }
+                    }
+                    // A token's products do not depend on the tokens beside it.
+                    let mut alone = vec![f32::NAN; count];
+                    matrix.product_rows(simd, first, count, &xs[cols..2 * cols], &acts[1..2], &mut alone);
+                    for (i, alone) in alone.iter().enumerate() {
+                        assert_eq!(alone.to_bits(), out[i * n + 1].to_bits(), "{ty:?}, {simd:?}, {n} tokens, row {}", first + i);
                     }
                 }
             }
