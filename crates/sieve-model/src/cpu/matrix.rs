@@ -549,16 +549,11 @@ impl IntTile {
     }
 
     /// Unpacks the encoded `rows` (one to four) with `simd`'s kernels; the tile's other rows
-    /// become zeros.
+    /// keep what they held (finite values, whose products nobody reads).
     fn unpack(&mut self, simd: Simd, rows: &[u8]) {
         let cols = self.cols;
         let row_bytes = cols / Self::SPAN * self.ty.block().1;
-        self.scales.fill(0.0);
-        for (r, levels) in self.levels.chunks_exact_mut(cols).enumerate() {
-            let Some(row) = rows.get(r * row_bytes..(r + 1) * row_bytes) else {
-                levels.fill(0);
-                continue;
-            };
+        for ((r, levels), row) in self.levels.chunks_exact_mut(cols).enumerate().zip(rows.chunks_exact(row_bytes)) {
             let (scales, mins) = (&mut self.scales[r * cols / Self::SPAN..][..cols / Self::SPAN], &mut self.mins[r * cols / BLOCK..][..cols / BLOCK]);
             int_scales(self.ty, row, scales, mins);
             match simd {
