@@ -535,8 +535,9 @@ struct IntTile {
 
 #[cfg(any(target_arch = "x86_64", all(target_arch = "wasm32", target_feature = "simd128")))]
 impl IntTile {
-    /// Values of a super-block, sharing a scale.
-    const SPAN: usize = 256;
+    /// Values of a super-block, sharing a scale: also the activations' run ([`INT_RUN`]), so
+    /// that a run of the products has one scale of each.
+    const SPAN: usize = INT_RUN;
 
     /// Whether the tiles of `ty` are integer tiles: the K-quant types'.
     fn holds(ty: TensorType) -> bool {
@@ -638,7 +639,7 @@ fn tile_product(simd: Simd, tile: &[f32], x0: &[f32], x1: &[f32]) -> [f32; 2 * T
 }
 
 /// The 16-bit activations of `N` tokens ([`Activation::ints`]), checked once to hold `len`
-/// values (and a scale and a sum per 32) so that the SIMD kernels read them unchecked: a check
+/// values (and a scale per [`INT_RUN`] and a sum per 32) so that the SIMD kernels read them unchecked: a check
 /// a read cost the Q4_K kernels a fifth of their speed.
 #[cfg(any(target_arch = "x86_64", all(target_arch = "wasm32", target_feature = "simd128")))]
 struct Ints<'x, const N: usize> {
@@ -1541,11 +1542,9 @@ mod simd128 {
             v128_or(u8x16_shr(ql0, 4), high(4)),
             v128_or(u8x16_shr(ql1, 4), high(6)),
         ];
-        let mut k = 0;
-        groups.map(|q| {
+        std::array::from_fn(|k| {
             let sc = i16x8_splat(i16::from(block[192 + 8 * h + 2 * k + l0 / 16] as i8));
-            k += 1;
-            widen::<true>(i8x16_sub(q, bias)).map(|w| i16x8_mul(w, sc))
+            widen::<true>(i8x16_sub(groups[k], bias)).map(|w| i16x8_mul(w, sc))
         })
     }
 
@@ -1636,15 +1635,18 @@ mod simd128 {
         let mut acc = [f32x4_splat(0.0); 2 * TILE_ROWS];
         for start in (0..cols).step_by(run) {
             let mut sums = [i32x4_splat(0); 2 * TILE_ROWS];
-            for k in (start..start + run).step_by(8) {
-                // SAFETY: `k + 8 <= cols`, the length of the tokens' values (`Ints::of_each`)
+            for k in (start..start + run).step_by(16) {
+                // SAFETY: `k + 16 <= cols`, the length of the tokens' values (`Ints::of_each`)
                 // and of each of the tile's rows (asserted above); wasm loads need no alignment.
                 unsafe {
-                    let (a, b) = (v128_load(ints.sixteen(0, k / 16 * 16).add(k % 16) as *const v128), v128_load(ints.sixteen(1, k / 16 * 16).add(k % 16) as *const v128));
-                    for r in 0..TILE_ROWS {
-                        let w = v128_load(levels.add(r * cols + k) as *const v128);
-                        sums[2 * r] = i32x4_add(sums[2 * r], i32x4_dot_i16x8(w, a));
-                        sums[2 * r + 1] = i32x4_add(sums[2 * r + 1], i32x4_dot_i16x8(w, b));
+                    let x = [ints.sixteen(0, k), ints.sixteen(1, k)];
+                    for half in [0, 8] {
+                        let (a, b) = (v128_load(x[0].add(half) as *const v128), v128_load(x[1].add(half) as *const v128));
+                        for r in 0..TILE_ROWS {
+                            let w = v128_load(levels.add(r * cols + k + half) as *const v128);
+                            sums[2 * r] = i32x4_add(sums[2 * r], i32x4_dot_i16x8(w, a));
+                            sums[2 * r + 1] = i32x4_add(sums[2 * r + 1], i32x4_dot_i16x8(w, b));
+                        }
                     }
                 }
             }
