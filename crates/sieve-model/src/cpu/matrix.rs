@@ -14,8 +14,9 @@
 //! kernels and the f32 tiles keep f32 activations.
 //!
 //! Each kernel has a portable version, the reference, and versions for AVX2 (x86-64, detected
-//! at run time) and WebAssembly SIMD (compiled in when the module targets `simd128`, as sieve's
-//! wasm builds do).
+//! at run time; the integer kernels are compiled a second time with AVX-512 VNNI's fused
+//! multiply-add, used where the processor has it) and WebAssembly SIMD (compiled in when the
+//! module targets `simd128`, as sieve's wasm builds do).
 
 use std::sync::Arc;
 
@@ -132,6 +133,11 @@ pub enum Simd {
     /// AVX2 with FMA and F16C.
     #[cfg(target_arch = "x86_64")]
     Avx2,
+    /// [`Simd::Avx2`]'s kernels with AVX-512 VNNI's fused multiply-add of 16-bit pairs
+    /// (`vpdpwssd`, on 256-bit vectors with AVX-512 VL) in the integer kernels, where AVX2 takes
+    /// a multiply-add of pairs and an add.
+    #[cfg(target_arch = "x86_64")]
+    Avx2Vnni,
     /// WebAssembly's 128-bit SIMD.
     #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
     Simd128,
@@ -142,7 +148,10 @@ impl Simd {
     pub fn detect() -> Self {
         #[cfg(target_arch = "x86_64")]
         if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") && is_x86_feature_detected!("f16c") {
-            return Self::Avx2;
+            return match is_x86_feature_detected!("avx512vnni") && is_x86_feature_detected!("avx512vl") {
+                true => Self::Avx2Vnni,
+                false => Self::Avx2,
+            };
         }
         #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
         return Self::Simd128;
@@ -153,6 +162,10 @@ impl Simd {
     /// Every kind this processor can run, the portable one first (for tests).
     pub fn available() -> Vec<Self> {
         let mut all = vec![Self::Portable];
+        #[cfg(target_arch = "x86_64")]
+        if Self::detect() == Self::Avx2Vnni {
+            all.push(Self::Avx2);
+        }
         if Self::detect() != Self::Portable {
             all.push(Self::detect());
         }
@@ -165,9 +178,10 @@ pub fn dot(simd: Simd, a: &[f32], b: &[f32]) -> f32 {
     let n = a.len().min(b.len());
     let (a, b) = (&a[..n], &b[..n]);
     match simd {
-        // SAFETY: `Simd::Avx2` is only chosen when the processor has AVX2 and FMA.
+        // SAFETY: `Simd::Avx2` and `Simd::Avx2Vnni` are only chosen when the processor has
+        // AVX2 and FMA.
         #[cfg(target_arch = "x86_64")]
-        Simd::Avx2 => unsafe { avx2::f32_dot(a, b) },
+        Simd::Avx2 | Simd::Avx2Vnni => unsafe { avx2::f32_dot(a, b) },
         #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
         Simd::Simd128 => simd128::f32_dot(a, b),
         Simd::Portable => portable::f32_dot(a, b),
@@ -359,7 +373,7 @@ impl Matrix {
     fn tile_from(&self, simd: Simd) -> usize {
         match simd {
             #[cfg(target_arch = "x86_64")]
-            Simd::Avx2 if self.ty.value_bits().is_some() => TILE_TOKENS_SHARED_BLOCKS,
+            Simd::Avx2 | Simd::Avx2Vnni if self.ty.value_bits().is_some() => TILE_TOKENS_SHARED_BLOCKS,
             #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
             Simd::Simd128 if IntTile::holds(self.ty) => TILE_TOKENS_SHARED_BLOCKS,
             _ => TILE_TOKENS,
@@ -408,25 +422,17 @@ impl Matrix {
         }
         match (simd, self.ty) {
             (_, TensorType::F32) => unreachable!("f32 rows are not encoded"),
+            // SAFETY (the AVX2 arms): `Simd::Avx2` is only chosen when the processor has AVX2,
+            // FMA and F16C, `Simd::Avx2Vnni` when it also has AVX-512 VNNI and VL; rows and
+            // each `x` have the lengths the type implies (checked above and at construction).
             #[cfg(target_arch = "x86_64")]
-            // SAFETY: `Simd::Avx2` is only chosen when the processor has AVX2, FMA and F16C;
-            // rows and each `x` have the lengths the type implies (checked above and at
-            // construction).
-            (Simd::Avx2, ty) => unsafe {
-                match ty {
-                    TensorType::F16 => each!(|r, x, _| avx2::half_dot::<false>(r, x)),
-                    TensorType::BF16 => each!(|r, x, _| avx2::half_dot::<true>(r, x)),
-                    TensorType::Q4_0 => block32!(avx2::block32_dots::<true, false>),
-                    TensorType::Q4_1 => block32!(avx2::block32_dots::<false, false>),
-                    TensorType::Q5_0 => block32!(avx2::block32_dots::<true, true>),
-                    TensorType::Q5_1 => block32!(avx2::block32_dots::<false, true>),
-                    TensorType::Q8_0 => block32!(avx2::q8_0_dots),
-                    TensorType::Q4_K => block32!(avx2::k4_dots::<false>),
-                    TensorType::Q5_K => block32!(avx2::k4_dots::<true>),
-                    TensorType::Q6_K => block32!(avx2::q6_k_dots),
-                    TensorType::F32 => unreachable!("f32 rows are not encoded"),
-                }
-            },
+            (Simd::Avx2 | Simd::Avx2Vnni, TensorType::F16) => unsafe { each!(|r, x, _| avx2::half_dot::<false>(r, x)) },
+            #[cfg(target_arch = "x86_64")]
+            (Simd::Avx2 | Simd::Avx2Vnni, TensorType::BF16) => unsafe { each!(|r, x, _| avx2::half_dot::<true>(r, x)) },
+            #[cfg(target_arch = "x86_64")]
+            (Simd::Avx2, ty) => unsafe { block32!(|row, xs, o| avx2::int_dots(ty, row, xs, o)) },
+            #[cfg(target_arch = "x86_64")]
+            (Simd::Avx2Vnni, ty) => unsafe { block32!(|row, xs, o| avx2::int_dots_vnni(ty, row, xs, o)) },
             #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
             (Simd::Simd128, TensorType::BF16) => each!(|r, x, _| simd128::bf16_dot(r, x)),
             #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
@@ -558,9 +564,10 @@ impl IntTile {
             let (scales, mins) = (&mut self.scales[r * cols / Self::SPAN..][..cols / Self::SPAN], &mut self.mins[r * cols / BLOCK..][..cols / BLOCK]);
             int_scales(self.ty, row, scales, mins);
             match simd {
-                // SAFETY: `Simd::Avx2` is only chosen when the processor has AVX2.
+                // SAFETY: `Simd::Avx2` and `Simd::Avx2Vnni` are only chosen when the processor
+                // has AVX2.
                 #[cfg(target_arch = "x86_64")]
-                Simd::Avx2 => unsafe { avx2::int_levels(self.ty, row, levels) },
+                Simd::Avx2 | Simd::Avx2Vnni => unsafe { avx2::int_levels(self.ty, row, levels) },
                 #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
                 Simd::Simd128 => simd128::int_levels(self.ty, row, levels),
                 Simd::Portable => unreachable!("integer tiles are for the SIMD kernels"),
@@ -572,10 +579,13 @@ impl IntTile {
     fn products(&self, simd: Simd, xs: [&Activation<'_>; 2]) -> [f32; 2 * TILE_ROWS] {
         let ints = Ints::of_each(xs, self.cols);
         let mut out = match simd {
-            // SAFETY: `Simd::Avx2` is only chosen when the processor has AVX2 and FMA; `ints`
-            // holds the tile's columns.
+            // SAFETY: `Simd::Avx2` is only chosen when the processor has AVX2 and FMA,
+            // `Simd::Avx2Vnni` when it also has AVX-512 VNNI and VL; `ints` holds the tile's
+            // columns.
             #[cfg(target_arch = "x86_64")]
             Simd::Avx2 => unsafe { avx2::int_tile_product(self, int_run(self.ty, 8), &ints) },
+            #[cfg(target_arch = "x86_64")]
+            Simd::Avx2Vnni => unsafe { avx2::int_tile_product_vnni(self, int_run(self.ty, 8), &ints) },
             #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
             Simd::Simd128 => simd128::int_tile_product(self, int_run(self.ty, 4), &ints),
             Simd::Portable => unreachable!("integer tiles are for the SIMD kernels"),
@@ -628,10 +638,10 @@ fn int_scales(ty: TensorType, row: &[u8], scales: &mut [f32], mins: &mut [f32]) 
 fn tile_product(simd: Simd, tile: &[f32], x0: &[f32], x1: &[f32]) -> [f32; 2 * TILE_ROWS] {
     debug_assert!(tile.len() == TILE_ROWS * x0.len() && x0.len() == x1.len());
     match simd {
-        // SAFETY: `Simd::Avx2` is only chosen when the processor has AVX2 and FMA; the tile holds
-        // four rows as long as `x0` and `x1`.
+        // SAFETY: `Simd::Avx2` and `Simd::Avx2Vnni` are only chosen when the processor has AVX2
+        // and FMA; the tile holds four rows as long as `x0` and `x1`.
         #[cfg(target_arch = "x86_64")]
-        Simd::Avx2 => unsafe { avx2::tile_product(tile, x0, x1) },
+        Simd::Avx2 | Simd::Avx2Vnni => unsafe { avx2::tile_product(tile, x0, x1) },
         #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
         Simd::Simd128 => simd128::tile_product(tile, x0, x1),
         Simd::Portable => portable::tile_product(tile, x0, x1),
@@ -712,7 +722,7 @@ impl<'x, const N: usize> Ints<'x, N> {
 /// `N`) over all of `xs`, four tokens at a time and the rest together: the multi-token dot
 /// kernels unpack each block once for the tokens of a call.
 macro_rules! in_fours {
-    ($kernel:ident $(, $param:ident)*; $row:expr, $xs:expr, $out:expr) => {{
+    ($kernel:ident $(, $param:tt)*; $row:expr, $xs:expr, $out:expr) => {{
         let mut done = 0;
         while done < $xs.len() {
             let (xs, out) = (&$xs[done..], &mut $out[done..]);
@@ -832,16 +842,95 @@ mod avx2 {
 
     use super::{Activation, BLOCK, IntTile, Ints, TILE_ROWS, TensorType, f16_at};
 
+    /// How the integer kernels add products of 16-bit integers to 32-bit lanes. The kernels
+    /// generic in it are inlined into entries compiled for each implementation's instructions
+    /// ([`int_dots`], [`int_dots_vnni`]).
+    trait PairSums {
+        /// `sum` plus `w[2i] x[2i] + w[2i + 1] x[2i + 1]` in each lane `i`.
+        ///
+        /// # Safety
+        /// The caller is compiled for the implementation's instructions.
+        unsafe fn add(sum: __m256i, w: __m256i, x: __m256i) -> __m256i;
+    }
+
+    /// AVX2's multiply-add of pairs (`vpmaddwd`), then an add.
+    struct Madd;
+
+    impl PairSums for Madd {
+        #[inline(always)]
+        unsafe fn add(sum: __m256i, w: __m256i, x: __m256i) -> __m256i {
+            // SAFETY: the caller is compiled for AVX2.
+            unsafe { _mm256_add_epi32(sum, _mm256_madd_epi16(w, x)) }
+        }
+    }
+
+    /// AVX-512 VNNI's fused multiply-add of pairs (`vpdpwssd`), on 256-bit vectors (AVX-512 VL).
+    struct Dpwssd;
+
+    impl PairSums for Dpwssd {
+        #[inline(always)]
+        unsafe fn add(sum: __m256i, w: __m256i, x: __m256i) -> __m256i {
+            // SAFETY: the caller is compiled for AVX-512 VNNI and VL.
+            unsafe { _mm256_dpwssd_epi32(sum, w, x) }
+        }
+    }
+
+    /// `out[t] = row · xs[t]` for each token, `row` of a quantized type, by its kernel with
+    /// AVX2's pair sums.
+    ///
+    /// # Safety
+    /// AVX2, FMA and F16C must be available; `row` holds `x.len()` values for each `x` of `xs`,
+    /// and `out` one value per token.
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub unsafe fn int_dots(ty: TensorType, row: &[u8], xs: &[Activation<'_>], out: &mut [f32]) {
+        // SAFETY: the caller's guarantees.
+        unsafe { int_dots_with::<Madd>(ty, row, xs, out) }
+    }
+
+    /// [`int_dots`] with AVX-512 VNNI's pair sums.
+    ///
+    /// # Safety
+    /// As for [`int_dots`], and AVX-512 VNNI and VL must be available.
+    #[target_feature(enable = "avx2,fma,f16c,avx512vnni,avx512vl")]
+    pub unsafe fn int_dots_vnni(ty: TensorType, row: &[u8], xs: &[Activation<'_>], out: &mut [f32]) {
+        // SAFETY: the caller's guarantees.
+        unsafe { int_dots_with::<Dpwssd>(ty, row, xs, out) }
+    }
+
+    /// [`int_dots`] with pair sums `P`, four tokens at a time and the rest together: the
+    /// kernels unpack each block once for the tokens of a call.
+    ///
+    /// # Safety
+    /// As for [`int_dots`]; the caller is compiled for `P`'s instructions.
+    #[inline(always)]
+    unsafe fn int_dots_with<P: PairSums>(ty: TensorType, row: &[u8], xs: &[Activation<'_>], out: &mut [f32]) {
+        // SAFETY: the caller's guarantees.
+        unsafe {
+            match ty {
+                TensorType::Q4_0 => in_fours!(block32_dots, true, false, P; row, xs, out),
+                TensorType::Q4_1 => in_fours!(block32_dots, false, false, P; row, xs, out),
+                TensorType::Q5_0 => in_fours!(block32_dots, true, true, P; row, xs, out),
+                TensorType::Q5_1 => in_fours!(block32_dots, false, true, P; row, xs, out),
+                TensorType::Q8_0 => in_fours!(q8_0_dots, P; row, xs, out),
+                TensorType::Q4_K => in_fours!(k4_dots, false, P; row, xs, out),
+                TensorType::Q5_K => in_fours!(k4_dots, true, P; row, xs, out),
+                TensorType::Q6_K => in_fours!(q6_k_dots, P; row, xs, out),
+                TensorType::F32 | TensorType::F16 | TensorType::BF16 => unreachable!("{ty:?} has no integer kernel"),
+            }
+        }
+    }
+
     /// Sub-block `j` of a Q4_K or Q5_K super-block as levels, each value times the sub-block's
     /// scale (at most 31 * 63 = 1,953): values 0..16 and 16..32, from its pair's bytes
     /// ([`k4_pair_bytes`]) and the super-block's scales and fifth bits ([`k4_scales`]). A macro,
     /// so that the dot kernels' loops keep it inline (a function was 5% slower for one token).
+    /// It reads a vector of `PICKS` (eight vectors) by pointer: callers expand it in an `unsafe`
+    /// block.
     macro_rules! k4_levels {
         ($five:expr, $qs:expr, $scales:expr, $high:expr, $j:expr) => {{
             let (qs, high, j): ([__m256i; 2], [__m256i; 2], usize) = ($qs, $high, $j);
             let (low, one) = (_mm256_set1_epi16(0x0f), _mm256_set1_epi16(1));
-            // SAFETY: `PICKS` holds eight vectors.
-            let sc = _mm256_shuffle_epi8($scales, unsafe { _mm256_loadu_si256(super::PICKS[j].as_ptr() as *const __m256i) });
+            let sc = _mm256_shuffle_epi8($scales, _mm256_loadu_si256(super::PICKS[j].as_ptr() as *const __m256i));
             [0, 1].map(|i| {
                 let mut q = if j.is_multiple_of(2) { _mm256_and_si256(qs[i], low) } else { _mm256_srli_epi16(qs[i], 4) };
                 if $five {
@@ -906,22 +995,6 @@ mod avx2 {
         (_mm_cvtss_f32(both), _mm_cvtss_f32(_mm_movehdup_ps(both)))
     }
 
-    /// `out[t] = row · xs[t]` for each token, blocks of 32 values (see
-    /// [`super::block32_size`]), four tokens at a time: each block's weights are unpacked once
-    /// for all of them, and each token's sums run in the same order whatever the number of
-    /// tokens, so a token's result does not depend on the others. Here, as in every quantized
-    /// kernel of this module, the products are 16-bit integers' (`_mm256_madd_epi16`, the
-    /// activation as [`Activation`]'s 16-bit values) and their sum is scaled once a block.
-    ///
-    /// # Safety
-    /// AVX2, FMA and F16C must be available; `row` holds `x.len() / 32` blocks for each `x` of
-    /// `xs`, and `out` one value per token.
-    #[target_feature(enable = "avx2,fma,f16c")]
-    pub unsafe fn block32_dots<const CENTRED: bool, const FIVE: bool>(row: &[u8], xs: &[Activation<'_>], out: &mut [f32]) {
-        // SAFETY: the caller's guarantees.
-        unsafe { in_fours!(block32_dots_n, CENTRED, FIVE; row, xs, out) }
-    }
-
     /// The fifth bits of 16 values (bit `j` of `bits` for value `j`) as bytes of 0 or 16.
     #[target_feature(enable = "avx2")]
     fn fifth_bits(bits: u32) -> __m128i {
@@ -930,76 +1003,77 @@ mod avx2 {
         _mm_and_si128(_mm_cmpeq_epi8(_mm_and_si128(spread, select), select), _mm_set1_epi8(16))
     }
 
-    /// [`block32_dots`] for the first `N` tokens; returns `N`.
-    #[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn block32_dots_n<const N: usize, const CENTRED: bool, const FIVE: bool>(row: &[u8], xs: &[Activation<'_>], out: &mut [f32]) -> usize {
-        let size = super::block32_size(CENTRED, FIVE);
-        let ints = Ints::<N>::of(xs, row.len() / size * BLOCK);
-        let low = _mm_set1_epi8(0x0f);
-        let mut acc = [_mm256_setzero_ps(); N];
-        let mut minimums = [0.0f32; N];
-        for (b, block) in row.chunks_exact(size).enumerate() {
-            // A minimum of its own is read with the scale, by F16C.
-            let (scale, minimum) = if CENTRED { super::block32_scale_min::<CENTRED, FIVE>(block) } else { f16_pair(block) };
-            // SAFETY: a block has 16 bytes of nibbles at its end.
-            let qs = unsafe { _mm_loadu_si128(block.as_ptr().add(size - 16) as *const __m128i) };
-            let mut lo = _mm_and_si128(qs, low);
-            let mut hi = _mm_and_si128(_mm_srli_epi16(qs, 4), low);
-            if FIVE {
-                let high = super::block32_fifth_bits::<FIVE>(block, size);
-                lo = _mm_or_si128(lo, fifth_bits(high));
-                hi = _mm_or_si128(hi, fifth_bits(high >> 16));
-            }
-            let (lo, hi) = (_mm256_cvtepu8_epi16(lo), _mm256_cvtepu8_epi16(hi));
-            let at = b * BLOCK;
-            for t in 0..N {
-                // SAFETY: `at + 32` and the run are within the row, whose length `Ints::of` checked.
-                unsafe {
-                    let p = _mm256_add_epi32(dot16(&ints, t, lo, at), dot16(&ints, t, hi, at + 16));
+    /// `out[t] = row · xs[t]` for the first `N` tokens, blocks of 32 values (see
+    /// [`super::block32_size`]); returns `N`. Each block's weights are unpacked once for all
+    /// the tokens, and each token's sums run in the same order whatever the number of tokens,
+    /// so a token's result does not depend on the others. Here, as in every quantized kernel of
+    /// this module, the products are 16-bit integers' ([`PairSums`], the activation as
+    /// [`Activation`]'s 16-bit values) and their sum is scaled once a block.
+    ///
+    /// # Safety
+    /// As for [`int_dots`]; the caller is compiled for `P`'s instructions.
+    #[inline(always)]
+    unsafe fn block32_dots<const N: usize, const CENTRED: bool, const FIVE: bool, P: PairSums>(row: &[u8], xs: &[Activation<'_>], out: &mut [f32]) -> usize {
+        // SAFETY: the caller's guarantees; a block has 16 bytes of nibbles at its end; `at +
+        // 32` and the run are within the row, whose length `Ints::of` checked.
+        unsafe {
+            let size = super::block32_size(CENTRED, FIVE);
+            let ints = Ints::<N>::of(xs, row.len() / size * BLOCK);
+            let low = _mm_set1_epi8(0x0f);
+            let mut acc = [_mm256_setzero_ps(); N];
+            let mut minimums = [0.0f32; N];
+            for (b, block) in row.chunks_exact(size).enumerate() {
+                // A minimum of its own is read with the scale, by F16C.
+                let (scale, minimum) = if CENTRED { super::block32_scale_min::<CENTRED, FIVE>(block) } else { f16_pair(block) };
+                let qs = _mm_loadu_si128(block.as_ptr().add(size - 16) as *const __m128i);
+                let mut lo = _mm_and_si128(qs, low);
+                let mut hi = _mm_and_si128(_mm_srli_epi16(qs, 4), low);
+                if FIVE {
+                    let high = super::block32_fifth_bits::<FIVE>(block, size);
+                    lo = _mm_or_si128(lo, fifth_bits(high));
+                    hi = _mm_or_si128(hi, fifth_bits(high >> 16));
+                }
+                let (lo, hi) = (_mm256_cvtepu8_epi16(lo), _mm256_cvtepu8_epi16(hi));
+                let at = b * BLOCK;
+                for t in 0..N {
+                    let p = dot16::<P, N>(dot16::<P, N>(_mm256_setzero_si256(), &ints, t, lo, at), &ints, t, hi, at + 16);
                     acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(scale * ints.scale(t, at)), _mm256_cvtepi32_ps(p), acc[t]);
                     minimums[t] += minimum * ints.sum(t, b);
                 }
             }
+            for t in 0..N {
+                out[t] = hsum(acc[t]) + minimums[t];
+            }
+            N
         }
-        for t in 0..N {
-            out[t] = hsum(acc[t]) + minimums[t];
-        }
-        N
     }
 
-    /// `out[t] = row · xs[t]` for each token, Q8_0 blocks of 34 bytes (an f16 scale and 32
-    /// signed values), four tokens at a time as [`block32_dots`] takes them.
+    /// `out[t] = row · xs[t]` for the first `N` tokens, Q8_0 blocks of 34 bytes (an f16 scale
+    /// and 32 signed values), as [`block32_dots`] takes them; returns `N`.
     ///
     /// # Safety
-    /// AVX2, FMA and F16C must be available; `row` holds `x.len() / 32` blocks for each `x` of
-    /// `xs`, and `out` one value per token.
-    #[target_feature(enable = "avx2,fma,f16c")]
-    pub unsafe fn q8_0_dots(row: &[u8], xs: &[Activation<'_>], out: &mut [f32]) {
-        // SAFETY: the caller's guarantees.
-        unsafe { in_fours!(q8_0_dots_n; row, xs, out) }
-    }
-
-    /// [`q8_0_dots`] for the first `N` tokens; returns `N`.
-    #[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn q8_0_dots_n<const N: usize>(row: &[u8], xs: &[Activation<'_>], out: &mut [f32]) -> usize {
-        let ints = Ints::<N>::of(xs, row.len() / 34 * BLOCK);
-        let mut acc = [_mm256_setzero_ps(); N];
-        for (b, block) in row.chunks_exact(34).enumerate() {
-            let w = widen16::<true>(bytes32(block, 2));
-            let d = f16_pair(block).0;
-            let at = b * BLOCK;
-            for (t, acc) in acc.iter_mut().enumerate() {
-                // SAFETY: `at + 32` and the run are within the row, whose length `Ints::of` checked.
-                unsafe {
-                    let p = _mm256_add_epi32(dot16(&ints, t, w[0], at), dot16(&ints, t, w[1], at + 16));
+    /// As for [`int_dots`]; the caller is compiled for `P`'s instructions.
+    #[inline(always)]
+    unsafe fn q8_0_dots<const N: usize, P: PairSums>(row: &[u8], xs: &[Activation<'_>], out: &mut [f32]) -> usize {
+        // SAFETY: the caller's guarantees; `at + 32` and the run are within the row, whose
+        // length `Ints::of` checked.
+        unsafe {
+            let ints = Ints::<N>::of(xs, row.len() / 34 * BLOCK);
+            let mut acc = [_mm256_setzero_ps(); N];
+            for (b, block) in row.chunks_exact(34).enumerate() {
+                let w = widen16::<true>(bytes32(block, 2));
+                let d = f16_pair(block).0;
+                let at = b * BLOCK;
+                for (t, acc) in acc.iter_mut().enumerate() {
+                    let p = dot16::<P, N>(dot16::<P, N>(_mm256_setzero_si256(), &ints, t, w[0], at), &ints, t, w[1], at + 16);
                     *acc = _mm256_fmadd_ps(_mm256_set1_ps(d * ints.scale(t, at)), _mm256_cvtepi32_ps(p), *acc);
                 }
             }
+            for t in 0..N {
+                out[t] = hsum(acc[t]);
+            }
+            N
         }
-        for t in 0..N {
-            out[t] = hsum(acc[t]);
-        }
-        N
     }
 
     /// The 16 bytes at `at` of `bytes` as 16-bit lanes.
@@ -1018,15 +1092,15 @@ mod avx2 {
         unsafe { _mm256_loadu_si256(b.as_ptr() as *const __m256i) }
     }
 
-    /// The products of 16 byte weights `w` (widened to 16 bits, [`widen16`]) with token `t`'s
-    /// values `at .. at + 16`, summed in pairs into eight lanes.
+    /// `sum` plus the products of 16 weights `w` (16-bit integers) with token `t`'s values `at
+    /// .. at + 16`, summed in pairs into eight lanes.
     ///
     /// # Safety
-    /// AVX2 must be available; `at + 16 <= len` of `ints`.
-    #[target_feature(enable = "avx2")]
-    unsafe fn dot16<const N: usize>(ints: &Ints<'_, N>, t: usize, w: __m256i, at: usize) -> __m256i {
+    /// The caller is compiled for `P`'s instructions; `at + 16 <= len` of `ints`.
+    #[inline(always)]
+    unsafe fn dot16<P: PairSums, const N: usize>(sum: __m256i, ints: &Ints<'_, N>, t: usize, w: __m256i, at: usize) -> __m256i {
         // SAFETY: the caller's `at`; `sixteen` then points at 16 values.
-        _mm256_madd_epi16(w, unsafe { _mm256_loadu_si256(ints.sixteen(t, at) as *const __m256i) })
+        unsafe { P::add(sum, w, _mm256_loadu_si256(ints.sixteen(t, at) as *const __m256i)) }
     }
 
     /// The 32 bytes `q` as two vectors of sixteen 16-bit integers (signed bytes where `SIGNED`).
@@ -1039,58 +1113,53 @@ mod avx2 {
         }
     }
 
-    /// `out[t] = row · xs[t]` for each token, Q4_K super-blocks (Q5_K where `FIVE`, see
-    /// [`super::k4_layout`]), four tokens at a time as [`block32_dots`] takes them: sub-block
-    /// `j`'s product is `d * sc_j * sum(q * x) - dmin * m_j * sum(x)`, its sum of `x` from the
-    /// activation's block sums and `sum(sc_j * q * x)` in 32-bit integers over the super-block
-    /// as the AVX2 kernel sums it. `sum(sc_j * q * x)` is summed over the super-block in 32-bit
+    /// `out[t] = row · xs[t]` for the first `N` tokens, Q4_K super-blocks (Q5_K where `FIVE`,
+    /// see [`super::k4_layout`]), as [`block32_dots`] takes them; returns `N`. Sub-block `j`'s
+    /// product is `d * sc_j * sum(q * x) - dmin * m_j * sum(x)`, its sum of `x` from the
+    /// activation's block sums. `sum(sc_j * q * x)` is summed over the super-block in 32-bit
     /// integers (the activation's 16-bit values, `Activation::ints`, share a scale there) and
     /// scaled once; a row's work no longer waits on a chain of float additions a sub-block,
     /// which had held one token's kernel to the speed of two tokens'.
     ///
     /// # Safety
-    /// AVX2, FMA and F16C must be available; `row` holds `x.len() / 256` super-blocks for each
-    /// `x` of `xs`, and `out` one value per token.
-    #[target_feature(enable = "avx2,fma,f16c")]
-    pub unsafe fn k4_dots<const FIVE: bool>(row: &[u8], xs: &[Activation<'_>], out: &mut [f32]) {
-        // SAFETY: the caller's guarantees.
-        unsafe { in_fours!(k4_dots_n, FIVE; row, xs, out) }
-    }
-
-    /// [`k4_dots`] for the first `N` tokens; returns `N`.
-    #[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn k4_dots_n<const N: usize, const FIVE: bool>(row: &[u8], xs: &[Activation<'_>], out: &mut [f32]) -> usize {
-        let (size, _) = super::k4_layout(FIVE);
-        let ints = Ints::<N>::of(xs, row.len() / size * 256);
-        let mut acc = [_mm256_setzero_ps(); N];
-        let mut minimums = [_mm256_setzero_ps(); N];
-        for (b, block) in row.chunks_exact(size).enumerate() {
-            let (d, dmin) = f16_pair(block);
-            let (scales, mins, high) = k4_scales::<FIVE>(block, dmin);
-            // Each lane sums 32 products of at most 1,953 * 32,767: below 2^31.
-            let mut sums = [_mm256_setzero_si256(); N];
-            for pair in 0..4 {
-                let qs = k4_pair_bytes::<FIVE>(block, pair);
-                for half in 0..2 {
-                    let w = k4_levels!(FIVE, qs, scales, high, 2 * pair + half);
-                    let at = b * 256 + 32 * (2 * pair + half);
-                    for (t, sum) in sums.iter_mut().enumerate() {
-                        // SAFETY: `at + 32` is within the row, whose length `Ints::of` checked.
-                        unsafe { *sum = _mm256_add_epi32(*sum, _mm256_add_epi32(dot16(&ints, t, w[0], at), dot16(&ints, t, w[1], at + 16))) };
+    /// As for [`int_dots`]; the caller is compiled for `P`'s instructions.
+    #[inline(always)]
+    unsafe fn k4_dots<const N: usize, const FIVE: bool, P: PairSums>(row: &[u8], xs: &[Activation<'_>], out: &mut [f32]) -> usize {
+        // SAFETY: the caller's guarantees; reads are within the row, whose length `Ints::of`
+        // checked against the activations.
+        unsafe {
+            let (size, _) = super::k4_layout(FIVE);
+            let ints = Ints::<N>::of(xs, row.len() / size * 256);
+            let mut acc = [_mm256_setzero_ps(); N];
+            let mut minimums = [_mm256_setzero_ps(); N];
+            for (b, block) in row.chunks_exact(size).enumerate() {
+                let (d, dmin) = f16_pair(block);
+                let (scales, mins, high) = k4_scales::<FIVE>(block, dmin);
+                // Four sums a token, so that fused multiply-adds ([`Dpwssd`]) make four chains
+                // rather than one. Each lane sums 8 products of at most 1,953 * 32,767.
+                let mut sums = [[_mm256_setzero_si256(); 4]; N];
+                for pair in 0..4 {
+                    let qs = k4_pair_bytes::<FIVE>(block, pair);
+                    for half in 0..2 {
+                        let w = k4_levels!(FIVE, qs, scales, high, 2 * pair + half);
+                        let at = b * 256 + 32 * (2 * pair + half);
+                        for (t, sum) in sums.iter_mut().enumerate() {
+                            sum[2 * half] = dot16::<P, N>(sum[2 * half], &ints, t, w[0], at);
+                            sum[2 * half + 1] = dot16::<P, N>(sum[2 * half + 1], &ints, t, w[1], at + 16);
+                        }
                     }
+                }
+                for (t, [s0, s1, s2, s3]) in sums.into_iter().enumerate() {
+                    let sum = _mm256_add_epi32(_mm256_add_epi32(s0, s1), _mm256_add_epi32(s2, s3));
+                    acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d * ints.scale(t, b * 256)), _mm256_cvtepi32_ps(sum), acc[t]);
+                    minimums[t] = _mm256_fmadd_ps(mins, _mm256_loadu_ps(ints.sums(t, 8 * b)), minimums[t]);
                 }
             }
             for t in 0..N {
-                // SAFETY (both): the super-block is within the row.
-                let x = unsafe { ints.scale(t, b * 256) };
-                acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d * x), _mm256_cvtepi32_ps(sums[t]), acc[t]);
-                minimums[t] = _mm256_fmadd_ps(mins, unsafe { _mm256_loadu_ps(ints.sums(t, 8 * b)) }, minimums[t]);
+                out[t] = hsum(acc[t]) - hsum(minimums[t]);
             }
+            N
         }
-        for t in 0..N {
-            out[t] = hsum(acc[t]) - hsum(minimums[t]);
-        }
-        N
     }
 
     /// A Q4_K or Q5_K super-block's eight scales as 16-bit lanes (in both halves of a vector),
@@ -1166,7 +1235,8 @@ mod avx2 {
                     let (scales, _, high) = if five { k4_scales::<true>(block, 0.0) } else { k4_scales::<false>(block, 0.0) };
                     for j in 0..8 {
                         let qs = if five { k4_pair_bytes::<true>(block, j / 2) } else { k4_pair_bytes::<false>(block, j / 2) };
-                        let w = k4_levels!(five, qs, scales, high, j);
+                        // SAFETY: `j < 8`.
+                        let w = unsafe { k4_levels!(five, qs, scales, high, j) };
                         store(256 * b + 32 * j, w[0]);
                         store(256 * b + 32 * j + 16, w[1]);
                     }
@@ -1184,49 +1254,44 @@ mod avx2 {
         }
     }
 
-    /// `out[t] = row · xs[t]` for each token, Q6_K super-blocks of 210 bytes (see
-    /// `TensorType::Q6_K`): runs of 16 values share a signed scale, `w = d * sc * (q - 32)`.
-    /// Four tokens at a time as [`block32_dots`] takes them, in integers as [`k4_dots`]: the
-    /// weights times their run's scale, summed over half a super-block (the most 32-bit lanes
-    /// hold) and scaled once.
+    /// `out[t] = row · xs[t]` for the first `N` tokens, Q6_K super-blocks of 210 bytes (see
+    /// `TensorType::Q6_K`), as [`block32_dots`] takes them; returns `N`. Runs of 16 values share
+    /// a signed scale, `w = d * sc * (q - 32)`. In integers as [`k4_dots`]: the weights times
+    /// their run's scale, summed over half a super-block (the most 32-bit lanes hold) and
+    /// scaled once.
     ///
     /// # Safety
-    /// AVX2, FMA and F16C must be available; `row` holds `x.len() / 256` super-blocks for each
-    /// `x` of `xs`, and `out` one value per token.
-    #[target_feature(enable = "avx2,fma,f16c")]
-    pub unsafe fn q6_k_dots(row: &[u8], xs: &[Activation<'_>], out: &mut [f32]) {
-        // SAFETY: the caller's guarantees.
-        unsafe { in_fours!(q6_k_dots_n; row, xs, out) }
-    }
-
-    /// [`q6_k_dots`] for the first `N` tokens; returns `N`.
-    #[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn q6_k_dots_n<const N: usize>(row: &[u8], xs: &[Activation<'_>], out: &mut [f32]) -> usize {
-        let ints = Ints::<N>::of(xs, row.len() / 210 * 256);
-        let mut acc = [_mm256_setzero_ps(); N];
-        for (b, block) in row.chunks_exact(210).enumerate() {
-            let d = f16_at(block, 208);
-            for h in 0..2 {
-                // Each lane sums the half's 16 products of at most 32 * 128 * 32,767: below 2^31.
-                let mut sums = [_mm256_setzero_si256(); N];
-                for (k, w) in q6_k_half(block, h).into_iter().enumerate() {
-                    let at = b * 256 + 128 * h + 32 * k;
-                    for (t, sum) in sums.iter_mut().enumerate() {
-                        // SAFETY: `at + 32` is within the row, whose length `Ints::of` checked.
-                        unsafe { *sum = _mm256_add_epi32(*sum, _mm256_add_epi32(dot16(&ints, t, w[0], at), dot16(&ints, t, w[1], at + 16))) };
+    /// As for [`int_dots`]; the caller is compiled for `P`'s instructions.
+    #[inline(always)]
+    unsafe fn q6_k_dots<const N: usize, P: PairSums>(row: &[u8], xs: &[Activation<'_>], out: &mut [f32]) -> usize {
+        // SAFETY: the caller's guarantees; reads are within the row, whose length `Ints::of`
+        // checked against the activations.
+        unsafe {
+            let ints = Ints::<N>::of(xs, row.len() / 210 * 256);
+            let mut acc = [_mm256_setzero_ps(); N];
+            for (b, block) in row.chunks_exact(210).enumerate() {
+                let d = f16_at(block, 208);
+                for h in 0..2 {
+                    // Two sums a token, two chains of fused multiply-adds; each lane sums 8 of
+                    // the half's products of at most 32 * 128 * 32,767: below 2^31.
+                    let mut sums = [[_mm256_setzero_si256(); 2]; N];
+                    for (k, w) in q6_k_half(block, h).into_iter().enumerate() {
+                        let at = b * 256 + 128 * h + 32 * k;
+                        for (t, sum) in sums.iter_mut().enumerate() {
+                            sum[0] = dot16::<P, N>(sum[0], &ints, t, w[0], at);
+                            sum[1] = dot16::<P, N>(sum[1], &ints, t, w[1], at + 16);
+                        }
+                    }
+                    for (t, [s0, s1]) in sums.into_iter().enumerate() {
+                        acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d * ints.scale(t, b * 256)), _mm256_cvtepi32_ps(_mm256_add_epi32(s0, s1)), acc[t]);
                     }
                 }
-                for t in 0..N {
-                    // SAFETY: the super-block is within the row.
-                    let x = unsafe { ints.scale(t, b * 256) };
-                    acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d * x), _mm256_cvtepi32_ps(sums[t]), acc[t]);
-                }
             }
+            for t in 0..N {
+                out[t] = hsum(acc[t]);
+            }
+            N
         }
-        for t in 0..N {
-            out[t] = hsum(acc[t]);
-        }
-        N
     }
 
     /// The products of an integer tile's four rows with two tokens, `[r0·x0, r0·x1, ...]`,
@@ -1238,32 +1303,51 @@ mod avx2 {
     /// tile's span and keeps each lane's sum below 2^31 ([`super::int_run`] with eight lanes).
     #[target_feature(enable = "avx2,fma")]
     pub unsafe fn int_tile_product(tile: &IntTile, run: usize, ints: &Ints<'_, 2>) -> [f32; 2 * TILE_ROWS] {
+        // SAFETY: the caller's guarantees.
+        unsafe { int_tile_product_with::<Madd>(tile, run, ints) }
+    }
+
+    /// [`int_tile_product`] with AVX-512 VNNI's pair sums.
+    ///
+    /// # Safety
+    /// As for [`int_tile_product`], and AVX-512 VNNI and VL must be available.
+    #[target_feature(enable = "avx2,fma,avx512vnni,avx512vl")]
+    pub unsafe fn int_tile_product_vnni(tile: &IntTile, run: usize, ints: &Ints<'_, 2>) -> [f32; 2 * TILE_ROWS] {
+        // SAFETY: the caller's guarantees.
+        unsafe { int_tile_product_with::<Dpwssd>(tile, run, ints) }
+    }
+
+    /// [`int_tile_product`] with pair sums `P`.
+    ///
+    /// # Safety
+    /// As for [`int_tile_product`]; the caller is compiled for `P`'s instructions.
+    #[inline(always)]
+    unsafe fn int_tile_product_with<P: PairSums>(tile: &IntTile, run: usize, ints: &Ints<'_, 2>) -> [f32; 2 * TILE_ROWS] {
         let (cols, span) = (tile.cols, IntTile::SPAN);
         assert!(tile.levels.len() == TILE_ROWS * cols && cols.is_multiple_of(span) && span.is_multiple_of(run) && run.is_multiple_of(16), "int_tile_product out of range");
         let (spans, levels) = (cols / span, tile.levels.as_ptr());
-        let mut acc = [_mm256_setzero_ps(); 2 * TILE_ROWS];
-        for start in (0..cols).step_by(run) {
-            let mut sums = [_mm256_setzero_si256(); 2 * TILE_ROWS];
-            for k in (start..start + run).step_by(16) {
-                // SAFETY: `k + 16 <= cols`, the length of the tokens' values (`Ints::of_each`)
-                // and of each of the tile's rows (asserted above).
-                unsafe {
+        // SAFETY: the caller's guarantees; `k + 16 <= cols`, the length of the tokens' values
+        // (`Ints::of_each`) and of each of the tile's rows (asserted above); `start < cols`.
+        unsafe {
+            let mut acc = [_mm256_setzero_ps(); 2 * TILE_ROWS];
+            for start in (0..cols).step_by(run) {
+                let mut sums = [_mm256_setzero_si256(); 2 * TILE_ROWS];
+                for k in (start..start + run).step_by(16) {
                     let (a, b) = (_mm256_loadu_si256(ints.sixteen(0, k) as *const __m256i), _mm256_loadu_si256(ints.sixteen(1, k) as *const __m256i));
                     for r in 0..TILE_ROWS {
                         let w = _mm256_loadu_si256(levels.add(r * cols + k) as *const __m256i);
-                        sums[2 * r] = _mm256_add_epi32(sums[2 * r], _mm256_madd_epi16(w, a));
-                        sums[2 * r + 1] = _mm256_add_epi32(sums[2 * r + 1], _mm256_madd_epi16(w, b));
+                        sums[2 * r] = P::add(sums[2 * r], w, a);
+                        sums[2 * r + 1] = P::add(sums[2 * r + 1], w, b);
                     }
                 }
+                let x = [ints.scale(0, start), ints.scale(1, start)];
+                for (i, sum) in sums.into_iter().enumerate() {
+                    let scale = tile.scales[i / 2 * spans + start / span] * x[i % 2];
+                    acc[i] = _mm256_fmadd_ps(_mm256_set1_ps(scale), _mm256_cvtepi32_ps(sum), acc[i]);
+                }
             }
-            // SAFETY: `start < cols`.
-            let x = unsafe { [ints.scale(0, start), ints.scale(1, start)] };
-            for (i, sum) in sums.into_iter().enumerate() {
-                let scale = tile.scales[i / 2 * spans + start / span] * x[i % 2];
-                acc[i] = _mm256_fmadd_ps(_mm256_set1_ps(scale), _mm256_cvtepi32_ps(sum), acc[i]);
-            }
+            acc.map(|a| hsum(a))
         }
-        acc.map(|a| hsum(a))
     }
 
     /// # Safety
