@@ -430,9 +430,9 @@ impl Matrix {
             #[cfg(target_arch = "x86_64")]
             (Simd::Avx2 | Simd::Avx2Vnni, TensorType::BF16) => unsafe { each!(|r, x, _| avx2::half_dot::<true>(r, x)) },
             #[cfg(target_arch = "x86_64")]
-            (Simd::Avx2, ty) => unsafe { block32!(|row, xs, o| avx2::int_dots(ty, row, xs, o)) },
+            (Simd::Avx2, ty) => unsafe { block32!(|row, xs, o| avx2::madd::int_dots(ty, row, xs, o)) },
             #[cfg(target_arch = "x86_64")]
-            (Simd::Avx2Vnni, ty) => unsafe { block32!(|row, xs, o| avx2::int_dots_vnni(ty, row, xs, o)) },
+            (Simd::Avx2Vnni, ty) => unsafe { block32!(|row, xs, o| avx2::vnni::int_dots(ty, row, xs, o)) },
             #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
             (Simd::Simd128, TensorType::BF16) => each!(|r, x, _| simd128::bf16_dot(r, x)),
             #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
@@ -583,9 +583,9 @@ impl IntTile {
             // `Simd::Avx2Vnni` when it also has AVX-512 VNNI and VL; `ints` holds the tile's
             // columns.
             #[cfg(target_arch = "x86_64")]
-            Simd::Avx2 => unsafe { avx2::int_tile_product(self, int_run(self.ty, 8), &ints) },
+            Simd::Avx2 => unsafe { avx2::madd::int_tile_product(self, int_run(self.ty, 8), &ints) },
             #[cfg(target_arch = "x86_64")]
-            Simd::Avx2Vnni => unsafe { avx2::int_tile_product_vnni(self, int_run(self.ty, 8), &ints) },
+            Simd::Avx2Vnni => unsafe { avx2::vnni::int_tile_product(self, int_run(self.ty, 8), &ints) },
             #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
             Simd::Simd128 => simd128::int_tile_product(self, int_run(self.ty, 4), &ints),
             Simd::Portable => unreachable!("integer tiles are for the SIMD kernels"),
@@ -842,14 +842,12 @@ mod avx2 {
 
     use super::{Activation, BLOCK, IntTile, Ints, TILE_ROWS, TensorType, f16_at};
 
-    /// How the integer kernels add products of 16-bit integers to 32-bit lanes. The kernels
-    /// generic in it are inlined into entries compiled for each implementation's instructions
-    /// ([`int_dots`], [`int_dots_vnni`]).
+    /// How the integer kernels add products of 16-bit integers to 32-bit lanes.
     trait PairSums {
         /// `sum` plus `w[2i] x[2i] + w[2i + 1] x[2i + 1]` in each lane `i`.
         ///
         /// # Safety
-        /// The caller is compiled for the implementation's instructions.
+        /// The processor has the implementation's instructions.
         unsafe fn add(sum: __m256i, w: __m256i, x: __m256i) -> __m256i;
     }
 
@@ -857,88 +855,48 @@ mod avx2 {
     struct Madd;
 
     impl PairSums for Madd {
-        #[inline(always)]
+        #[inline]
+        #[target_feature(enable = "avx2")]
         unsafe fn add(sum: __m256i, w: __m256i, x: __m256i) -> __m256i {
-            // SAFETY: the caller is compiled for AVX2.
-            unsafe { _mm256_add_epi32(sum, _mm256_madd_epi16(w, x)) }
+            _mm256_add_epi32(sum, _mm256_madd_epi16(w, x))
         }
     }
 
-    /// AVX-512 VNNI's fused multiply-add of pairs (`vpdpwssd`), on 256-bit vectors (AVX-512 VL).
+    /// AVX-512 VNNI's fused multiply-add of pairs (`vpdpwssd`), on 256-bit vectors (AVX-512
+    /// VL).
     struct Dpwssd;
 
     impl PairSums for Dpwssd {
-        #[inline(always)]
+        #[inline]
+        #[target_feature(enable = "avx512vnni,avx512vl")]
         unsafe fn add(sum: __m256i, w: __m256i, x: __m256i) -> __m256i {
-            // SAFETY: the caller is compiled for AVX-512 VNNI and VL.
-            unsafe { _mm256_dpwssd_epi32(sum, w, x) }
-        }
-    }
-
-    /// `out[t] = row · xs[t]` for each token, `row` of a quantized type, by its kernel with
-    /// AVX2's pair sums.
-    ///
-    /// # Safety
-    /// AVX2, FMA and F16C must be available; `row` holds `x.len()` values for each `x` of `xs`,
-    /// and `out` one value per token.
-    #[target_feature(enable = "avx2,fma,f16c")]
-    pub unsafe fn int_dots(ty: TensorType, row: &[u8], xs: &[Activation<'_>], out: &mut [f32]) {
-        // SAFETY: the caller's guarantees.
-        unsafe { int_dots_with::<Madd>(ty, row, xs, out) }
-    }
-
-    /// [`int_dots`] with AVX-512 VNNI's pair sums.
-    ///
-    /// # Safety
-    /// As for [`int_dots`], and AVX-512 VNNI and VL must be available.
-    #[target_feature(enable = "avx2,fma,f16c,avx512vnni,avx512vl")]
-    pub unsafe fn int_dots_vnni(ty: TensorType, row: &[u8], xs: &[Activation<'_>], out: &mut [f32]) {
-        // SAFETY: the caller's guarantees.
-        unsafe { int_dots_with::<Dpwssd>(ty, row, xs, out) }
-    }
-
-    /// [`int_dots`] with pair sums `P`, four tokens at a time and the rest together: the
-    /// kernels unpack each block once for the tokens of a call.
-    ///
-    /// # Safety
-    /// As for [`int_dots`]; the caller is compiled for `P`'s instructions.
-    #[inline(always)]
-    unsafe fn int_dots_with<P: PairSums>(ty: TensorType, row: &[u8], xs: &[Activation<'_>], out: &mut [f32]) {
-        // SAFETY: the caller's guarantees.
-        unsafe {
-            match ty {
-                TensorType::Q4_0 => in_fours!(block32_dots, true, false, P; row, xs, out),
-                TensorType::Q4_1 => in_fours!(block32_dots, false, false, P; row, xs, out),
-                TensorType::Q5_0 => in_fours!(block32_dots, true, true, P; row, xs, out),
-                TensorType::Q5_1 => in_fours!(block32_dots, false, true, P; row, xs, out),
-                TensorType::Q8_0 => in_fours!(q8_0_dots, P; row, xs, out),
-                TensorType::Q4_K => in_fours!(k4_dots, false, P; row, xs, out),
-                TensorType::Q5_K => in_fours!(k4_dots, true, P; row, xs, out),
-                TensorType::Q6_K => in_fours!(q6_k_dots, P; row, xs, out),
-                TensorType::F32 | TensorType::F16 | TensorType::BF16 => unreachable!("{ty:?} has no integer kernel"),
-            }
+            _mm256_dpwssd_epi32(sum, w, x)
         }
     }
 
     /// Sub-block `j` of a Q4_K or Q5_K super-block as levels, each value times the sub-block's
     /// scale (at most 31 * 63 = 1,953): values 0..16 and 16..32, from its pair's bytes
     /// ([`k4_pair_bytes`]) and the super-block's scales and fifth bits ([`k4_scales`]). A macro,
-    /// so that the dot kernels' loops keep it inline (a function was 5% slower for one token).
-    /// It reads a vector of `PICKS` (eight vectors) by pointer: callers expand it in an `unsafe`
-    /// block.
+    /// so that the dot kernels' loops keep it inline (a function was 5% slower for one token),
+    /// and without closures, which LLVM may leave out of line (one made the Q4_K kernel six
+    /// times slower).
     macro_rules! k4_levels {
         ($five:expr, $qs:expr, $scales:expr, $high:expr, $j:expr) => {{
             let (qs, high, j): ([__m256i; 2], [__m256i; 2], usize) = ($qs, $high, $j);
             let (low, one) = (_mm256_set1_epi16(0x0f), _mm256_set1_epi16(1));
-            let sc = _mm256_shuffle_epi8($scales, _mm256_loadu_si256(super::PICKS[j].as_ptr() as *const __m256i));
-            [0, 1].map(|i| {
-                let mut q = if j.is_multiple_of(2) { _mm256_and_si256(qs[i], low) } else { _mm256_srli_epi16(qs[i], 4) };
-                if $five {
-                    let bit = _mm256_and_si256(_mm256_srl_epi16(high[i], _mm_cvtsi32_si128(j as i32)), one);
-                    q = _mm256_or_si256(q, _mm256_slli_epi16(bit, 4));
+            // SAFETY: `PICKS` holds eight vectors.
+            let sc = _mm256_shuffle_epi8($scales, unsafe { _mm256_loadu_si256($crate::cpu::matrix::PICKS[j].as_ptr() as *const __m256i) });
+            let mut q = match j.is_multiple_of(2) {
+                true => [_mm256_and_si256(qs[0], low), _mm256_and_si256(qs[1], low)],
+                false => [_mm256_srli_epi16(qs[0], 4), _mm256_srli_epi16(qs[1], 4)],
+            };
+            if $five {
+                for (q, high) in q.iter_mut().zip(high) {
+                    let bit = _mm256_and_si256(_mm256_srl_epi16(high, _mm_cvtsi32_si128(j as i32)), one);
+                    *q = _mm256_or_si256(*q, _mm256_slli_epi16(bit, 4));
                 }
-                _mm256_mullo_epi16(q, sc)
-            })
+            }
+            [_mm256_mullo_epi16(q[0], sc), _mm256_mullo_epi16(q[1], sc)]
         }};
     }
 
@@ -1003,79 +961,6 @@ mod avx2 {
         _mm_and_si128(_mm_cmpeq_epi8(_mm_and_si128(spread, select), select), _mm_set1_epi8(16))
     }
 
-    /// `out[t] = row · xs[t]` for the first `N` tokens, blocks of 32 values (see
-    /// [`super::block32_size`]); returns `N`. Each block's weights are unpacked once for all
-    /// the tokens, and each token's sums run in the same order whatever the number of tokens,
-    /// so a token's result does not depend on the others. Here, as in every quantized kernel of
-    /// this module, the products are 16-bit integers' ([`PairSums`], the activation as
-    /// [`Activation`]'s 16-bit values) and their sum is scaled once a block.
-    ///
-    /// # Safety
-    /// As for [`int_dots`]; the caller is compiled for `P`'s instructions.
-    #[inline(always)]
-    unsafe fn block32_dots<const N: usize, const CENTRED: bool, const FIVE: bool, P: PairSums>(row: &[u8], xs: &[Activation<'_>], out: &mut [f32]) -> usize {
-        // SAFETY: the caller's guarantees; a block has 16 bytes of nibbles at its end; `at +
-        // 32` and the run are within the row, whose length `Ints::of` checked.
-        unsafe {
-            let size = super::block32_size(CENTRED, FIVE);
-            let ints = Ints::<N>::of(xs, row.len() / size * BLOCK);
-            let low = _mm_set1_epi8(0x0f);
-            let mut acc = [_mm256_setzero_ps(); N];
-            let mut minimums = [0.0f32; N];
-            for (b, block) in row.chunks_exact(size).enumerate() {
-                // A minimum of its own is read with the scale, by F16C.
-                let (scale, minimum) = if CENTRED { super::block32_scale_min::<CENTRED, FIVE>(block) } else { f16_pair(block) };
-                let qs = _mm_loadu_si128(block.as_ptr().add(size - 16) as *const __m128i);
-                let mut lo = _mm_and_si128(qs, low);
-                let mut hi = _mm_and_si128(_mm_srli_epi16(qs, 4), low);
-                if FIVE {
-                    let high = super::block32_fifth_bits::<FIVE>(block, size);
-                    lo = _mm_or_si128(lo, fifth_bits(high));
-                    hi = _mm_or_si128(hi, fifth_bits(high >> 16));
-                }
-                let (lo, hi) = (_mm256_cvtepu8_epi16(lo), _mm256_cvtepu8_epi16(hi));
-                let at = b * BLOCK;
-                for t in 0..N {
-                    let p = dot16::<P, N>(dot16::<P, N>(_mm256_setzero_si256(), &ints, t, lo, at), &ints, t, hi, at + 16);
-                    acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(scale * ints.scale(t, at)), _mm256_cvtepi32_ps(p), acc[t]);
-                    minimums[t] += minimum * ints.sum(t, b);
-                }
-            }
-            for t in 0..N {
-                out[t] = hsum(acc[t]) + minimums[t];
-            }
-            N
-        }
-    }
-
-    /// `out[t] = row · xs[t]` for the first `N` tokens, Q8_0 blocks of 34 bytes (an f16 scale
-    /// and 32 signed values), as [`block32_dots`] takes them; returns `N`.
-    ///
-    /// # Safety
-    /// As for [`int_dots`]; the caller is compiled for `P`'s instructions.
-    #[inline(always)]
-    unsafe fn q8_0_dots<const N: usize, P: PairSums>(row: &[u8], xs: &[Activation<'_>], out: &mut [f32]) -> usize {
-        // SAFETY: the caller's guarantees; `at + 32` and the run are within the row, whose
-        // length `Ints::of` checked.
-        unsafe {
-            let ints = Ints::<N>::of(xs, row.len() / 34 * BLOCK);
-            let mut acc = [_mm256_setzero_ps(); N];
-            for (b, block) in row.chunks_exact(34).enumerate() {
-                let w = widen16::<true>(bytes32(block, 2));
-                let d = f16_pair(block).0;
-                let at = b * BLOCK;
-                for (t, acc) in acc.iter_mut().enumerate() {
-                    let p = dot16::<P, N>(dot16::<P, N>(_mm256_setzero_si256(), &ints, t, w[0], at), &ints, t, w[1], at + 16);
-                    *acc = _mm256_fmadd_ps(_mm256_set1_ps(d * ints.scale(t, at)), _mm256_cvtepi32_ps(p), *acc);
-                }
-            }
-            for t in 0..N {
-                out[t] = hsum(acc[t]);
-            }
-            N
-        }
-    }
-
     /// The 16 bytes at `at` of `bytes` as 16-bit lanes.
     #[target_feature(enable = "avx2")]
     fn widen_bytes(bytes: &[u8], at: usize) -> __m256i {
@@ -1092,17 +977,6 @@ mod avx2 {
         unsafe { _mm256_loadu_si256(b.as_ptr() as *const __m256i) }
     }
 
-    /// `sum` plus the products of 16 weights `w` (16-bit integers) with token `t`'s values `at
-    /// .. at + 16`, summed in pairs into eight lanes.
-    ///
-    /// # Safety
-    /// The caller is compiled for `P`'s instructions; `at + 16 <= len` of `ints`.
-    #[inline(always)]
-    unsafe fn dot16<P: PairSums, const N: usize>(sum: __m256i, ints: &Ints<'_, N>, t: usize, w: __m256i, at: usize) -> __m256i {
-        // SAFETY: the caller's `at`; `sixteen` then points at 16 values.
-        unsafe { P::add(sum, w, _mm256_loadu_si256(ints.sixteen(t, at) as *const __m256i)) }
-    }
-
     /// The 32 bytes `q` as two vectors of sixteen 16-bit integers (signed bytes where `SIGNED`).
     #[target_feature(enable = "avx2")]
     fn widen16<const SIGNED: bool>(q: __m256i) -> [__m256i; 2] {
@@ -1110,55 +984,6 @@ mod avx2 {
         match SIGNED {
             true => [_mm256_cvtepi8_epi16(lo), _mm256_cvtepi8_epi16(hi)],
             false => [_mm256_cvtepu8_epi16(lo), _mm256_cvtepu8_epi16(hi)],
-        }
-    }
-
-    /// `out[t] = row · xs[t]` for the first `N` tokens, Q4_K super-blocks (Q5_K where `FIVE`,
-    /// see [`super::k4_layout`]), as [`block32_dots`] takes them; returns `N`. Sub-block `j`'s
-    /// product is `d * sc_j * sum(q * x) - dmin * m_j * sum(x)`, its sum of `x` from the
-    /// activation's block sums. `sum(sc_j * q * x)` is summed over the super-block in 32-bit
-    /// integers (the activation's 16-bit values, `Activation::ints`, share a scale there) and
-    /// scaled once; a row's work no longer waits on a chain of float additions a sub-block,
-    /// which had held one token's kernel to the speed of two tokens'.
-    ///
-    /// # Safety
-    /// As for [`int_dots`]; the caller is compiled for `P`'s instructions.
-    #[inline(always)]
-    unsafe fn k4_dots<const N: usize, const FIVE: bool, P: PairSums>(row: &[u8], xs: &[Activation<'_>], out: &mut [f32]) -> usize {
-        // SAFETY: the caller's guarantees; reads are within the row, whose length `Ints::of`
-        // checked against the activations.
-        unsafe {
-            let (size, _) = super::k4_layout(FIVE);
-            let ints = Ints::<N>::of(xs, row.len() / size * 256);
-            let mut acc = [_mm256_setzero_ps(); N];
-            let mut minimums = [_mm256_setzero_ps(); N];
-            for (b, block) in row.chunks_exact(size).enumerate() {
-                let (d, dmin) = f16_pair(block);
-                let (scales, mins, high) = k4_scales::<FIVE>(block, dmin);
-                // Four sums a token, so that fused multiply-adds ([`Dpwssd`]) make four chains
-                // rather than one. Each lane sums 8 products of at most 1,953 * 32,767.
-                let mut sums = [[_mm256_setzero_si256(); 4]; N];
-                for pair in 0..4 {
-                    let qs = k4_pair_bytes::<FIVE>(block, pair);
-                    for half in 0..2 {
-                        let w = k4_levels!(FIVE, qs, scales, high, 2 * pair + half);
-                        let at = b * 256 + 32 * (2 * pair + half);
-                        for (t, sum) in sums.iter_mut().enumerate() {
-                            sum[2 * half] = dot16::<P, N>(sum[2 * half], &ints, t, w[0], at);
-                            sum[2 * half + 1] = dot16::<P, N>(sum[2 * half + 1], &ints, t, w[1], at + 16);
-                        }
-                    }
-                }
-                for (t, [s0, s1, s2, s3]) in sums.into_iter().enumerate() {
-                    let sum = _mm256_add_epi32(_mm256_add_epi32(s0, s1), _mm256_add_epi32(s2, s3));
-                    acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d * ints.scale(t, b * 256)), _mm256_cvtepi32_ps(sum), acc[t]);
-                    minimums[t] = _mm256_fmadd_ps(mins, _mm256_loadu_ps(ints.sums(t, 8 * b)), minimums[t]);
-                }
-            }
-            for t in 0..N {
-                out[t] = hsum(acc[t]) - hsum(minimums[t]);
-            }
-            N
         }
     }
 
@@ -1235,8 +1060,7 @@ mod avx2 {
                     let (scales, _, high) = if five { k4_scales::<true>(block, 0.0) } else { k4_scales::<false>(block, 0.0) };
                     for j in 0..8 {
                         let qs = if five { k4_pair_bytes::<true>(block, j / 2) } else { k4_pair_bytes::<false>(block, j / 2) };
-                        // SAFETY: `j < 8`.
-                        let w = unsafe { k4_levels!(five, qs, scales, high, j) };
+                        let w = k4_levels!(five, qs, scales, high, j);
                         store(256 * b + 32 * j, w[0]);
                         store(256 * b + 32 * j + 16, w[1]);
                     }
@@ -1251,102 +1075,6 @@ mod avx2 {
                 }
                 _ => unreachable!("{ty:?} has no integer tiles"),
             }
-        }
-    }
-
-    /// `out[t] = row · xs[t]` for the first `N` tokens, Q6_K super-blocks of 210 bytes (see
-    /// `TensorType::Q6_K`), as [`block32_dots`] takes them; returns `N`. Runs of 16 values share
-    /// a signed scale, `w = d * sc * (q - 32)`. In integers as [`k4_dots`]: the weights times
-    /// their run's scale, summed over half a super-block (the most 32-bit lanes hold) and
-    /// scaled once.
-    ///
-    /// # Safety
-    /// As for [`int_dots`]; the caller is compiled for `P`'s instructions.
-    #[inline(always)]
-    unsafe fn q6_k_dots<const N: usize, P: PairSums>(row: &[u8], xs: &[Activation<'_>], out: &mut [f32]) -> usize {
-        // SAFETY: the caller's guarantees; reads are within the row, whose length `Ints::of`
-        // checked against the activations.
-        unsafe {
-            let ints = Ints::<N>::of(xs, row.len() / 210 * 256);
-            let mut acc = [_mm256_setzero_ps(); N];
-            for (b, block) in row.chunks_exact(210).enumerate() {
-                let d = f16_at(block, 208);
-                for h in 0..2 {
-                    // Two sums a token, two chains of fused multiply-adds; each lane sums 8 of
-                    // the half's products of at most 32 * 128 * 32,767: below 2^31.
-                    let mut sums = [[_mm256_setzero_si256(); 2]; N];
-                    for (k, w) in q6_k_half(block, h).into_iter().enumerate() {
-                        let at = b * 256 + 128 * h + 32 * k;
-                        for (t, sum) in sums.iter_mut().enumerate() {
-                            sum[0] = dot16::<P, N>(sum[0], &ints, t, w[0], at);
-                            sum[1] = dot16::<P, N>(sum[1], &ints, t, w[1], at + 16);
-                        }
-                    }
-                    for (t, [s0, s1]) in sums.into_iter().enumerate() {
-                        acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d * ints.scale(t, b * 256)), _mm256_cvtepi32_ps(_mm256_add_epi32(s0, s1)), acc[t]);
-                    }
-                }
-            }
-            for t in 0..N {
-                out[t] = hsum(acc[t]);
-            }
-            N
-        }
-    }
-
-    /// The products of an integer tile's four rows with two tokens, `[r0·x0, r0·x1, ...]`,
-    /// without the minimums: each row's 16-bit levels times each token's 16-bit values, summed
-    /// over runs of `run` values in 32-bit lanes (four rows by two tokens a step), then scaled.
-    ///
-    /// # Safety
-    /// AVX2 and FMA must be available; `ints` holds the tile's columns; `run` divides the
-    /// tile's span and keeps each lane's sum below 2^31 ([`super::int_run`] with eight lanes).
-    #[target_feature(enable = "avx2,fma")]
-    pub unsafe fn int_tile_product(tile: &IntTile, run: usize, ints: &Ints<'_, 2>) -> [f32; 2 * TILE_ROWS] {
-        // SAFETY: the caller's guarantees.
-        unsafe { int_tile_product_with::<Madd>(tile, run, ints) }
-    }
-
-    /// [`int_tile_product`] with AVX-512 VNNI's pair sums.
-    ///
-    /// # Safety
-    /// As for [`int_tile_product`], and AVX-512 VNNI and VL must be available.
-    #[target_feature(enable = "avx2,fma,avx512vnni,avx512vl")]
-    pub unsafe fn int_tile_product_vnni(tile: &IntTile, run: usize, ints: &Ints<'_, 2>) -> [f32; 2 * TILE_ROWS] {
-        // SAFETY: the caller's guarantees.
-        unsafe { int_tile_product_with::<Dpwssd>(tile, run, ints) }
-    }
-
-    /// [`int_tile_product`] with pair sums `P`.
-    ///
-    /// # Safety
-    /// As for [`int_tile_product`]; the caller is compiled for `P`'s instructions.
-    #[inline(always)]
-    unsafe fn int_tile_product_with<P: PairSums>(tile: &IntTile, run: usize, ints: &Ints<'_, 2>) -> [f32; 2 * TILE_ROWS] {
-        let (cols, span) = (tile.cols, IntTile::SPAN);
-        assert!(tile.levels.len() == TILE_ROWS * cols && cols.is_multiple_of(span) && span.is_multiple_of(run) && run.is_multiple_of(16), "int_tile_product out of range");
-        let (spans, levels) = (cols / span, tile.levels.as_ptr());
-        // SAFETY: the caller's guarantees; `k + 16 <= cols`, the length of the tokens' values
-        // (`Ints::of_each`) and of each of the tile's rows (asserted above); `start < cols`.
-        unsafe {
-            let mut acc = [_mm256_setzero_ps(); 2 * TILE_ROWS];
-            for start in (0..cols).step_by(run) {
-                let mut sums = [_mm256_setzero_si256(); 2 * TILE_ROWS];
-                for k in (start..start + run).step_by(16) {
-                    let (a, b) = (_mm256_loadu_si256(ints.sixteen(0, k) as *const __m256i), _mm256_loadu_si256(ints.sixteen(1, k) as *const __m256i));
-                    for r in 0..TILE_ROWS {
-                        let w = _mm256_loadu_si256(levels.add(r * cols + k) as *const __m256i);
-                        sums[2 * r] = P::add(sums[2 * r], w, a);
-                        sums[2 * r + 1] = P::add(sums[2 * r + 1], w, b);
-                    }
-                }
-                let x = [ints.scale(0, start), ints.scale(1, start)];
-                for (i, sum) in sums.into_iter().enumerate() {
-                    let scale = tile.scales[i / 2 * spans + start / span] * x[i % 2];
-                    acc[i] = _mm256_fmadd_ps(_mm256_set1_ps(scale), _mm256_cvtepi32_ps(sum), acc[i]);
-                }
-            }
-            acc.map(|a| hsum(a))
         }
     }
 
@@ -1377,6 +1105,262 @@ mod avx2 {
         }
         out
     }
+
+    /// Defines module `$module` with the integer kernels (the quantized types' dot products and
+    /// the integer tiles' product), compiled for the target features `$features` and summing
+    /// pairs with `$pairs`. A macro, because a function's target features cannot depend on a
+    /// type parameter: kernels generic in their pair sums would have to be compiled without
+    /// the features and rely on being inlined into a function that has them, and a closure or
+    /// helper LLVM left out of line there made a kernel thirty times slower.
+    macro_rules! int_kernels {
+        ($module:ident, $features:literal, $pairs:ident) => {
+            pub mod $module {
+                use super::$pairs as P;
+                use super::*;
+
+                /// `out[t] = row · xs[t]` for each token, `row` of a quantized type, by its kernel,
+                /// four tokens at a time and the rest together: the kernels unpack each block once
+                /// for the tokens of a call.
+                ///
+                /// # Safety
+                /// The processor has this module's target features; `row` holds `x.len()` values
+                /// for each `x` of `xs`, and `out` one value per token.
+                #[target_feature(enable = $features)]
+                pub unsafe fn int_dots(ty: TensorType, row: &[u8], xs: &[Activation<'_>], out: &mut [f32]) {
+                    // SAFETY: the caller's guarantees.
+                    unsafe {
+                        match ty {
+                            TensorType::Q4_0 => in_fours!(block32_dots, true, false; row, xs, out),
+                            TensorType::Q4_1 => in_fours!(block32_dots, false, false; row, xs, out),
+                            TensorType::Q5_0 => in_fours!(block32_dots, true, true; row, xs, out),
+                            TensorType::Q5_1 => in_fours!(block32_dots, false, true; row, xs, out),
+                            TensorType::Q8_0 => in_fours!(q8_0_dots; row, xs, out),
+                            TensorType::Q4_K => in_fours!(k4_dots, false; row, xs, out),
+                            TensorType::Q5_K => in_fours!(k4_dots, true; row, xs, out),
+                            TensorType::Q6_K => in_fours!(q6_k_dots; row, xs, out),
+                            TensorType::F32 | TensorType::F16 | TensorType::BF16 => unreachable!("{ty:?} has no integer kernel"),
+                        }
+                    }
+                }
+
+                /// `out[t] = row · xs[t]` for the first `N` tokens, blocks of 32 values (see
+                /// [`super::super::block32_size`]); returns `N`. Each block's weights are unpacked once for all
+                /// the tokens, and each token's sums run in the same order whatever the number of tokens,
+                /// so a token's result does not depend on the others. Here, as in every quantized kernel of
+                /// this module, the products are 16-bit integers' ([`PairSums`], the activation as
+                /// [`Activation`]'s 16-bit values) and their sum is scaled once a block.
+                ///
+                /// # Safety
+                /// As for [`int_dots`].
+                #[target_feature(enable = $features)]
+                unsafe fn block32_dots<const N: usize, const CENTRED: bool, const FIVE: bool>(row: &[u8], xs: &[Activation<'_>], out: &mut [f32]) -> usize {
+                    let size = super::super::block32_size(CENTRED, FIVE);
+                    let ints = Ints::<N>::of(xs, row.len() / size * BLOCK);
+                    let low = _mm_set1_epi8(0x0f);
+                    let mut acc = [_mm256_setzero_ps(); N];
+                    let mut minimums = [0.0f32; N];
+                    for (b, block) in row.chunks_exact(size).enumerate() {
+                        // A minimum of its own is read with the scale, by F16C.
+                        let (scale, minimum) = if CENTRED { super::super::block32_scale_min::<CENTRED, FIVE>(block) } else { f16_pair(block) };
+                        // SAFETY: a block has 16 bytes of nibbles at its end.
+                        let qs = unsafe { _mm_loadu_si128(block.as_ptr().add(size - 16) as *const __m128i) };
+                        let mut lo = _mm_and_si128(qs, low);
+                        let mut hi = _mm_and_si128(_mm_srli_epi16(qs, 4), low);
+                        if FIVE {
+                            let high = super::super::block32_fifth_bits::<FIVE>(block, size);
+                            lo = _mm_or_si128(lo, fifth_bits(high));
+                            hi = _mm_or_si128(hi, fifth_bits(high >> 16));
+                        }
+                        let (lo, hi) = (_mm256_cvtepu8_epi16(lo), _mm256_cvtepu8_epi16(hi));
+                        let at = b * BLOCK;
+                        for t in 0..N {
+                            // SAFETY: `at + 32` and the run are within the row, whose length `Ints::of` checked.
+                            unsafe {
+                                let p = dot16::<N>(dot16::<N>(_mm256_setzero_si256(), &ints, t, lo, at), &ints, t, hi, at + 16);
+                                acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(scale * ints.scale(t, at)), _mm256_cvtepi32_ps(p), acc[t]);
+                                minimums[t] += minimum * ints.sum(t, b);
+                            }
+                        }
+                    }
+                    for t in 0..N {
+                        out[t] = hsum(acc[t]) + minimums[t];
+                    }
+                    N
+                }
+
+                /// `out[t] = row · xs[t]` for the first `N` tokens, Q8_0 blocks of 34 bytes (an f16 scale
+                /// and 32 signed values), as [`block32_dots`] takes them; returns `N`.
+                ///
+                /// # Safety
+                /// As for [`int_dots`].
+                #[target_feature(enable = $features)]
+                unsafe fn q8_0_dots<const N: usize>(row: &[u8], xs: &[Activation<'_>], out: &mut [f32]) -> usize {
+                    let ints = Ints::<N>::of(xs, row.len() / 34 * BLOCK);
+                    let mut acc = [_mm256_setzero_ps(); N];
+                    for (b, block) in row.chunks_exact(34).enumerate() {
+                        let w = widen16::<true>(bytes32(block, 2));
+                        let d = f16_pair(block).0;
+                        let at = b * BLOCK;
+                        for (t, acc) in acc.iter_mut().enumerate() {
+                            // SAFETY: `at + 32` and the run are within the row, whose length `Ints::of` checked.
+                            unsafe {
+                                let p = dot16::<N>(dot16::<N>(_mm256_setzero_si256(), &ints, t, w[0], at), &ints, t, w[1], at + 16);
+                                *acc = _mm256_fmadd_ps(_mm256_set1_ps(d * ints.scale(t, at)), _mm256_cvtepi32_ps(p), *acc);
+                            }
+                        }
+                    }
+                    for t in 0..N {
+                        out[t] = hsum(acc[t]);
+                    }
+                    N
+                }
+
+                /// `sum` plus the products of 16 weights `w` (16-bit integers) with token `t`'s values `at
+                /// .. at + 16`, summed in pairs into eight lanes.
+                ///
+                /// # Safety
+                /// The processor has this module's target features; `at + 16 <= len` of `ints`.
+                #[inline]
+                #[target_feature(enable = $features)]
+                unsafe fn dot16<const N: usize>(sum: __m256i, ints: &Ints<'_, N>, t: usize, w: __m256i, at: usize) -> __m256i {
+                    // SAFETY: the caller's; `sixteen` then points at 16 values.
+                    unsafe { P::add(sum, w, _mm256_loadu_si256(ints.sixteen(t, at) as *const __m256i)) }
+                }
+
+                /// `out[t] = row · xs[t]` for the first `N` tokens, Q4_K super-blocks (Q5_K where `FIVE`,
+                /// see [`super::super::k4_layout`]), as [`block32_dots`] takes them; returns `N`. Sub-block `j`'s
+                /// product is `d * sc_j * sum(q * x) - dmin * m_j * sum(x)`, its sum of `x` from the
+                /// activation's block sums. `sum(sc_j * q * x)` is summed over the super-block in 32-bit
+                /// integers (the activation's 16-bit values, `Activation::ints`, share a scale there) and
+                /// scaled once; a row's work no longer waits on a chain of float additions a sub-block,
+                /// which had held one token's kernel to the speed of two tokens'.
+                ///
+                /// # Safety
+                /// As for [`int_dots`].
+                #[target_feature(enable = $features)]
+                unsafe fn k4_dots<const N: usize, const FIVE: bool>(row: &[u8], xs: &[Activation<'_>], out: &mut [f32]) -> usize {
+                    let (size, _) = super::super::k4_layout(FIVE);
+                    let ints = Ints::<N>::of(xs, row.len() / size * 256);
+                    let mut acc = [_mm256_setzero_ps(); N];
+                    let mut minimums = [_mm256_setzero_ps(); N];
+                    for (b, block) in row.chunks_exact(size).enumerate() {
+                        let (d, dmin) = f16_pair(block);
+                        let (scales, mins, high) = k4_scales::<FIVE>(block, dmin);
+                        // Four sums a token, so that fused multiply-adds ([`Dpwssd`]) make four chains
+                        // rather than one. Each lane sums 8 products of at most 1,953 * 32,767.
+                        let mut sums = [[_mm256_setzero_si256(); 4]; N];
+                        for pair in 0..4 {
+                            let qs = k4_pair_bytes::<FIVE>(block, pair);
+                            for half in 0..2 {
+                                let w = k4_levels!(FIVE, qs, scales, high, 2 * pair + half);
+                                let at = b * 256 + 32 * (2 * pair + half);
+                                for (t, sum) in sums.iter_mut().enumerate() {
+                                    // SAFETY: `at + 32` is within the row, whose length `Ints::of` checked.
+                                    unsafe {
+                                        sum[2 * half] = dot16::<N>(sum[2 * half], &ints, t, w[0], at);
+                                        sum[2 * half + 1] = dot16::<N>(sum[2 * half + 1], &ints, t, w[1], at + 16);
+                                    }
+                                }
+                            }
+                        }
+                        for (t, [s0, s1, s2, s3]) in sums.into_iter().enumerate() {
+                            let sum = _mm256_add_epi32(_mm256_add_epi32(s0, s1), _mm256_add_epi32(s2, s3));
+                            // SAFETY (both): the super-block is within the row.
+                            let x = unsafe { ints.scale(t, b * 256) };
+                            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d * x), _mm256_cvtepi32_ps(sum), acc[t]);
+                            minimums[t] = _mm256_fmadd_ps(mins, unsafe { _mm256_loadu_ps(ints.sums(t, 8 * b)) }, minimums[t]);
+                        }
+                    }
+                    for t in 0..N {
+                        out[t] = hsum(acc[t]) - hsum(minimums[t]);
+                    }
+                    N
+                }
+
+                /// `out[t] = row · xs[t]` for the first `N` tokens, Q6_K super-blocks of 210 bytes (see
+                /// `TensorType::Q6_K`), as [`block32_dots`] takes them; returns `N`. Runs of 16 values share
+                /// a signed scale, `w = d * sc * (q - 32)`. In integers as [`k4_dots`]: the weights times
+                /// their run's scale, summed over half a super-block (the most 32-bit lanes hold) and
+                /// scaled once.
+                ///
+                /// # Safety
+                /// As for [`int_dots`].
+                #[target_feature(enable = $features)]
+                unsafe fn q6_k_dots<const N: usize>(row: &[u8], xs: &[Activation<'_>], out: &mut [f32]) -> usize {
+                    let ints = Ints::<N>::of(xs, row.len() / 210 * 256);
+                    let mut acc = [_mm256_setzero_ps(); N];
+                    for (b, block) in row.chunks_exact(210).enumerate() {
+                        let d = f16_at(block, 208);
+                        for h in 0..2 {
+                            // Two sums a token, two chains of fused multiply-adds; each lane sums 8 of the
+                            // half's products of at most 32 * 128 * 32,767: below 2^31.
+                            let mut sums = [[_mm256_setzero_si256(); 2]; N];
+                            for (k, w) in q6_k_half(block, h).into_iter().enumerate() {
+                                let at = b * 256 + 128 * h + 32 * k;
+                                for (t, sum) in sums.iter_mut().enumerate() {
+                                    // SAFETY: `at + 32` is within the row, whose length `Ints::of` checked.
+                                    unsafe {
+                                        sum[0] = dot16::<N>(sum[0], &ints, t, w[0], at);
+                                        sum[1] = dot16::<N>(sum[1], &ints, t, w[1], at + 16);
+                                    }
+                                }
+                            }
+                            for (t, [s0, s1]) in sums.into_iter().enumerate() {
+                                // SAFETY: the super-block is within the row.
+                                let x = unsafe { ints.scale(t, b * 256) };
+                                acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d * x), _mm256_cvtepi32_ps(_mm256_add_epi32(s0, s1)), acc[t]);
+                            }
+                        }
+                    }
+                    for t in 0..N {
+                        out[t] = hsum(acc[t]);
+                    }
+                    N
+                }
+
+                /// The products of an integer tile's four rows with two tokens, `[r0·x0, r0·x1, ...]`,
+                /// without the minimums: each row's 16-bit levels times each token's 16-bit values, summed
+                /// over runs of `run` values in 32-bit lanes (four rows by two tokens a step), then scaled.
+                ///
+                /// # Safety
+                /// The processor has this module's target features; `ints` holds the tile's columns;
+                /// `run` divides the tile's span and keeps each lane's sum below 2^31
+                /// ([`super::super::int_run`] with eight lanes).
+                #[target_feature(enable = $features)]
+                pub unsafe fn int_tile_product(tile: &IntTile, run: usize, ints: &Ints<'_, 2>) -> [f32; 2 * TILE_ROWS] {
+                    let (cols, span) = (tile.cols, IntTile::SPAN);
+                    assert!(tile.levels.len() == TILE_ROWS * cols && cols.is_multiple_of(span) && span.is_multiple_of(run) && run.is_multiple_of(16), "int_tile_product out of range");
+                    let (spans, levels) = (cols / span, tile.levels.as_ptr());
+                    let mut acc = [_mm256_setzero_ps(); 2 * TILE_ROWS];
+                    for start in (0..cols).step_by(run) {
+                        let mut sums = [_mm256_setzero_si256(); 2 * TILE_ROWS];
+                        for k in (start..start + run).step_by(16) {
+                            // SAFETY: `k + 16 <= cols`, the length of the tokens' values (`Ints::of_each`)
+                            // and of each of the tile's rows (asserted above).
+                            unsafe {
+                                let (a, b) = (_mm256_loadu_si256(ints.sixteen(0, k) as *const __m256i), _mm256_loadu_si256(ints.sixteen(1, k) as *const __m256i));
+                                for r in 0..TILE_ROWS {
+                                    let w = _mm256_loadu_si256(levels.add(r * cols + k) as *const __m256i);
+                                    sums[2 * r] = P::add(sums[2 * r], w, a);
+                                    sums[2 * r + 1] = P::add(sums[2 * r + 1], w, b);
+                                }
+                            }
+                        }
+                        // SAFETY: `start < cols`.
+                        let x = unsafe { [ints.scale(0, start), ints.scale(1, start)] };
+                        for (i, sum) in sums.into_iter().enumerate() {
+                            let scale = tile.scales[i / 2 * spans + start / span] * x[i % 2];
+                            acc[i] = _mm256_fmadd_ps(_mm256_set1_ps(scale), _mm256_cvtepi32_ps(sum), acc[i]);
+                        }
+                    }
+                    acc.map(|a| hsum(a))
+                }
+            }
+        };
+    }
+
+    int_kernels!(madd, "avx2,fma,f16c", Madd);
+    int_kernels!(vnni, "avx2,fma,f16c,avx512vnni,avx512vl", Dpwssd);
 }
 
 #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
