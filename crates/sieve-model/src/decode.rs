@@ -252,6 +252,11 @@ pub struct Stats {
     pub first_token_ms: Option<f64>,
     /// Time to compute each step's mask, in microseconds.
     pub mask_us: Vec<f64>,
+    /// Time spent in the constraint, in milliseconds: its masks, advancing it by each token,
+    /// and jump-forward's forced text and back-offs. Free decoding spends some too (its mask
+    /// leaves out the end of sequence), so the difference between two generations' is what a
+    /// constraint costs, without the noise of comparing their whole times.
+    pub constraint_ms: f64,
 }
 
 impl Stats {
@@ -320,7 +325,9 @@ pub async fn generate_streaming(
     if constraint.is_pending() {
         submitted = Some(submit(model, &tokens, &mut cache)?);
         stats.forward_passes += 1;
+        let t0 = clock();
         constraint.prepare()?;
+        stats.constraint_ms += clock() - t0;
     }
     let stop = loop {
         let generated = tokens.len() - prompt.len();
@@ -332,10 +339,13 @@ pub async fn generate_streaming(
         }
         if config.jump_forward && !jumped {
             jumped = true;
+            let t0 = clock();
             let forced = constraint.forced_bytes()?;
+            stats.constraint_ms += clock() - t0;
             if !forced.is_empty()
                 && let Some((backoff, ids)) = retokenize(tokenizer, &tokens[prompt.len()..], &forced)?
             {
+                let t0 = clock();
                 constraint.rollback(backoff)?;
                 tokens.truncate(tokens.len() - backoff);
                 cache.truncate(cache.len().min(tokens.len()));
@@ -344,6 +354,7 @@ pub async fn generate_streaming(
                     constraint.accept_token(id)?;
                     tokens.push(id);
                 }
+                stats.constraint_ms += clock() - t0;
                 stats.forced_tokens += ids.len().min(room).saturating_sub(backoff);
                 submitted = None;
                 if !stream.emit(tokenizer, &tokens[prompt.len()..], true, on_delta) {
@@ -362,12 +373,15 @@ pub async fn generate_streaming(
         let t0 = clock();
         mask.fill(0);
         constraint.fill_mask(&mut mask)?;
-        stats.mask_us.push((clock() - t0) * 1000.0);
+        let mask_ms = clock() - t0;
+        stats.mask_us.push(mask_ms * 1000.0);
         let token = config.picker.pick(logits, &mask, vocab, &config.sampling, step).await?;
         step += 1;
         stats.first_token_ms.get_or_insert_with(|| clock() - start);
         jumped = false;
+        let t0 = clock();
         constraint.accept_token(token)?;
+        stats.constraint_ms += mask_ms + clock() - t0;
         tokens.push(token);
         if tokenizer.is_end(token) {
             break StopReason::EndOfSequence;

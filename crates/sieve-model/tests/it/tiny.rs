@@ -4,6 +4,7 @@
 
 use crate::common;
 
+use std::cell::Cell;
 use std::sync::OnceLock;
 use std::time::Instant;
 
@@ -130,6 +131,62 @@ fn jump_forward_saves_forward_passes() {
     assert!(on.stats.forward_passes * 2 < off.stats.forward_passes, "{} vs {}", on.stats.forward_passes, off.stats.forward_passes);
     // The forced tokens are the canonical tokenization of the forced text.
     assert_eq!(on.tokens[..tok.encode("{\"name\": \"Alice\", \"city\": \"").unwrap().len()], tok.encode("{\"name\": \"Alice\", \"city\": \"").unwrap()[..]);
+}
+
+/// A constraint that advances a fake clock: 5 ms for each mask, 1 ms for each token it takes,
+/// a quarter for each look at its forced text; and counts its calls.
+struct Timed<'c, C> {
+    inner: C,
+    now: &'c Cell<f64>,
+    calls: [usize; 3],
+}
+
+impl<C: TokenConstraint> Timed<'_, C> {
+    fn spend(&mut self, call: usize, ms: f64) {
+        self.now.set(self.now.get() + ms);
+        self.calls[call] += 1;
+    }
+}
+
+impl<C: TokenConstraint> TokenConstraint for Timed<'_, C> {
+    fn fill_mask(&mut self, mask: &mut [u32]) -> Result<(), ModelError> {
+        self.spend(0, 5.0);
+        self.inner.fill_mask(mask)
+    }
+    fn accept_token(&mut self, token: u32) -> Result<(), ModelError> {
+        self.spend(1, 1.0);
+        self.inner.accept_token(token)
+    }
+    fn rollback(&mut self, n: usize) -> Result<(), ModelError> {
+        self.inner.rollback(n)
+    }
+    fn forced_bytes(&mut self) -> Result<Vec<u8>, ModelError> {
+        self.spend(2, 0.25);
+        self.inner.forced_bytes()
+    }
+    fn is_terminated(&self) -> bool {
+        self.inner.is_terminated()
+    }
+}
+
+#[test]
+fn constraint_time_is_the_time_in_the_constraint() {
+    let model = tiny();
+    let tok = tokenizer();
+    let options = ["{\"name\": \"Alice\", \"city\": \"Paris\"}", "{\"name\": \"Alice\", \"city\": \"Rome\"}"];
+    let prompt = tok.encode("JSON:").unwrap();
+    let now = Cell::new(0.0);
+    let fake = || now.get();
+    for jump_forward in [false, true] {
+        let mut constraint = Timed { inner: Choices::new(&options, tok), now: &now, calls: [0; 3] };
+        let out = block_on(generate(&model, tok, &mut constraint, &prompt, &config(jump_forward, Sampling::GREEDY), &fake)).unwrap();
+        let [masks, accepts, looks] = constraint.calls;
+        assert!(masks > 0 && (accepts > masks) == jump_forward && (looks > 0) == jump_forward, "{:?}", constraint.calls);
+        // Only the constraint moves the clock: all the time is the constraint's, all of it counted.
+        assert_eq!(out.stats.constraint_ms, 5.0 * masks as f64 + accepts as f64 + 0.25 * looks as f64);
+        assert_eq!(out.stats.constraint_ms, out.stats.elapsed_ms);
+        assert_eq!(out.stats.mask_us, vec![5000.0; masks]);
+    }
 }
 
 #[test]
