@@ -282,6 +282,9 @@ export interface Timings {
   tokens_per_s: number;
   mask_us_p50: number;
   mask_us_p99: number;
+  /** Time spent in the constraint: its masks, advancing it by each token, jump-forward's forced
+   * text (not its compile, `compile_ms`). Free text spends some too, in its own masks. */
+  constraint_ms: number;
 }
 
 export interface Usage {

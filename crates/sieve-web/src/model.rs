@@ -276,6 +276,7 @@ async fn run(loaded: &Loaded, request: &Request, on_delta: Option<&js_sys::Funct
             "tokens_per_s": s.tokens_per_s(),
             "mask_us_p50": s.mask_us_quantile(0.5),
             "mask_us_p99": s.mask_us_quantile(0.99),
+            "constraint_ms": s.constraint_ms,
         },
     }))
     .map_err(JsValue::from)
