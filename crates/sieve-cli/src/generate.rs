@@ -249,6 +249,7 @@ pub fn run(args: &GenerateArgs) -> Result<i32, CliError> {
             "tokens_per_s": s.tokens_per_s(),
             "mask_us_p50": s.mask_us_quantile(0.5),
             "mask_us_p99": s.mask_us_quantile(0.99),
+            "constraint_ms": s.constraint_ms,
         });
         let mut report = json!({"text": text, "finish_reason": finish_reason, "tokens": out.tokens, "stats": stats});
         if let Some(calls) = tool_calls {
